@@ -1,0 +1,226 @@
+//! Reading a Response object and turning it into the next request's items.
+
+use serde_json::{Value, json};
+
+use crate::Outcome;
+
+/// A `function_call` output item.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FunctionCall {
+    pub call_id: String,
+    pub name: String,
+    /// The raw JSON text the model produced; it is validated before use.
+    pub arguments: String,
+    /// Set for calls made by a program; it must be echoed on the output.
+    pub caller: Option<Value>,
+}
+
+/// Only `completed` responses continue the loop; every other status ends the case.
+pub(crate) fn check_status(response: &Value) -> Result<(), Outcome> {
+    match response["status"].as_str() {
+        Some("completed") => Ok(()),
+        Some("incomplete") => Err(Outcome::failed(
+            "incomplete",
+            format!(
+                "response incomplete: {}",
+                response["incomplete_details"]["reason"]
+                    .as_str()
+                    .unwrap_or("no reason given")
+            ),
+        )),
+        Some("failed") => Err(Outcome::failed(
+            "response_failed",
+            format!(
+                "response failed: {}",
+                response["error"]["message"]
+                    .as_str()
+                    .unwrap_or("no error message")
+            ),
+        )),
+        Some("cancelled") => Err(Outcome::failed("cancelled", "response was cancelled")),
+        Some(other) => Err(Outcome::failed(
+            "api_error",
+            format!("unexpected response status {other:?}"),
+        )),
+        None => Err(Outcome::failed("api_error", "response has no status")),
+    }
+}
+
+pub(crate) fn output_items(response: &Value) -> Result<&[Value], Outcome> {
+    response["output"]
+        .as_array()
+        .map(Vec::as_slice)
+        .ok_or_else(|| Outcome::failed("api_error", "response has no output array"))
+}
+
+pub(crate) fn function_calls(output: &[Value]) -> Result<Vec<FunctionCall>, Outcome> {
+    output
+        .iter()
+        .filter(|item| item["type"] == "function_call")
+        .map(|item| {
+            let call_id = item["call_id"].as_str().ok_or_else(|| {
+                Outcome::failed("api_error", "a function_call item has no call_id")
+            })?;
+            Ok(FunctionCall {
+                call_id: call_id.to_string(),
+                name: item["name"].as_str().unwrap_or_default().to_string(),
+                arguments: item["arguments"].as_str().unwrap_or_default().to_string(),
+                caller: item.get("caller").filter(|c| c.is_object()).cloned(),
+            })
+        })
+        .collect()
+}
+
+/// The `function_call_output` answering `call`: keyed by `call_id` (never the `fc_` id).
+pub(crate) fn function_call_output(call: &FunctionCall, output: String) -> Value {
+    let mut item = json!({
+        "type": "function_call_output",
+        "call_id": call.call_id,
+        "output": output,
+    });
+    if let Some(caller) = &call.caller {
+        item["caller"] = caller.clone();
+    }
+    item
+}
+
+/// The SDKs' `output_text`: every `output_text` part of every message, joined with "".
+pub(crate) fn output_text(output: &[Value]) -> String {
+    output
+        .iter()
+        .filter(|item| item["type"] == "message")
+        .filter_map(|item| item["content"].as_array())
+        .flatten()
+        .filter(|part| part["type"] == "output_text")
+        .filter_map(|part| part["text"].as_str())
+        .collect()
+}
+
+/// The answer of a response without function calls: its text, or a refusal.
+pub(crate) fn final_answer(output: &[Value]) -> Result<String, Outcome> {
+    let last_message = output.iter().rev().find(|item| item["type"] == "message");
+    let parts = last_message
+        .and_then(|message| message["content"].as_array())
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let refusal = parts.iter().find(|part| part["type"] == "refusal");
+    let has_text = parts.iter().any(|part| part["type"] == "output_text");
+    match refusal {
+        Some(part) if !has_text => Err(Outcome::failed(
+            "refusal",
+            part["refusal"].as_str().unwrap_or("the model refused"),
+        )),
+        _ => Ok(output_text(output)),
+    }
+}
+
+/// The output items as they must be replayed in a stateless request: verbatim and in order,
+/// except that `status` is dropped from reasoning items (the API rejects it in input).
+pub(crate) fn replay_items(output: &[Value]) -> impl Iterator<Item = Value> + '_ {
+    output.iter().map(|item| {
+        let mut item = item.clone();
+        if item["type"] == "reasoning" {
+            if let Some(fields) = item.as_object_mut() {
+                fields.remove("status");
+            }
+        }
+        item
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(parts: Value) -> Value {
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": parts})
+    }
+
+    #[test]
+    fn replay_strips_status_from_reasoning_only_and_keeps_order() {
+        let output = vec![
+            json!({"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "gAAA", "status": "completed"}),
+            json!({"id": "fc_1", "type": "function_call", "status": "completed", "call_id": "call_1", "name": "f", "arguments": "{}"}),
+            json!({"id": "rs_2", "type": "reasoning", "summary": []}),
+            message(json!([{"type": "output_text", "text": "x", "annotations": []}])),
+        ];
+        let replayed: Vec<Value> = replay_items(&output).collect();
+        assert_eq!(
+            replayed,
+            vec![
+                json!({"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "gAAA"}),
+                output[1].clone(),
+                output[2].clone(),
+                output[3].clone(),
+            ]
+        );
+    }
+
+    #[test]
+    fn output_text_concatenates_every_text_part_of_every_message() {
+        let output = vec![
+            message(
+                json!([{"type": "output_text", "text": "Hello, "}, {"type": "refusal", "refusal": "no"}]),
+            ),
+            json!({"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "not this"}]}),
+            message(
+                json!([{"type": "output_text", "text": "world"}, {"type": "output_text", "text": "!"}]),
+            ),
+        ];
+        assert_eq!(output_text(&output), "Hello, world!");
+        assert_eq!(output_text(&[]), "");
+    }
+
+    #[test]
+    fn refusal_without_text_fails() {
+        let output = vec![message(
+            json!([{"type": "refusal", "refusal": "I can't help with that."}]),
+        )];
+        assert_eq!(
+            final_answer(&output),
+            Err(Outcome::failed("refusal", "I can't help with that."))
+        );
+    }
+
+    #[test]
+    fn refusal_beside_text_is_a_completed_answer() {
+        let output = vec![message(
+            json!([{"type": "refusal", "refusal": "no"}, {"type": "output_text", "text": "partly"}]),
+        )];
+        assert_eq!(final_answer(&output), Ok("partly".to_string()));
+    }
+
+    #[test]
+    fn function_calls_keep_order_and_caller() {
+        let output = vec![
+            message(json!([{"type": "output_text", "text": "checking"}])),
+            json!({"id": "fc_1", "type": "function_call", "call_id": "call_a", "name": "get", "arguments": "{\"a\":1}"}),
+            json!({"id": "fc_2", "type": "function_call", "call_id": "call_b", "name": "get", "arguments": "{}",
+                   "caller": {"type": "program", "caller_id": "call_p"}}),
+        ];
+        let calls = function_calls(&output).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].call_id, "call_a");
+        assert_eq!(calls[0].arguments, "{\"a\":1}");
+        assert_eq!(calls[0].caller, None);
+        assert_eq!(
+            function_call_output(&calls[1], "42".to_string()),
+            json!({"type": "function_call_output", "call_id": "call_b", "output": "42",
+                   "caller": {"type": "program", "caller_id": "call_p"}})
+        );
+    }
+
+    #[test]
+    fn statuses_map_to_contract_reasons() {
+        let reason = |status: &str| match check_status(&json!({"status": status})) {
+            Ok(()) => "ok".to_string(),
+            Err(Outcome::Failed { reason, .. }) => reason,
+            Err(other) => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(reason("completed"), "ok");
+        assert_eq!(reason("incomplete"), "incomplete");
+        assert_eq!(reason("failed"), "response_failed");
+        assert_eq!(reason("cancelled"), "cancelled");
+        assert_eq!(reason("in_progress"), "api_error");
+    }
+}

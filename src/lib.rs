@@ -1,0 +1,17 @@
+//! loopcheck: a record/replay harness and conformance suite for OpenAI Responses API
+//! tool-call loops.
+//!
+//! Data flows one way: scenario -> server script -> controller traffic -> transcript ->
+//! oracle -> verdicts -> reports.
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod oracle;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod server;
+pub mod tools;
+pub mod transcript;
+pub mod wire;

@@ -1,0 +1,230 @@
+//! Loading scenario files (YAML or JSON) with `file:line:col` errors, and the semantic
+//! checks `loopcheck lint` runs.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::model::{FORMAT_VERSION, OutputSpec, Outcome, Scenario, ToolRef};
+use crate::tools::fixtures;
+
+/// A scenario file that could not be loaded, with where and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line, when known.
+    pub line: u64,
+    /// 1-based column, when known.
+    pub column: u64,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.path.display(),
+            self.line,
+            self.column,
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Reads and parses a scenario file from disk.
+pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|err| ScenarioError {
+        path: path.to_owned(),
+        line: 0,
+        column: 0,
+        message: format!("failed to read the file: {err}"),
+    })?;
+    parse(path, &text)
+}
+
+/// Parses scenario text; JSON when the path ends in `.json`, YAML otherwise.
+pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+    let is_json = path.extension().is_some_and(|ext| ext == "json");
+    let scenario: Scenario = if is_json {
+        serde_json::from_str(text).map_err(|err| ScenarioError {
+            path: path.to_owned(),
+            line: err.line() as u64,
+            column: err.column() as u64,
+            message: err.to_string(),
+        })?
+    } else {
+        serde_saphyr::from_str(text).map_err(|err| {
+            let (line, column) = err
+                .location()
+                .map_or((0, 0), |loc| (loc.line(), loc.column()));
+            ScenarioError {
+                path: path.to_owned(),
+                line,
+                column,
+                message: strip_location(&err.without_snippet().to_string()),
+            }
+        })?
+    };
+    validate(&scenario).map_err(|(needle, message)| {
+        let (line, column) = locate(text, &needle);
+        ScenarioError {
+            path: path.to_owned(),
+            line,
+            column,
+            message,
+        }
+    })?;
+    Ok(scenario)
+}
+
+/// serde-saphyr appends " at line L column C"; we print the location up front instead.
+fn strip_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// The line and column of the first occurrence of `needle` (1, 1 when absent).
+fn locate(text: &str, needle: &str) -> (u64, u64) {
+    if needle.is_empty() {
+        return (1, 1);
+    }
+    for (index, line) in text.lines().enumerate() {
+        if let Some(col) = line.find(needle) {
+            return (index as u64 + 1, col as u64 + 1);
+        }
+    }
+    (1, 1)
+}
+
+/// The names of a task's tools.
+pub fn tool_names(scenario: &Scenario) -> Vec<String> {
+    scenario
+        .task
+        .tools
+        .iter()
+        .filter_map(|tool| match tool {
+            ToolRef::Fixture(name) => Some(name.clone()),
+            ToolRef::Inline(def) => def.get("name").and_then(Value::as_str).map(str::to_owned),
+        })
+        .collect()
+}
+
+/// Semantic checks beyond the schema. An error is (text to locate, message).
+fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
+    let err = |needle: &str, message: String| Err((needle.to_owned(), message));
+    if scenario.format != FORMAT_VERSION {
+        return err(
+            "format",
+            format!(
+                "unsupported format version {}: expected {FORMAT_VERSION}",
+                scenario.format
+            ),
+        );
+    }
+    let id_ok = scenario.id.contains('/')
+        && scenario
+            .id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_/.".contains(&b));
+    if !id_ok {
+        return err(
+            "id",
+            format!(
+                "invalid id '{}': expected 'area/name' in lowercase letters, digits, '-', '_' and '.'",
+                scenario.id
+            ),
+        );
+    }
+    if scenario.states.is_empty() {
+        return err("states", "empty `states`: expected at least one state mode".to_owned());
+    }
+    if !(scenario.task.input.is_string() || scenario.task.input.is_array()) {
+        return err("input", "invalid `task.input`: expected a string or an array of input items".to_owned());
+    }
+    if scenario.task.max_rounds == 0 {
+        return err("max_rounds", "invalid `task.max_rounds`: expected at least 1".to_owned());
+    }
+    let mut names = BTreeSet::new();
+    for tool in &scenario.task.tools {
+        match tool {
+            ToolRef::Fixture(name) => {
+                if fixtures::definition(name).is_none() {
+                    return err(
+                        name,
+                        format!(
+                            "unknown fixture tool '{name}': expected one of {}, or an inline function definition",
+                            fixtures::names().join(", ")
+                        ),
+                    );
+                }
+                names.insert(name.clone());
+            }
+            ToolRef::Inline(def) => {
+                let Some(name) = def.get("name").and_then(Value::as_str) else {
+                    return err("tools", "inline tool without a `name`: expected a function definition with `type`, `name` and `parameters`".to_owned());
+                };
+                if def.get("type").and_then(Value::as_str) != Some("function") {
+                    return err(name, format!("inline tool '{name}': expected `type: function`"));
+                }
+                if let Some(params) = def.get("parameters")
+                    && jsonschema::validator_for(params).is_err()
+                {
+                    return err(name, format!("inline tool '{name}': `parameters` is not a valid JSON Schema"));
+                }
+                names.insert(name.to_owned());
+            }
+        }
+    }
+    for name in &scenario.task.approval_required {
+        if !names.contains(name) {
+            return err(name, format!("`approval_required` names '{name}', which is not one of the task's tools"));
+        }
+    }
+    for name in scenario.tools.keys() {
+        if !names.contains(name) {
+            return err(name, format!("behaviour given for tool '{name}', which is not one of the task's tools"));
+        }
+    }
+    if scenario.script.is_empty() {
+        return err("script", "empty `script`: expected at least one model turn".to_owned());
+    }
+    let last = scenario.script.len() - 1;
+    for (index, turn) in scenario.script.iter().enumerate() {
+        if turn.endless && index != last {
+            return err("endless", format!("turn {} is `endless` but not the last turn: only the last turn can repeat", index + 1));
+        }
+        if turn.endless && !turn.output.iter().any(|item| matches!(item, OutputSpec::Call(_))) {
+            return err("endless", "an `endless` turn must contain at least one call".to_owned());
+        }
+    }
+    if scenario.expect.outcome == Outcome::Completed
+        && scenario.expect.output_text.is_none()
+        && final_message_text(scenario).is_none()
+    {
+        return err("expect", "`expect.outcome: completed` needs `output_text`, or a last turn with a message".to_owned());
+    }
+    Ok(())
+}
+
+/// The concatenated text of the last turn's messages (WIRE.md 2.6), if it has any.
+pub fn final_message_text(scenario: &Scenario) -> Option<String> {
+    let turn = scenario.script.last()?;
+    let texts: Vec<&str> = turn
+        .output
+        .iter()
+        .filter_map(|item| match item {
+            OutputSpec::Message(message) => Some(message.text()),
+            _ => None,
+        })
+        .collect();
+    (!texts.is_empty()).then(|| texts.concat())
+}

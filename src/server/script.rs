@@ -1,0 +1,132 @@
+//! Script playback: expanding a scenario's compact turn into full wire output items with
+//! fresh ids, and remembering which items belong together (reasoning and follower).
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use crate::scenario::{OutputSpec, Turn, TurnStatus};
+use crate::wire::IdGen;
+use crate::wire::response::ResponseStatus;
+
+/// What the server generated, stored or not: needed to validate replays.
+#[derive(Debug, Default)]
+pub struct Issued {
+    /// `encrypted_content` by reasoning id.
+    pub encrypted: HashMap<String, String>,
+    /// The reasoning item an output item was generated with, by item id.
+    pub reasoning_of: HashMap<String, String>,
+    /// The item right after a reasoning item: (id, type, call_id).
+    pub follower: HashMap<String, Follower>,
+}
+
+/// The item a reasoning item produced.
+#[derive(Debug, Clone)]
+pub struct Follower {
+    /// Its id.
+    pub id: String,
+    /// Its type.
+    pub kind: String,
+    /// Its call_id, for function calls.
+    pub call_id: Option<String>,
+}
+
+/// A turn expanded for one response.
+pub struct ExpandedTurn {
+    /// Full output items.
+    pub output: Vec<Value>,
+    /// Response status.
+    pub status: ResponseStatus,
+    /// Incomplete reason.
+    pub incomplete_reason: Option<String>,
+    /// Response error.
+    pub error: Option<Value>,
+}
+
+/// The text of the real API's 500 message (E16), used as a failed turn's default error.
+pub const SERVER_ERROR_MESSAGE: &str = "An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists.";
+
+/// Expands `turn`, registering its items in `issued`.
+pub fn expand(turn: &Turn, ids: &mut IdGen, created_at: u64, tail: &str, issued: &mut Issued) -> ExpandedTurn {
+    let mut output = Vec::with_capacity(turn.output.len());
+    let mut reasoning: Option<String> = None;
+    let mut awaiting_follower: Option<String> = None;
+    for spec in &turn.output {
+        let item = match spec {
+            OutputSpec::Reasoning(r) => {
+                let id = ids.item_id("rs", created_at, tail);
+                let encrypted = ids.encrypted_content();
+                issued.encrypted.insert(id.clone(), encrypted.clone());
+                let summary: Vec<Value> = r
+                    .summary
+                    .iter()
+                    .map(|text| json!({"type": "summary_text", "text": text}))
+                    .collect();
+                json!({"id": id, "type": "reasoning", "encrypted_content": encrypted, "summary": summary})
+            }
+            OutputSpec::Message(m) => {
+                let id = ids.item_id("msg", created_at, tail);
+                json!({
+                    "id": id, "type": "message", "status": m.status(), "role": "assistant",
+                    "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": m.text()}],
+                })
+            }
+            OutputSpec::Refusal(text) => {
+                let id = ids.item_id("msg", created_at, tail);
+                json!({
+                    "id": id, "type": "message", "status": "completed", "role": "assistant",
+                    "content": [{"type": "refusal", "refusal": text}],
+                })
+            }
+            OutputSpec::Call(call) => {
+                let id = ids.item_id("fc", created_at, tail);
+                json!({
+                    "id": id, "type": "function_call",
+                    "status": call.status.as_deref().unwrap_or("completed"),
+                    "arguments": call.arguments_string(),
+                    "call_id": ids.call_id(), "name": call.name,
+                })
+            }
+        };
+        let id = item["id"].as_str().unwrap_or_default().to_owned();
+        let kind = item["type"].as_str().unwrap_or_default().to_owned();
+        if let Some(rs) = awaiting_follower.take() {
+            issued.follower.insert(
+                rs,
+                Follower {
+                    id: id.clone(),
+                    kind: kind.clone(),
+                    call_id: item.get("call_id").and_then(Value::as_str).map(str::to_owned),
+                },
+            );
+        }
+        if kind == "reasoning" {
+            reasoning = Some(id.clone());
+            awaiting_follower = Some(id);
+        } else if let Some(rs) = &reasoning {
+            issued.reasoning_of.insert(id, rs.clone());
+        }
+        output.push(item);
+    }
+    let (status, incomplete_reason, error) = match turn.status {
+        TurnStatus::Completed => (ResponseStatus::Completed, None, None),
+        TurnStatus::Incomplete => (
+            ResponseStatus::Incomplete,
+            Some(turn.incomplete_reason.clone().unwrap_or_else(|| "max_output_tokens".to_owned())),
+            None,
+        ),
+        TurnStatus::Failed => {
+            let error = match &turn.error {
+                Some(e) => json!({"code": e.code, "message": e.message}),
+                None => json!({"code": "server_error", "message": SERVER_ERROR_MESSAGE}),
+            };
+            (ResponseStatus::Failed, None, Some(error))
+        }
+    };
+    ExpandedTurn {
+        output,
+        status,
+        incomplete_reason,
+        error,
+    }
+}

@@ -1,0 +1,172 @@
+//! Strict emulation: what the real API rejects, with its exact errors (WIRE.md section 5).
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::script::Issued;
+use crate::wire::ApiError;
+use crate::wire::ids::has_prefix;
+use crate::wire::request::{call_id, item_id, item_type};
+
+/// Model names the fake accepts besides the task's own.
+const KNOWN_MODELS: &[&str] = &[
+    "gpt-5", "gpt-5-2025-08-07", "gpt-5-mini", "gpt-5-nano", "gpt-5.1", "gpt-5.2", "gpt-5-codex",
+    "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-4o", "gpt-4o-mini", "o3", "o3-mini", "o4-mini",
+];
+
+/// Checks `model` (E10, E9).
+pub fn check_model(model: Option<&str>, task_model: &str) -> Result<(), ApiError> {
+    match model {
+        None => Err(ApiError::missing_model()),
+        Some(m) if m == task_model || KNOWN_MODELS.contains(&m) => Ok(()),
+        Some(m) => Err(ApiError::model_not_found(m)),
+    }
+}
+
+/// Checks a `previous_response_id`'s characters, as the real API does before lookup.
+pub fn check_id_chars(param: &str, id: &str) -> Result<(), ApiError> {
+    if !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        Ok(())
+    } else {
+        Err(ApiError {
+            status: 400,
+            rule: "id-chars",
+            message: format!(
+                "Invalid '{param}': '{id}'. Expected an ID that contains letters, numbers, underscores, or dashes, but this value contained additional characters."
+            ),
+            kind: "invalid_request_error",
+            param: Some(param.to_owned()),
+            code: Some("invalid_value"),
+        })
+    }
+}
+
+/// The id prefix an input item of this type must carry.
+fn expected_prefix(kind: &str) -> Option<&'static str> {
+    match kind {
+        "reasoning" => Some("rs"),
+        "function_call" => Some("fc"),
+        _ => None,
+    }
+}
+
+/// Per-item checks on `input` and resolution of `item_reference`s: E13, id prefixes, E6,
+/// E7, E8. Returns the input with references replaced by the stored items.
+pub fn resolve_input(
+    input: &[Value],
+    stored_items: &HashMap<String, Value>,
+    issued: &Issued,
+) -> Result<Vec<Value>, ApiError> {
+    let mut seen = HashSet::new();
+    let mut resolved = Vec::with_capacity(input.len());
+    for (index, item) in input.iter().enumerate() {
+        let kind = item_type(item);
+        if kind == "reasoning" && item.get("status").is_some_and(|s| !s.is_null()) {
+            return Err(ApiError::unknown_parameter(&format!("input[{index}].status")));
+        }
+        if let Some(id) = item_id(item) {
+            if let Some(prefix) = expected_prefix(kind)
+                && !has_prefix(id, prefix)
+            {
+                return Err(ApiError::invalid_item_id(index, id, prefix));
+            }
+            if !seen.insert(id.to_owned()) {
+                return Err(ApiError::duplicate_item(id));
+            }
+        }
+        match kind {
+            "item_reference" => {
+                let id = item_id(item).unwrap_or_default();
+                let Some(stored) = stored_items.get(id) else {
+                    return Err(ApiError::item_not_found(id));
+                };
+                resolved.push(stored.clone());
+                continue;
+            }
+            "reasoning" => {
+                let id = item_id(item).unwrap_or_default();
+                match item.get("encrypted_content").and_then(Value::as_str) {
+                    Some(content) => {
+                        if issued.encrypted.get(id).map(String::as_str) != Some(content) {
+                            return Err(ApiError::invalid_encrypted_content(content));
+                        }
+                    }
+                    None => {
+                        if !stored_items.contains_key(id) {
+                            return Err(ApiError::item_not_found(id));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        resolved.push(item.clone());
+    }
+    Ok(resolved)
+}
+
+/// Whether `item` is the follower a reasoning item produced (or that item replayed
+/// without its id, which the real API also accepts).
+fn is_follower(item: &Value, follower: &super::script::Follower) -> bool {
+    match item_id(item) {
+        Some(id) => id == follower.id,
+        None => {
+            item_type(item) == follower.kind
+                && (follower.call_id.is_none() || call_id(item) == follower.call_id.as_deref())
+        }
+    }
+}
+
+/// Context-wide checks: E4, E5, E3, E2. `chain` is the stored context the request
+/// continues (empty without `previous_response_id`); `input` is already resolved.
+pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Result<(), ApiError> {
+    let context_ids: HashSet<&str> = chain.iter().chain(input).filter_map(item_id).collect();
+    for item in input {
+        if item_type(item) == "function_call"
+            && let Some(id) = item_id(item)
+            && let Some(reasoning) = issued.reasoning_of.get(id)
+            && !context_ids.contains(reasoning.as_str())
+        {
+            return Err(ApiError::call_without_reasoning(id, reasoning));
+        }
+    }
+    for (index, item) in input.iter().enumerate() {
+        if item_type(item) != "reasoning" {
+            continue;
+        }
+        let id = item_id(item).unwrap_or_default();
+        if let Some(follower) = issued.follower.get(id) {
+            let next = input.get(index + 1);
+            if !next.is_some_and(|next| is_follower(next, follower)) {
+                return Err(ApiError::reasoning_without_follower(id));
+            }
+        }
+    }
+    let context = || chain.iter().chain(input);
+    let calls: HashSet<&str> = context()
+        .filter(|item| item_type(item) == "function_call")
+        .filter_map(call_id)
+        .collect();
+    let outputs: HashSet<&str> = context()
+        .filter(|item| item_type(item) == "function_call_output")
+        .filter_map(call_id)
+        .collect();
+    for item in input {
+        if item_type(item) == "function_call_output" {
+            let id = call_id(item).unwrap_or_default();
+            if !calls.contains(id) {
+                return Err(ApiError::no_tool_call(id));
+            }
+        }
+    }
+    for item in context() {
+        if item_type(item) == "function_call"
+            && let Some(id) = call_id(item)
+            && !outputs.contains(id)
+        {
+            return Err(ApiError::no_tool_output(id));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! The fixture tool backend (CONTRACT.md section 3): executes tool calls as the scenario
+//! scripts them, grants or refuses approvals, and de-duplicates by `call_id`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::{Value, json};
+
+use crate::scenario::{Scenario, ToolBehaviour, ToolRef};
+use crate::tools::fixtures;
+use crate::transcript::ToolRequestKind;
+use crate::wire::IdGen;
+
+/// A tool of the task's registry.
+pub struct RegisteredTool {
+    /// The definition sent to the model.
+    pub definition: Value,
+    validator: Option<jsonschema::Validator>,
+}
+
+impl RegisteredTool {
+    /// Whether `arguments` satisfy the tool's schema; `Err` carries the first violation.
+    pub fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
+        match &self.validator {
+            Some(validator) => validator
+                .validate(arguments)
+                .map_err(|err| format!("{} (at '{}')", err, err.instance_path())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The task's tool registry: name to definition and compiled schema.
+pub struct Registry {
+    tools: BTreeMap<String, RegisteredTool>,
+}
+
+impl Registry {
+    /// Builds the registry of a scenario's task.
+    pub fn new(scenario: &Scenario) -> Self {
+        let mut tools = BTreeMap::new();
+        for tool in &scenario.task.tools {
+            let definition = match tool {
+                ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
+                ToolRef::Inline(def) => def.clone(),
+            };
+            let Some(name) = definition.get("name").and_then(Value::as_str).map(str::to_owned) else {
+                continue;
+            };
+            let validator = definition
+                .get("parameters")
+                .and_then(|schema| jsonschema::validator_for(schema).ok());
+            tools.insert(name, RegisteredTool { definition, validator });
+        }
+        Self { tools }
+    }
+
+    /// The tool named `name`.
+    pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
+        self.tools.get(name)
+    }
+
+    /// Definitions in task order is not needed; names sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+}
+
+/// How a model-issued call should be treated by a correct controller, judged from the
+/// registry alone (before any backend decision).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallValidity {
+    /// Registered, parseable, schema-valid.
+    Valid,
+    /// Not in the registry.
+    UnknownTool,
+    /// `arguments` is not a JSON object.
+    MalformedArguments(String),
+    /// Parses but violates the schema.
+    SchemaViolation(String),
+}
+
+impl Registry {
+    /// Judges a call the model issued.
+    pub fn judge_call(&self, name: &str, arguments: &str) -> CallValidity {
+        let Some(tool) = self.get(name) else {
+            return CallValidity::UnknownTool;
+        };
+        let parsed: Value = match serde_json::from_str(arguments) {
+            Ok(value @ Value::Object(_)) => value,
+            Ok(_) => return CallValidity::MalformedArguments("not a JSON object".to_owned()),
+            Err(err) => return CallValidity::MalformedArguments(err.to_string()),
+        };
+        match tool.check_arguments(&parsed) {
+            Ok(()) => CallValidity::Valid,
+            Err(message) => CallValidity::SchemaViolation(message),
+        }
+    }
+}
+
+/// True when every key of `pattern` is in `value` with an equal value.
+pub fn matches_subset(pattern: &Value, value: &Value) -> bool {
+    match (pattern, value) {
+        (Value::Object(pattern), Value::Object(value)) => pattern
+            .iter()
+            .all(|(key, expected)| value.get(key).is_some_and(|actual| matches_subset(expected, actual))),
+        (pattern, value) => pattern == value,
+    }
+}
+
+fn when_matches(when: Option<&Value>, arguments: &Value) -> bool {
+    when.is_none_or(|pattern| matches_subset(pattern, arguments))
+}
+
+/// The result a fixture tool returns for these arguments.
+pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments: &Value) -> Value {
+    let rule = behaviour.and_then(|b| b.results.iter().find(|rule| when_matches(rule.when.as_ref(), arguments)));
+    match (rule, behaviour.and_then(|b| b.default.as_ref())) {
+        (Some(rule), _) => rule.result.clone(),
+        (None, Some(default)) => default.clone(),
+        // Echo the arguments so that results of different calls differ: a controller that
+        // pairs results with the wrong call is then visible.
+        (None, None) => json!({"tool": name, "arguments": arguments, "ok": true}),
+    }
+}
+
+/// The backend's per-case state.
+#[derive(Debug, Default)]
+pub struct BackendState {
+    /// Results of executed calls, by call_id (de-duplication).
+    executed: HashMap<String, Value>,
+    /// Granted approval tokens, to the call_id they were granted for.
+    approvals: HashMap<String, String>,
+}
+
+/// One backend answer, before it is written to the transcript.
+#[derive(Debug, Clone)]
+pub struct BackendReply {
+    /// HTTP status.
+    pub status: u16,
+    /// Body.
+    pub body: Value,
+    /// True on the first successful execution of a call_id.
+    pub effect: bool,
+    /// What the request was.
+    pub kind: ToolRequestKind,
+    /// Tool name.
+    pub name: String,
+}
+
+fn error(status: u16, code: &str, message: String) -> (u16, Value) {
+    (status, json!({"error": {"code": code, "message": message}}))
+}
+
+/// The fixture backend of one case.
+pub struct ToolBackend {
+    registry: Registry,
+    approval_required: BTreeSet<String>,
+    behaviours: BTreeMap<String, ToolBehaviour>,
+}
+
+impl ToolBackend {
+    /// The backend for a scenario.
+    pub fn new(scenario: &Scenario) -> Self {
+        Self {
+            registry: Registry::new(scenario),
+            approval_required: scenario.task.approval_required.iter().cloned().collect(),
+            behaviours: scenario.tools.clone(),
+        }
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// `POST /call/{name}`.
+    pub fn call(&self, state: &mut BackendState, name: &str, body: &Value) -> BackendReply {
+        let (status, body, effect) = self.call_inner(state, name, body);
+        BackendReply {
+            status,
+            body,
+            effect,
+            kind: ToolRequestKind::Call,
+            name: name.to_owned(),
+        }
+    }
+
+    fn call_inner(&self, state: &mut BackendState, name: &str, body: &Value) -> (u16, Value, bool) {
+        let Some(tool) = self.registry.get(name) else {
+            let (s, b) = error(404, "unknown_tool", format!("no tool named '{name}' in this task's registry"));
+            return (s, b, false);
+        };
+        let Some(call_id) = body.get("call_id").and_then(Value::as_str) else {
+            let (s, b) = error(422, "invalid_arguments", "the request has no `call_id` string".to_owned());
+            return (s, b, false);
+        };
+        let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
+        if !arguments.is_object() {
+            let (s, b) = error(422, "invalid_arguments", "`arguments` must be the parsed JSON object, not a string".to_owned());
+            return (s, b, false);
+        }
+        if let Err(message) = tool.check_arguments(&arguments) {
+            let (s, b) = error(422, "invalid_arguments", format!("arguments violate the schema of '{name}': {message}"));
+            return (s, b, false);
+        }
+        if self.approval_required.contains(name) {
+            let token = body.get("approval").and_then(Value::as_str);
+            let granted_for = token.and_then(|t| state.approvals.get(t));
+            if granted_for.map(String::as_str) != Some(call_id) {
+                let why = match (token, granted_for) {
+                    (None, _) => "carries no approval".to_owned(),
+                    (Some(t), None) => format!("carries approval '{t}', which was never granted"),
+                    (Some(t), Some(other)) => format!("carries approval '{t}', which was granted for call {other}"),
+                };
+                let (s, b) = error(409, "approval_required", format!("'{name}' needs an approval for call {call_id}; this request {why}"));
+                return (s, b, false);
+            }
+        }
+        let behaviour = self.behaviours.get(name);
+        let principal = body.get("principal").and_then(Value::as_str);
+        if let Some(rule) = behaviour.and_then(|b| {
+            b.deny.iter().find(|rule| {
+                rule.principal.as_deref().is_none_or(|p| Some(p) == principal)
+                    && when_matches(rule.when.as_ref(), &arguments)
+            })
+        }) {
+            let (s, b) = error(403, "forbidden", rule.message.clone());
+            return (s, b, false);
+        }
+        if let Some(result) = state.executed.get(call_id) {
+            return (200, json!({"result": result}), false);
+        }
+        let result = scripted_result(behaviour, name, &arguments);
+        state.executed.insert(call_id.to_owned(), result.clone());
+        (200, json!({"result": result}), true)
+    }
+
+    /// `POST /approvals`.
+    pub fn approval(&self, state: &mut BackendState, ids: &mut IdGen, body: &Value) -> BackendReply {
+        let name = body.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let call_id = body.get("call_id").and_then(Value::as_str);
+        let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
+        let (status, reply) = match call_id {
+            None => error(422, "invalid_arguments", "the approval request has no `call_id` string".to_owned()),
+            Some(call_id) => {
+                let rule = self
+                    .behaviours
+                    .get(&name)
+                    .and_then(|b| b.approvals.iter().find(|rule| when_matches(rule.when.as_ref(), &arguments)));
+                match rule {
+                    Some(rule) if !rule.approved => (
+                        200,
+                        json!({"approved": false, "reason": rule.reason.clone().unwrap_or_else(|| "denied by the approver".to_owned())}),
+                    ),
+                    _ => {
+                        let token = format!("apr_{}", ids.hex(24));
+                        state.approvals.insert(token.clone(), call_id.to_owned());
+                        (200, json!({"approved": true, "approval": token}))
+                    }
+                }
+            }
+        };
+        BackendReply {
+            status,
+            body: reply,
+            effect: false,
+            kind: ToolRequestKind::Approval,
+            name,
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The fixture tools: the built-in toolset, the task registry and the backend that
+//! executes calls and keeps the execution ledger.
+
+mod backend;
+pub mod fixtures;
+
+pub use backend::{
+    BackendReply, BackendState, CallValidity, Registry, RegisteredTool, ToolBackend, matches_subset,
+    scripted_result,
+};

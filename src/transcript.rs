@@ -1,0 +1,166 @@
+//! The transcript: every request, response, tool-backend call and the controller's
+//! result, in order. It is the one record every later stage (oracle, reports) reads.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Everything that happened in one case run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Transcript {
+    /// Model API exchanges, in arrival order.
+    pub model: Vec<ModelExchange>,
+    /// Tool backend exchanges (calls and approvals), in arrival order.
+    pub tools: Vec<ToolExchange>,
+    /// The controller's result line, as parsed.
+    pub result: Option<ControllerResult>,
+    /// What the process did (absent for in-process controllers).
+    pub process: Option<ProcessRecord>,
+}
+
+/// One HTTP request to the fake Responses API and its answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelExchange {
+    /// Global order across model and tool exchanges.
+    pub seq: u64,
+    /// Milliseconds since the session started.
+    pub at_ms: u64,
+    /// HTTP method.
+    pub method: String,
+    /// Request path (with query).
+    pub path: String,
+    /// Request headers, lowercase names, secrets redacted.
+    pub headers: BTreeMap<String, String>,
+    /// The request body: JSON when it parsed, else the raw text as a string.
+    pub body: Value,
+    /// True when `body` holds raw text that was not JSON.
+    pub body_unparsed: bool,
+    /// HTTP status answered.
+    pub status: u16,
+    /// The answer body.
+    pub response: Value,
+    /// The strict-emulation rule that rejected the request, if any (`E1`..`E13`, ...).
+    pub rejected_by: Option<String>,
+    /// 0-based index of the script turn served, for accepted create requests.
+    pub turn: Option<usize>,
+}
+
+impl ModelExchange {
+    /// True for `POST .../responses` (a model request).
+    pub fn is_create(&self) -> bool {
+        self.method == "POST" && self.path.split('?').next().is_some_and(|p| p.ends_with("/responses"))
+    }
+
+    /// The served response, when this create request got a scripted turn.
+    pub fn served(&self) -> Option<&Value> {
+        self.turn.map(|_| &self.response)
+    }
+}
+
+/// One request to the fixture tool backend.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolExchange {
+    /// Global order across model and tool exchanges.
+    pub seq: u64,
+    /// Milliseconds since the session started.
+    pub at_ms: u64,
+    /// `call` or `approval`.
+    pub kind: ToolRequestKind,
+    /// Tool name (from the path for calls, from the body for approvals).
+    pub name: String,
+    /// `call_id` the controller sent.
+    pub call_id: Option<String>,
+    /// Arguments the controller sent.
+    pub arguments: Value,
+    /// Principal the controller sent.
+    pub principal: Option<String>,
+    /// Approval token the controller sent with a call.
+    pub approval: Option<String>,
+    /// HTTP status answered.
+    pub status: u16,
+    /// The answer body.
+    pub response: Value,
+    /// True when this request had a side effect (first successful execution of a call_id).
+    pub effect: bool,
+}
+
+/// What a tool-backend request was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolRequestKind {
+    /// `POST /call/{name}`.
+    Call,
+    /// `POST /approvals`.
+    Approval,
+}
+
+/// The controller's result line (CONTRACT.md section 4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControllerResult {
+    /// `completed` or `failed`.
+    pub status: String,
+    /// The final answer, for `completed`.
+    #[serde(default)]
+    pub output_text: Option<String>,
+    /// Why it failed.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// More about the failure.
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+impl ControllerResult {
+    /// Parses the last non-empty line of a controller's stdout; `Err` says why not.
+    pub fn from_stdout(stdout: &str) -> Result<Self, String> {
+        let Some(line) = stdout.lines().rev().find(|line| !line.trim().is_empty()) else {
+            return Err("the controller printed nothing on standard output".to_owned());
+        };
+        let value: Value = serde_json::from_str(line.trim())
+            .map_err(|err| format!("the last line of standard output is not JSON ({err}): {}", clip(line, 200)))?;
+        Self::from_value(&value)
+    }
+
+    /// Validates a result object.
+    pub fn from_value(value: &Value) -> Result<Self, String> {
+        let result: Self = serde_json::from_value(value.clone())
+            .map_err(|err| format!("the result line is not a result object ({err}): {}", clip(&value.to_string(), 200)))?;
+        match result.status.as_str() {
+            "completed" if result.output_text.is_none() => {
+                Err("the result says `completed` but has no `output_text` string".to_owned())
+            }
+            "completed" | "failed" => Ok(result),
+            other => Err(format!(
+                "the result's `status` is '{other}': expected 'completed' or 'failed'"
+            )),
+        }
+    }
+}
+
+/// How the controller process ended.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    /// Exit code, if it exited.
+    pub exit_code: Option<i32>,
+    /// True when it was killed at the case timeout.
+    pub timed_out: bool,
+    /// Standard output (capped).
+    pub stdout: String,
+    /// Standard error (capped).
+    pub stderr: String,
+    /// Why the result line was rejected, if it was.
+    pub result_error: Option<String>,
+    /// Wall time in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// At most `max` characters of `text`, with an ellipsis when cut.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let cut: String = text.chars().take(max).collect();
+        format!("{cut}...")
+    }
+}

@@ -1,0 +1,301 @@
+//! The real API's error envelope and the exact messages of the strict-emulation rules
+//! (WIRE.md section 5).
+
+use serde_json::{Value, json};
+
+/// One API error: HTTP status plus the `{"error": {...}}` envelope.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: u16,
+    /// Which emulation rule produced it (`E1`..`E13`, `parse`, `route`, `script`), for
+    /// the transcript and the oracle; never sent on the wire.
+    pub rule: &'static str,
+    /// `error.message`.
+    pub message: String,
+    /// `error.type`.
+    pub kind: &'static str,
+    /// `error.param`.
+    pub param: Option<String>,
+    /// `error.code`.
+    pub code: Option<&'static str>,
+}
+
+const INVALID: &str = "invalid_request_error";
+
+impl ApiError {
+    fn invalid(
+        status: u16,
+        rule: &'static str,
+        message: String,
+        param: Option<&str>,
+        code: Option<&'static str>,
+    ) -> Self {
+        Self {
+            status,
+            rule,
+            message,
+            kind: INVALID,
+            param: param.map(str::to_owned),
+            code,
+        }
+    }
+
+    /// The wire body.
+    pub fn body(&self) -> Value {
+        json!({"error": {
+            "message": self.message,
+            "type": self.kind,
+            "param": self.param,
+            "code": self.code,
+        }})
+    }
+
+    /// E1: unknown, deleted or unstored `previous_response_id`.
+    pub fn previous_response_not_found(id: &str) -> Self {
+        Self::invalid(
+            400,
+            "E1",
+            format!("Previous response with id '{id}' not found."),
+            Some("previous_response_id"),
+            Some("previous_response_not_found"),
+        )
+    }
+
+    /// E2: a call in the effective context without its output.
+    pub fn no_tool_output(call_id: &str) -> Self {
+        Self::invalid(
+            400,
+            "E2",
+            format!("No tool output found for function call {call_id}."),
+            Some("input"),
+            None,
+        )
+    }
+
+    /// E3: an output whose call_id matches no call.
+    pub fn no_tool_call(call_id: &str) -> Self {
+        Self::invalid(
+            400,
+            "E3",
+            format!("No tool call found for function call output with call_id {call_id}."),
+            Some("input"),
+            None,
+        )
+    }
+
+    /// E4: a function_call replayed with its `fc_` id but without its reasoning item.
+    pub fn call_without_reasoning(item_id: &str, reasoning_id: &str) -> Self {
+        Self::invalid(
+            400,
+            "E4",
+            format!(
+                "Item '{item_id}' of type 'function_call' was provided without its required 'reasoning' item: '{reasoning_id}'."
+            ),
+            Some("input"),
+            None,
+        )
+    }
+
+    /// E5: a reasoning item not followed by the item it produced.
+    pub fn reasoning_without_follower(reasoning_id: &str) -> Self {
+        Self::invalid(
+            400,
+            "E5",
+            format!(
+                "Item '{reasoning_id}' of type 'reasoning' was provided without its required following item."
+            ),
+            Some("input"),
+            None,
+        )
+    }
+
+    /// E6: the same item id twice in `input`.
+    pub fn duplicate_item(id: &str) -> Self {
+        Self::invalid(
+            400,
+            "E6",
+            format!(
+                "Duplicate item found with id {id}. Remove duplicate items from your input and try again."
+            ),
+            Some("input"),
+            None,
+        )
+    }
+
+    /// E7: an item id that was never stored.
+    pub fn item_not_found(id: &str) -> Self {
+        Self::invalid(
+            404,
+            "E7",
+            format!(
+                "Item with id '{id}' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input."
+            ),
+            None,
+            None,
+        )
+    }
+
+    /// E8: tampered or foreign `encrypted_content`.
+    pub fn invalid_encrypted_content(content: &str) -> Self {
+        Self::invalid(
+            400,
+            "E8",
+            format!(
+                "The encrypted content {} could not be verified. Reason: Encrypted content could not be decrypted or parsed.",
+                abbreviate(content)
+            ),
+            None,
+            Some("invalid_encrypted_content"),
+        )
+    }
+
+    /// E9: unknown model.
+    pub fn model_not_found(model: &str) -> Self {
+        Self::invalid(
+            400,
+            "E9",
+            format!("The requested model '{model}' does not exist."),
+            Some("model"),
+            Some("model_not_found"),
+        )
+    }
+
+    /// E10: `model` missing.
+    pub fn missing_model() -> Self {
+        Self::invalid(
+            400,
+            "E10",
+            "Missing required parameter: 'model'.".to_owned(),
+            Some("model"),
+            Some("missing_required_parameter"),
+        )
+    }
+
+    /// E11: a key that is not the session's.
+    pub fn invalid_api_key(key: &str) -> Self {
+        Self::invalid(
+            401,
+            "E11",
+            format!(
+                "Incorrect API key provided: {}. You can find your API key at https://platform.openai.com/account/api-keys.",
+                mask_key(key)
+            ),
+            None,
+            Some("invalid_api_key"),
+        )
+    }
+
+    /// E12: no key at all.
+    pub fn missing_api_key() -> Self {
+        Self::invalid(
+            401,
+            "E12",
+            "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username and password. You can obtain an API key from https://platform.openai.com/account/api-keys.".to_owned(),
+            None,
+            None,
+        )
+    }
+
+    /// E13: an output-only field in input (`param` is e.g. `input[3].status`).
+    pub fn unknown_parameter(param: &str) -> Self {
+        Self::invalid(
+            400,
+            "E13",
+            format!("Unknown parameter: '{param}'."),
+            Some(param),
+            Some("unknown_parameter"),
+        )
+    }
+
+    /// An input item id with the wrong prefix for its type.
+    pub fn invalid_item_id(index: usize, id: &str, prefix: &str) -> Self {
+        let param = format!("input[{index}].id");
+        Self::invalid(
+            400,
+            "id-prefix",
+            format!("Invalid '{param}': '{id}'. Expected an ID that begins with '{prefix}'."),
+            Some(&param),
+            Some("invalid_value"),
+        )
+    }
+
+    /// A body that is not JSON.
+    pub fn unparsable_body() -> Self {
+        Self::invalid(
+            400,
+            "parse",
+            "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)".to_owned(),
+            None,
+            None,
+        )
+    }
+
+    /// A JSON body of the wrong type or shape (`param` names the offending field).
+    pub fn invalid_type(param: &str, expected: &str) -> Self {
+        Self::invalid(
+            400,
+            "shape",
+            format!("Invalid type for '{param}': expected {expected}."),
+            Some(param),
+            Some("invalid_type"),
+        )
+    }
+
+    /// An unknown route.
+    pub fn invalid_url(method: &str, path: &str) -> Self {
+        Self::invalid(
+            404,
+            "route",
+            format!("Invalid URL ({method} {path})"),
+            None,
+            None,
+        )
+    }
+
+    /// `GET`/`DELETE` of a response that is not stored.
+    pub fn response_not_found(id: &str) -> Self {
+        Self::invalid(
+            404,
+            "not-found",
+            format!("Response with id '{id}' not found."),
+            None,
+            None,
+        )
+    }
+
+    /// A request beyond the end of the scenario's script.
+    pub fn script_exhausted(case: &str, turns: usize) -> Self {
+        Self::invalid(
+            400,
+            "script",
+            format!(
+                "loopcheck: the script of scenario '{case}' is exhausted: all {turns} scripted model turns were already served, so this request has no scripted answer (a correct controller stops at the final answer or at max_rounds)."
+            ),
+            None,
+            Some("script_exhausted"),
+        )
+    }
+}
+
+/// `gAAA...DQ==`: the first and last four characters, as the real message shows.
+fn abbreviate(content: &str) -> String {
+    let chars: Vec<char> = content.chars().collect();
+    if chars.len() <= 8 {
+        return content.to_owned();
+    }
+    let head: String = chars[..4].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}...{tail}")
+}
+
+/// `sk-proj-****MxYA`: the real API shows a prefix and the last four characters.
+fn mask_key(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    if chars.len() <= 8 {
+        return "*".repeat(chars.len());
+    }
+    let head: String = chars[..3].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}****{tail}")
+}

@@ -1,0 +1,131 @@
+//! The `POST /v1/responses` request body.
+
+use serde_json::{Map, Value, json};
+
+use super::error::ApiError;
+
+/// A parsed create-response request. Fields loopcheck reads are typed; everything else is
+/// kept in `extra`, so nothing a controller sends is lost from the transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateRequest {
+    /// `model` (required by the API).
+    pub model: Option<String>,
+    /// `input`, normalized to an array of items (a string becomes one user message).
+    pub input: Vec<Value>,
+    /// True when `input` was sent as a plain string.
+    pub input_was_string: bool,
+    /// `instructions`.
+    pub instructions: Option<String>,
+    /// `tools`.
+    pub tools: Vec<Value>,
+    /// `tool_choice` (default `"auto"`).
+    pub tool_choice: Value,
+    /// `parallel_tool_calls` (default true).
+    pub parallel_tool_calls: bool,
+    /// `previous_response_id`.
+    pub previous_response_id: Option<String>,
+    /// `store` (default true).
+    pub store: bool,
+    /// `stream` (default false).
+    pub stream: bool,
+    /// `background` (default false).
+    pub background: bool,
+    /// `include`.
+    pub include: Vec<String>,
+    /// Every other top-level key, preserved.
+    pub extra: Map<String, Value>,
+}
+
+impl CreateRequest {
+    /// Parses a JSON body, with the real API's errors for the wrong shapes.
+    pub fn parse(body: &Value) -> Result<Self, ApiError> {
+        let Some(object) = body.as_object() else {
+            return Err(ApiError::invalid_type("body", "an object"));
+        };
+        let mut extra = object.clone();
+        let mut take = |key: &str| extra.remove(key).filter(|v| !v.is_null());
+
+        let model = match take("model") {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(_) => return Err(ApiError::invalid_type("model", "a string")),
+        };
+        let (input, input_was_string) = match take("input") {
+            None => (Vec::new(), false),
+            Some(Value::String(text)) => (vec![json!({"role": "user", "content": text})], true),
+            Some(Value::Array(items)) => (items, false),
+            Some(_) => return Err(ApiError::invalid_type("input", "a string or an array")),
+        };
+        let instructions = match take("instructions") {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(_) => return Err(ApiError::invalid_type("instructions", "a string")),
+        };
+        let tools = match take("tools") {
+            None => Vec::new(),
+            Some(Value::Array(tools)) => tools,
+            Some(_) => return Err(ApiError::invalid_type("tools", "an array")),
+        };
+        let tool_choice = take("tool_choice").unwrap_or_else(|| json!("auto"));
+        let parallel_tool_calls = bool_field(take("parallel_tool_calls"), "parallel_tool_calls", true)?;
+        let previous_response_id = match take("previous_response_id") {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(_) => return Err(ApiError::invalid_type("previous_response_id", "a string")),
+        };
+        let store = bool_field(take("store"), "store", true)?;
+        let stream = bool_field(take("stream"), "stream", false)?;
+        let background = bool_field(take("background"), "background", false)?;
+        let include = match take("include") {
+            None => Vec::new(),
+            Some(Value::Array(values)) => values
+                .into_iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| ApiError::invalid_type("include", "an array of strings"))?,
+            Some(_) => return Err(ApiError::invalid_type("include", "an array of strings")),
+        };
+        Ok(Self {
+            model,
+            input,
+            input_was_string,
+            instructions,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
+            previous_response_id,
+            store,
+            stream,
+            background,
+            include,
+            extra,
+        })
+    }
+}
+
+fn bool_field(value: Option<Value>, name: &str, default: bool) -> Result<bool, ApiError> {
+    match value {
+        None => Ok(default),
+        Some(Value::Bool(b)) => Ok(b),
+        Some(_) => Err(ApiError::invalid_type(name, "a boolean")),
+    }
+}
+
+/// The `type` of an input item; a message in the easy form (`role` + `content`) has none.
+pub fn item_type(item: &Value) -> &str {
+    match item.get("type").and_then(Value::as_str) {
+        Some(kind) => kind,
+        None if item.get("role").is_some() => "message",
+        None => "",
+    }
+}
+
+/// The item's `id`, if it has a non-null one.
+pub fn item_id(item: &Value) -> Option<&str> {
+    item.get("id").and_then(Value::as_str)
+}
+
+/// The item's `call_id`, if it has one.
+pub fn call_id(item: &Value) -> Option<&str> {
+    item.get("call_id").and_then(Value::as_str)
+}
