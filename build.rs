@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::{env, fs};
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
@@ -19,13 +21,16 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn main() {
-    let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root =
+        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let scenarios = root.join("scenarios");
     println!("cargo:rerun-if-changed=scenarios");
     let mut files = Vec::new();
     collect(&scenarios, &mut files);
     files.sort();
-    let mut code = String::from("/// The embedded catalogue: (path relative to the repository, contents).\npub static FILES: &[(&str, &str)] = &[\n");
+    let mut code = String::from(
+        "/// The embedded catalogue: (path relative to the repository, contents).\npub static FILES: &[(&str, &str)] = &[\n",
+    );
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());
         let relative = file.strip_prefix(&root).expect("under the root");

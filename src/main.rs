@@ -1,1 +1,5 @@
-fn main() {}
+//! The `loopcheck` binary.
+
+fn main() -> std::process::ExitCode {
+    loopcheck::cli::main()
+}

@@ -49,7 +49,12 @@ pub struct ModelExchange {
 impl ModelExchange {
     /// True for `POST .../responses` (a model request).
     pub fn is_create(&self) -> bool {
-        self.method == "POST" && self.path.split('?').next().is_some_and(|p| p.ends_with("/responses"))
+        self.method == "POST"
+            && self
+                .path
+                .split('?')
+                .next()
+                .is_some_and(|p| p.ends_with("/responses"))
     }
 
     /// The served response, when this create request got a scripted turn.
@@ -117,15 +122,23 @@ impl ControllerResult {
         let Some(line) = stdout.lines().rev().find(|line| !line.trim().is_empty()) else {
             return Err("the controller printed nothing on standard output".to_owned());
         };
-        let value: Value = serde_json::from_str(line.trim())
-            .map_err(|err| format!("the last line of standard output is not JSON ({err}): {}", clip(line, 200)))?;
+        let value: Value = serde_json::from_str(line.trim()).map_err(|err| {
+            format!(
+                "the last line of standard output is not JSON ({err}): {}",
+                clip(line, 200)
+            )
+        })?;
         Self::from_value(&value)
     }
 
     /// Validates a result object.
     pub fn from_value(value: &Value) -> Result<Self, String> {
-        let result: Self = serde_json::from_value(value.clone())
-            .map_err(|err| format!("the result line is not a result object ({err}): {}", clip(&value.to_string(), 200)))?;
+        let result: Self = serde_json::from_value(value.clone()).map_err(|err| {
+            format!(
+                "the result line is not a result object ({err}): {}",
+                clip(&value.to_string(), 200)
+            )
+        })?;
         match result.status.as_str() {
             "completed" if result.output_text.is_none() => {
                 Err("the result says `completed` but has no `output_text` string".to_owned())

@@ -1,1 +1,418 @@
-//! todo
+//! Running cases: each case and state mode gets its own fake server, task file, process
+//! group and ledger (CONTRACT.md sections 1, 2, 4, 5); `--jobs` of them at a time. Also a
+//! library API that runs a case against an in-process async closure.
+
+mod process;
+pub mod task;
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::oracle::{self, CaseVerdict, CheckResult};
+use crate::scenario::{Case, Level, StateMode};
+use crate::server::{RunningServer, Session};
+use crate::transcript::{ControllerResult, ProcessRecord, Transcript};
+
+/// Capability words of CONTRACT.md section 5.
+pub const CAPABILITIES: &[&str] = &[
+    "previous_response_id",
+    "stateless",
+    "conversation",
+    "stream",
+    "background",
+    "programmatic",
+    "approvals",
+    "persistent",
+];
+
+/// The capabilities of a controller that declares none.
+pub fn default_capabilities() -> BTreeSet<String> {
+    ["previous_response_id", "stateless"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// A controller to run: a shell command and what it supports.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    /// The name shown in reports.
+    pub name: String,
+    /// The command, run with `sh -c`.
+    pub command: String,
+    /// Declared capabilities.
+    pub supports: BTreeSet<String>,
+}
+
+/// How cases are run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Per-case timeout.
+    pub timeout: Duration,
+    /// Cases run at once.
+    pub jobs: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(30),
+            jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// Everything known about one case run.
+#[derive(Debug, Clone)]
+pub struct CaseReport {
+    /// Case id.
+    pub id: String,
+    /// The case's summary.
+    pub summary: String,
+    /// The case's level.
+    pub level: Level,
+    /// State mode.
+    pub state: StateMode,
+    /// Verdict.
+    pub verdict: CaseVerdict,
+    /// Wall time.
+    pub duration_ms: u64,
+    /// Judged checks.
+    pub checks: Vec<CheckResult>,
+    /// Why the case is `crashed`, `timeout`, `unsupported` or `error`.
+    pub detail: Option<String>,
+    /// The full record.
+    pub transcript: Transcript,
+}
+
+/// The environment a controller gets for one case.
+#[derive(Debug, Clone)]
+pub struct ControllerEnv {
+    /// `OPENAI_BASE_URL`.
+    pub base_url: String,
+    /// `OPENAI_API_KEY`.
+    pub api_key: String,
+    /// `LOOPCHECK_TOOLS_URL`.
+    pub tools_url: String,
+    /// `LOOPCHECK_CASE`.
+    pub case: String,
+}
+
+/// The capability a state mode needs.
+fn required_capabilities(state: StateMode) -> Vec<&'static str> {
+    vec![state.as_str()]
+}
+
+fn unsupported(case: &Case, state: StateMode, missing: &[&str]) -> CaseReport {
+    CaseReport {
+        id: case.scenario.id.clone(),
+        summary: case.scenario.summary.clone(),
+        level: case.scenario.level,
+        state,
+        verdict: CaseVerdict::Unsupported,
+        duration_ms: 0,
+        checks: Vec::new(),
+        detail: Some(format!(
+            "the controller does not declare: {}",
+            missing.join(", ")
+        )),
+        transcript: Transcript::default(),
+    }
+}
+
+fn error_report(case: &Case, state: StateMode, detail: String) -> CaseReport {
+    CaseReport {
+        verdict: CaseVerdict::Error,
+        detail: Some(detail),
+        ..unsupported(case, state, &[])
+    }
+}
+
+/// Judges a finished run: oracle checks, then the case verdict.
+fn finish(
+    case: &Case,
+    state: StateMode,
+    session: &Session,
+    process: Option<ProcessRecord>,
+    result: Result<ControllerResult, String>,
+    started: Instant,
+) -> CaseReport {
+    let mut transcript = session.transcript();
+    let timed_out = process.as_ref().is_some_and(|p| p.timed_out);
+    let (result, result_error) = match result {
+        Ok(result) => (Some(result), None),
+        Err(err) => (None, Some(err)),
+    };
+    transcript.result = result;
+    transcript.process = process.map(|mut p| {
+        p.result_error = result_error.clone();
+        p
+    });
+    let mut checks = oracle::judge(&case.scenario, state, &transcript);
+    if timed_out {
+        checks.push(CheckResult::judge(
+            "terminal/finished",
+            Level::Must,
+            vec![format!(
+                "the controller was still running after {} ms and was killed",
+                started.elapsed().as_millis()
+            )],
+            "",
+        ));
+    } else if let Some(err) = &result_error {
+        checks.push(CheckResult::judge(
+            "terminal/result-line",
+            Level::Must,
+            vec![err.clone()],
+            "",
+        ));
+    }
+    let (verdict, detail) = if timed_out {
+        (CaseVerdict::Timeout, Some("the controller did not finish within the case timeout; its process group was killed".to_owned()))
+    } else if let Some(err) = result_error {
+        (CaseVerdict::Crashed, Some(err))
+    } else {
+        (CaseVerdict::from_checks(&checks), None)
+    };
+    CaseReport {
+        id: case.scenario.id.clone(),
+        summary: case.scenario.summary.clone(),
+        level: case.scenario.level,
+        state,
+        verdict,
+        duration_ms: started.elapsed().as_millis() as u64,
+        checks,
+        detail,
+        transcript,
+    }
+}
+
+/// Runs one case in one state mode against a controller process.
+pub async fn run_case(
+    case: &Case,
+    state: StateMode,
+    controller: &Controller,
+    options: &RunOptions,
+) -> CaseReport {
+    let missing: Vec<&str> = required_capabilities(state)
+        .into_iter()
+        .filter(|c| !controller.supports.contains(*c))
+        .collect();
+    if !missing.is_empty() {
+        return unsupported(case, state, &missing);
+    }
+    let started = Instant::now();
+    let session = Arc::new(Session::new(Arc::new(case.scenario.clone()), state));
+    let server = match RunningServer::start(session.clone()).await {
+        Ok(server) => server,
+        Err(err) => {
+            return error_report(
+                case,
+                state,
+                format!("failed to start the fake server: {err}"),
+            );
+        }
+    };
+    let dir = match tempfile::Builder::new().prefix("loopcheck-case-").tempdir() {
+        Ok(dir) => dir,
+        Err(err) => {
+            return error_report(
+                case,
+                state,
+                format!("failed to create the task directory: {err}"),
+            );
+        }
+    };
+    let task_path = dir.path().join("task.json");
+    let task = task::task_json(&case.scenario, state);
+    if let Err(err) = write_atomic(&task_path, &task) {
+        return error_report(case, state, format!("failed to write the task file: {err}"));
+    }
+    let env = controller_env(&server, &session, &case.scenario.id);
+    let vars = vec![
+        ("OPENAI_BASE_URL".to_owned(), env.base_url.clone()),
+        ("OPENAI_API_KEY".to_owned(), env.api_key.clone()),
+        (
+            "LOOPCHECK_TASK".to_owned(),
+            task_path.to_string_lossy().into_owned(),
+        ),
+        ("LOOPCHECK_TOOLS_URL".to_owned(), env.tools_url.clone()),
+        ("LOOPCHECK_CASE".to_owned(), env.case.clone()),
+    ];
+    let record = process::run(&controller.command, &vars, options.timeout).await;
+    server.shutdown().await;
+    match record {
+        Ok(record) => {
+            let result = ControllerResult::from_stdout(&record.stdout);
+            finish(case, state, &session, Some(record), result, started)
+        }
+        Err(err) => error_report(
+            case,
+            state,
+            format!(
+                "failed to start the controller `{}`: {err}",
+                controller.command
+            ),
+        ),
+    }
+}
+
+fn controller_env(server: &RunningServer, session: &Session, case: &str) -> ControllerEnv {
+    ControllerEnv {
+        base_url: format!("{}/v1", server.base_url()),
+        api_key: session.api_key().to_owned(),
+        tools_url: format!("{}/tools", server.base_url()),
+        case: case.to_owned(),
+    }
+}
+
+/// Writes JSON to a temporary file beside `path`, then renames it into place.
+pub fn write_atomic(path: &std::path::Path, value: &Value) -> std::io::Result<()> {
+    let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    write_bytes_atomic(path, &text)
+}
+
+/// Writes bytes to a temporary file beside `path`, then renames it into place, so a
+/// reader never sees a half-written file.
+pub fn write_bytes_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    file.write_all(bytes)?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|err| err.error)?;
+    Ok(())
+}
+
+/// The (case, state) pairs a run covers, in report order.
+pub fn plan(cases: &[Case]) -> Vec<(usize, StateMode)> {
+    cases
+        .iter()
+        .enumerate()
+        .flat_map(|(index, case)| {
+            case.scenario
+                .states
+                .iter()
+                .map(move |state| (index, *state))
+        })
+        .collect()
+}
+
+/// Runs every case in every state mode, `options.jobs` at a time; `on_done` sees each
+/// report as it finishes. Reports come back in plan order.
+pub async fn run_all(
+    cases: &[Case],
+    controller: &Controller,
+    options: &RunOptions,
+    on_done: impl Fn(&CaseReport),
+) -> Vec<CaseReport> {
+    let plan = plan(cases);
+    let cases = Arc::new(cases.to_vec());
+    let controller = Arc::new(controller.clone());
+    let options = Arc::new(options.clone());
+    let permits = Arc::new(Semaphore::new(options.jobs.max(1)));
+    let mut set = JoinSet::new();
+    for (slot, (index, state)) in plan.iter().copied().enumerate() {
+        let (cases, controller, options, permits) = (
+            cases.clone(),
+            controller.clone(),
+            options.clone(),
+            permits.clone(),
+        );
+        set.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            (
+                slot,
+                run_case(&cases[index], state, &controller, &options).await,
+            )
+        });
+    }
+    let mut reports: Vec<Option<CaseReport>> = vec![None; plan.len()];
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((slot, report)) => {
+                on_done(&report);
+                reports[slot] = Some(report);
+            }
+            Err(err) => eprintln!("loopcheck: a case task failed: {err}"),
+        }
+    }
+    reports
+        .into_iter()
+        .enumerate()
+        .map(|(slot, report)| {
+            report.unwrap_or_else(|| {
+                let (index, state) = plan[slot];
+                error_report(
+                    &cases[index],
+                    state,
+                    "the case's task ended without a report".to_owned(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Runs one case against an in-process controller: `controller` gets the environment and
+/// the task JSON and returns the result object (CONTRACT.md section 4) as JSON. For
+/// `#[tokio::test]`s of Rust tool loops.
+pub async fn run_in_process<F, Fut>(
+    case: &Case,
+    state: StateMode,
+    timeout: Duration,
+    controller: F,
+) -> CaseReport
+where
+    F: FnOnce(ControllerEnv, Value) -> Fut,
+    Fut: Future<Output = Value>,
+{
+    let started = Instant::now();
+    let session = Arc::new(Session::new(Arc::new(case.scenario.clone()), state));
+    let server = match RunningServer::start(session.clone()).await {
+        Ok(server) => server,
+        Err(err) => {
+            return error_report(
+                case,
+                state,
+                format!("failed to start the fake server: {err}"),
+            );
+        }
+    };
+    let env = controller_env(&server, &session, &case.scenario.id);
+    let task = task::task_json(&case.scenario, state);
+    let outcome = tokio::time::timeout(timeout, controller(env, task)).await;
+    server.shutdown().await;
+    match outcome {
+        Ok(value) => finish(
+            case,
+            state,
+            &session,
+            None,
+            ControllerResult::from_value(&value),
+            started,
+        ),
+        Err(_) => {
+            let record = ProcessRecord {
+                timed_out: true,
+                ..ProcessRecord::default()
+            };
+            finish(
+                case,
+                state,
+                &session,
+                Some(record),
+                Err("timed out".to_owned()),
+                started,
+            )
+        }
+    }
+}

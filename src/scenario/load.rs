@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::model::{FORMAT_VERSION, OutputSpec, Outcome, Scenario, ToolRef};
+use super::model::{FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef};
 use crate::tools::fixtures;
 
 /// A scenario file that could not be loaded, with where and what was expected.
@@ -145,13 +145,22 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
         );
     }
     if scenario.states.is_empty() {
-        return err("states", "empty `states`: expected at least one state mode".to_owned());
+        return err(
+            "states",
+            "empty `states`: expected at least one state mode".to_owned(),
+        );
     }
     if !(scenario.task.input.is_string() || scenario.task.input.is_array()) {
-        return err("input", "invalid `task.input`: expected a string or an array of input items".to_owned());
+        return err(
+            "input",
+            "invalid `task.input`: expected a string or an array of input items".to_owned(),
+        );
     }
     if scenario.task.max_rounds == 0 {
-        return err("max_rounds", "invalid `task.max_rounds`: expected at least 1".to_owned());
+        return err(
+            "max_rounds",
+            "invalid `task.max_rounds`: expected at least 1".to_owned(),
+        );
     }
     let mut names = BTreeSet::new();
     for tool in &scenario.task.tools {
@@ -173,12 +182,18 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                     return err("tools", "inline tool without a `name`: expected a function definition with `type`, `name` and `parameters`".to_owned());
                 };
                 if def.get("type").and_then(Value::as_str) != Some("function") {
-                    return err(name, format!("inline tool '{name}': expected `type: function`"));
+                    return err(
+                        name,
+                        format!("inline tool '{name}': expected `type: function`"),
+                    );
                 }
                 if let Some(params) = def.get("parameters")
                     && jsonschema::validator_for(params).is_err()
                 {
-                    return err(name, format!("inline tool '{name}': `parameters` is not a valid JSON Schema"));
+                    return err(
+                        name,
+                        format!("inline tool '{name}': `parameters` is not a valid JSON Schema"),
+                    );
                 }
                 names.insert(name.to_owned());
             }
@@ -186,31 +201,58 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
     }
     for name in &scenario.task.approval_required {
         if !names.contains(name) {
-            return err(name, format!("`approval_required` names '{name}', which is not one of the task's tools"));
+            return err(
+                name,
+                format!("`approval_required` names '{name}', which is not one of the task's tools"),
+            );
         }
     }
     for name in scenario.tools.keys() {
         if !names.contains(name) {
-            return err(name, format!("behaviour given for tool '{name}', which is not one of the task's tools"));
+            return err(
+                name,
+                format!("behaviour given for tool '{name}', which is not one of the task's tools"),
+            );
         }
     }
     if scenario.script.is_empty() {
-        return err("script", "empty `script`: expected at least one model turn".to_owned());
+        return err(
+            "script",
+            "empty `script`: expected at least one model turn".to_owned(),
+        );
     }
     let last = scenario.script.len() - 1;
     for (index, turn) in scenario.script.iter().enumerate() {
         if turn.endless && index != last {
-            return err("endless", format!("turn {} is `endless` but not the last turn: only the last turn can repeat", index + 1));
+            return err(
+                "endless",
+                format!(
+                    "turn {} is `endless` but not the last turn: only the last turn can repeat",
+                    index + 1
+                ),
+            );
         }
-        if turn.endless && !turn.output.iter().any(|item| matches!(item, OutputSpec::Call(_))) {
-            return err("endless", "an `endless` turn must contain at least one call".to_owned());
+        if turn.endless
+            && !turn
+                .output
+                .iter()
+                .any(|item| matches!(item, OutputSpec::Call(_)))
+        {
+            return err(
+                "endless",
+                "an `endless` turn must contain at least one call".to_owned(),
+            );
         }
     }
     if scenario.expect.outcome == Outcome::Completed
         && scenario.expect.output_text.is_none()
         && final_message_text(scenario).is_none()
     {
-        return err("expect", "`expect.outcome: completed` needs `output_text`, or a last turn with a message".to_owned());
+        return err(
+            "expect",
+            "`expect.outcome: completed` needs `output_text`, or a last turn with a message"
+                .to_owned(),
+        );
     }
     Ok(())
 }

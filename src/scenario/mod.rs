@@ -86,7 +86,9 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Gathers every result; all errors if any, plus duplicate-id errors.
-fn collect(results: impl Iterator<Item = Result<Case, ScenarioError>>) -> Result<Vec<Case>, Vec<ScenarioError>> {
+fn collect(
+    results: impl Iterator<Item = Result<Case, ScenarioError>>,
+) -> Result<Vec<Case>, Vec<ScenarioError>> {
     let mut cases: Vec<Case> = Vec::new();
     let mut errors = Vec::new();
     for result in results {

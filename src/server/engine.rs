@@ -74,7 +74,13 @@ pub struct Session {
 }
 
 /// Headers kept out of transcripts (secrets never reach disk).
-const SECRET_HEADERS: &[&str] = &["authorization", "api-key", "openai-api-key", "x-api-key", "cookie"];
+const SECRET_HEADERS: &[&str] = &[
+    "authorization",
+    "api-key",
+    "openai-api-key",
+    "x-api-key",
+    "cookie",
+];
 
 impl Session {
     /// A fresh session for `scenario` in `state` mode; ids are seeded from both, so a
@@ -124,7 +130,9 @@ impl Session {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock cannot leave the state half-written in a way
         // that matters more than losing the case; keep serving.
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn elapsed_ms(&self) -> u64 {
@@ -136,7 +144,9 @@ impl Session {
         let path = request.path.trim_end_matches('/');
         let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         match segments.as_slice() {
-            ["tools", "call", name] if request.method == "POST" => self.tool_request(&request, Some(name)),
+            ["tools", "call", name] if request.method == "POST" => {
+                self.tool_request(&request, Some(name))
+            }
             ["tools", "approvals"] if request.method == "POST" => self.tool_request(&request, None),
             ["tools", ..] => self.model_exchange(&request, |_, _| {
                 Err(ApiError::invalid_url(&request.method, &request.path))
@@ -162,11 +172,19 @@ impl Session {
                     None => Err(ApiError::response_not_found(id)),
                 },
                 ("DELETE", ["responses", id]) => match inner.responses.remove(*id) {
-                    Some(_) => Ok((200, json!({"id": id, "object": "response", "deleted": true}), None)),
+                    Some(_) => Ok((
+                        200,
+                        json!({"id": id, "object": "response", "deleted": true}),
+                        None,
+                    )),
                     None => Err(ApiError::response_not_found(id)),
                 },
                 ("GET", ["responses", id, "input_items"]) => match inner.responses.get(*id) {
-                    Some(stored) => Ok((200, list_page(&stored.input_items, request.query.as_deref()), None)),
+                    Some(stored) => Ok((
+                        200,
+                        list_page(&stored.input_items, request.query.as_deref()),
+                        None,
+                    )),
                     None => Err(ApiError::response_not_found(id)),
                 },
                 _ => Err(ApiError::invalid_url(method, &request.path)),
@@ -181,7 +199,11 @@ impl Session {
             .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
             .map(|(_, value)| value.trim());
         let key = header
-            .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")))
+            .and_then(|value| {
+                value
+                    .strip_prefix("Bearer ")
+                    .or_else(|| value.strip_prefix("bearer "))
+            })
             .map(str::trim)
             .filter(|key| !key.is_empty());
         match key {
@@ -201,7 +223,10 @@ impl Session {
         let (body, body_unparsed) = match (&parsed, request.body.is_empty()) {
             (Some(value), _) => (value.clone(), false),
             (None, true) => (Value::Null, false),
-            (None, false) => (Value::String(String::from_utf8_lossy(&request.body).into_owned()), true),
+            (None, false) => (
+                Value::String(String::from_utf8_lossy(&request.body).into_owned()),
+                true,
+            ),
         };
         let mut inner = self.lock();
         let (status, response, turn, rejected_by) = match handler(&mut inner, parsed) {
@@ -238,7 +263,11 @@ impl Session {
         }
     }
 
-    fn create(&self, inner: &mut Inner, body: &Value) -> Result<(u16, Value, Option<usize>), ApiError> {
+    fn create(
+        &self,
+        inner: &mut Inner,
+        body: &Value,
+    ) -> Result<(u16, Value, Option<usize>), ApiError> {
         let request = CreateRequest::parse(body)?;
         validate::check_model(request.model.as_deref(), &self.scenario.task.model)?;
         let chain: Vec<Value> = match &request.previous_response_id {
@@ -309,7 +338,9 @@ impl Session {
     fn tool_request(&self, request: &EngineRequest, name: Option<&str>) -> EngineReply {
         let body: Value = match serde_json::from_slice(&request.body) {
             Ok(body) => body,
-            Err(err) => json!({"__unparsed": String::from_utf8_lossy(&request.body), "__error": err.to_string()}),
+            Err(err) => {
+                json!({"__unparsed": String::from_utf8_lossy(&request.body), "__error": err.to_string()})
+            }
         };
         let mut inner = self.lock();
         let inner = &mut *inner;
@@ -327,7 +358,9 @@ impl Session {
         } else {
             match name {
                 Some(name) => self.backend.call(&mut inner.backend, name, &body),
-                None => self.backend.approval(&mut inner.backend, &mut inner.ids, &body),
+                None => self
+                    .backend
+                    .approval(&mut inner.backend, &mut inner.ids, &body),
             }
         };
         inner.seq += 1;
@@ -366,7 +399,10 @@ fn with_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str) -> Value 
     };
     let mut item = item.clone();
     if let Some(object) = item.as_object_mut() {
-        object.insert("id".to_owned(), json!(ids.item_id(prefix, created_at, tail)));
+        object.insert(
+            "id".to_owned(),
+            json!(ids.item_id(prefix, created_at, tail)),
+        );
     }
     item
 }
@@ -391,7 +427,12 @@ fn list_page(items: &[Value], query: Option<&str>) -> Value {
         .get("after")
         .and_then(|after| ordered.iter().position(|item| item_id(item) == Some(after)))
         .map_or(0, |pos| pos + 1);
-    let page: Vec<Value> = ordered.iter().skip(start).take(limit).map(|v| (*v).clone()).collect();
+    let page: Vec<Value> = ordered
+        .iter()
+        .skip(start)
+        .take(limit)
+        .map(|v| (*v).clone())
+        .collect();
     let has_more = start + page.len() < ordered.len();
     json!({
         "object": "list",

@@ -101,13 +101,19 @@ async fn serve_request(State(session): State<Arc<Session>>, request: Request) ->
         headers: parts
             .headers
             .iter()
-            .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_owned(),
+                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                )
+            })
             .collect(),
         body,
     };
     let reply = session.handle(engine_request);
     let mut response = Response::new(Body::from(reply.body.to_string()));
-    *response.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() =
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();
     headers.insert("content-type", HeaderValue::from_static("application/json"));
     for (name, value) in reply.headers {

@@ -47,7 +47,13 @@ pub struct ExpandedTurn {
 pub const SERVER_ERROR_MESSAGE: &str = "An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists.";
 
 /// Expands `turn`, registering its items in `issued`.
-pub fn expand(turn: &Turn, ids: &mut IdGen, created_at: u64, tail: &str, issued: &mut Issued) -> ExpandedTurn {
+pub fn expand(
+    turn: &Turn,
+    ids: &mut IdGen,
+    created_at: u64,
+    tail: &str,
+    issued: &mut Issued,
+) -> ExpandedTurn {
     let mut output = Vec::with_capacity(turn.output.len());
     let mut reasoning: Option<String> = None;
     let mut awaiting_follower: Option<String> = None;
@@ -96,7 +102,10 @@ pub fn expand(turn: &Turn, ids: &mut IdGen, created_at: u64, tail: &str, issued:
                 Follower {
                     id: id.clone(),
                     kind: kind.clone(),
-                    call_id: item.get("call_id").and_then(Value::as_str).map(str::to_owned),
+                    call_id: item
+                        .get("call_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
                 },
             );
         }
@@ -112,7 +121,11 @@ pub fn expand(turn: &Turn, ids: &mut IdGen, created_at: u64, tail: &str, issued:
         TurnStatus::Completed => (ResponseStatus::Completed, None, None),
         TurnStatus::Incomplete => (
             ResponseStatus::Incomplete,
-            Some(turn.incomplete_reason.clone().unwrap_or_else(|| "max_output_tokens".to_owned())),
+            Some(
+                turn.incomplete_reason
+                    .clone()
+                    .unwrap_or_else(|| "max_output_tokens".to_owned()),
+            ),
             None,
         ),
         TurnStatus::Failed => {

@@ -11,8 +11,21 @@ use crate::wire::request::{call_id, item_id, item_type};
 
 /// Model names the fake accepts besides the task's own.
 const KNOWN_MODELS: &[&str] = &[
-    "gpt-5", "gpt-5-2025-08-07", "gpt-5-mini", "gpt-5-nano", "gpt-5.1", "gpt-5.2", "gpt-5-codex",
-    "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-4o", "gpt-4o-mini", "o3", "o3-mini", "o4-mini",
+    "gpt-5",
+    "gpt-5-2025-08-07",
+    "gpt-5-mini",
+    "gpt-5-nano",
+    "gpt-5.1",
+    "gpt-5.2",
+    "gpt-5-codex",
+    "gpt-4.1",
+    "gpt-4.1-mini",
+    "gpt-4.1-nano",
+    "gpt-4o",
+    "gpt-4o-mini",
+    "o3",
+    "o3-mini",
+    "o4-mini",
 ];
 
 /// Checks `model` (E10, E9).
@@ -26,7 +39,11 @@ pub fn check_model(model: Option<&str>, task_model: &str) -> Result<(), ApiError
 
 /// Checks a `previous_response_id`'s characters, as the real API does before lookup.
 pub fn check_id_chars(param: &str, id: &str) -> Result<(), ApiError> {
-    if !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+    if !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
         Ok(())
     } else {
         Err(ApiError {
@@ -63,7 +80,9 @@ pub fn resolve_input(
     for (index, item) in input.iter().enumerate() {
         let kind = item_type(item);
         if kind == "reasoning" && item.get("status").is_some_and(|s| !s.is_null()) {
-            return Err(ApiError::unknown_parameter(&format!("input[{index}].status")));
+            return Err(ApiError::unknown_parameter(&format!(
+                "input[{index}].status"
+            )));
         }
         if let Some(id) = item_id(item) {
             if let Some(prefix) = expected_prefix(kind)

@@ -43,13 +43,23 @@ impl Registry {
                 ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
                 ToolRef::Inline(def) => def.clone(),
             };
-            let Some(name) = definition.get("name").and_then(Value::as_str).map(str::to_owned) else {
+            let Some(name) = definition
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            else {
                 continue;
             };
             let validator = definition
                 .get("parameters")
                 .and_then(|schema| jsonschema::validator_for(schema).ok());
-            tools.insert(name, RegisteredTool { definition, validator });
+            tools.insert(
+                name,
+                RegisteredTool {
+                    definition,
+                    validator,
+                },
+            );
         }
         Self { tools }
     }
@@ -100,9 +110,11 @@ impl Registry {
 /// True when every key of `pattern` is in `value` with an equal value.
 pub fn matches_subset(pattern: &Value, value: &Value) -> bool {
     match (pattern, value) {
-        (Value::Object(pattern), Value::Object(value)) => pattern
-            .iter()
-            .all(|(key, expected)| value.get(key).is_some_and(|actual| matches_subset(expected, actual))),
+        (Value::Object(pattern), Value::Object(value)) => pattern.iter().all(|(key, expected)| {
+            value
+                .get(key)
+                .is_some_and(|actual| matches_subset(expected, actual))
+        }),
         (pattern, value) => pattern == value,
     }
 }
@@ -113,7 +125,11 @@ fn when_matches(when: Option<&Value>, arguments: &Value) -> bool {
 
 /// The result a fixture tool returns for these arguments.
 pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments: &Value) -> Value {
-    let rule = behaviour.and_then(|b| b.results.iter().find(|rule| when_matches(rule.when.as_ref(), arguments)));
+    let rule = behaviour.and_then(|b| {
+        b.results
+            .iter()
+            .find(|rule| when_matches(rule.when.as_ref(), arguments))
+    });
     match (rule, behaviour.and_then(|b| b.default.as_ref())) {
         (Some(rule), _) => rule.result.clone(),
         (None, Some(default)) => default.clone(),
@@ -187,20 +203,36 @@ impl ToolBackend {
 
     fn call_inner(&self, state: &mut BackendState, name: &str, body: &Value) -> (u16, Value, bool) {
         let Some(tool) = self.registry.get(name) else {
-            let (s, b) = error(404, "unknown_tool", format!("no tool named '{name}' in this task's registry"));
+            let (s, b) = error(
+                404,
+                "unknown_tool",
+                format!("no tool named '{name}' in this task's registry"),
+            );
             return (s, b, false);
         };
         let Some(call_id) = body.get("call_id").and_then(Value::as_str) else {
-            let (s, b) = error(422, "invalid_arguments", "the request has no `call_id` string".to_owned());
+            let (s, b) = error(
+                422,
+                "invalid_arguments",
+                "the request has no `call_id` string".to_owned(),
+            );
             return (s, b, false);
         };
         let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
         if !arguments.is_object() {
-            let (s, b) = error(422, "invalid_arguments", "`arguments` must be the parsed JSON object, not a string".to_owned());
+            let (s, b) = error(
+                422,
+                "invalid_arguments",
+                "`arguments` must be the parsed JSON object, not a string".to_owned(),
+            );
             return (s, b, false);
         }
         if let Err(message) = tool.check_arguments(&arguments) {
-            let (s, b) = error(422, "invalid_arguments", format!("arguments violate the schema of '{name}': {message}"));
+            let (s, b) = error(
+                422,
+                "invalid_arguments",
+                format!("arguments violate the schema of '{name}': {message}"),
+            );
             return (s, b, false);
         }
         if self.approval_required.contains(name) {
@@ -210,9 +242,15 @@ impl ToolBackend {
                 let why = match (token, granted_for) {
                     (None, _) => "carries no approval".to_owned(),
                     (Some(t), None) => format!("carries approval '{t}', which was never granted"),
-                    (Some(t), Some(other)) => format!("carries approval '{t}', which was granted for call {other}"),
+                    (Some(t), Some(other)) => {
+                        format!("carries approval '{t}', which was granted for call {other}")
+                    }
                 };
-                let (s, b) = error(409, "approval_required", format!("'{name}' needs an approval for call {call_id}; this request {why}"));
+                let (s, b) = error(
+                    409,
+                    "approval_required",
+                    format!("'{name}' needs an approval for call {call_id}; this request {why}"),
+                );
                 return (s, b, false);
             }
         }
@@ -220,7 +258,9 @@ impl ToolBackend {
         let principal = body.get("principal").and_then(Value::as_str);
         if let Some(rule) = behaviour.and_then(|b| {
             b.deny.iter().find(|rule| {
-                rule.principal.as_deref().is_none_or(|p| Some(p) == principal)
+                rule.principal
+                    .as_deref()
+                    .is_none_or(|p| Some(p) == principal)
                     && when_matches(rule.when.as_ref(), &arguments)
             })
         }) {
@@ -236,17 +276,31 @@ impl ToolBackend {
     }
 
     /// `POST /approvals`.
-    pub fn approval(&self, state: &mut BackendState, ids: &mut IdGen, body: &Value) -> BackendReply {
-        let name = body.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    pub fn approval(
+        &self,
+        state: &mut BackendState,
+        ids: &mut IdGen,
+        body: &Value,
+    ) -> BackendReply {
+        let name = body
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let call_id = body.get("call_id").and_then(Value::as_str);
         let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
         let (status, reply) = match call_id {
-            None => error(422, "invalid_arguments", "the approval request has no `call_id` string".to_owned()),
+            None => error(
+                422,
+                "invalid_arguments",
+                "the approval request has no `call_id` string".to_owned(),
+            ),
             Some(call_id) => {
-                let rule = self
-                    .behaviours
-                    .get(&name)
-                    .and_then(|b| b.approvals.iter().find(|rule| when_matches(rule.when.as_ref(), &arguments)));
+                let rule = self.behaviours.get(&name).and_then(|b| {
+                    b.approvals
+                        .iter()
+                        .find(|rule| when_matches(rule.when.as_ref(), &arguments))
+                });
                 match rule {
                     Some(rule) if !rule.approved => (
                         200,

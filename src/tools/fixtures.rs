@@ -41,17 +41,26 @@ pub fn definition(name: &str) -> Option<Value> {
         "get_stock" => function(
             name,
             "Read the available units for one SKU.",
-            object(json!({"sku": {"type": "string", "pattern": "^[A-Z][0-9]+$"}}), &["sku"]),
+            object(
+                json!({"sku": {"type": "string", "pattern": "^[A-Z][0-9]+$"}}),
+                &["sku"],
+            ),
         ),
         "get_weather" => function(
             name,
             "Current weather for a city.",
-            object(json!({"city": {"type": "string", "minLength": 1}}), &["city"]),
+            object(
+                json!({"city": {"type": "string", "minLength": 1}}),
+                &["city"],
+            ),
         ),
         "get_invoice" => function(
             name,
             "Read one invoice of the caller's tenant.",
-            object(json!({"invoice_id": {"type": "string", "pattern": "^INV-[0-9]+$"}}), &["invoice_id"]),
+            object(
+                json!({"invoice_id": {"type": "string", "pattern": "^INV-[0-9]+$"}}),
+                &["invoice_id"],
+            ),
         ),
         "issue_refund" => function(
             name,
@@ -79,7 +88,10 @@ pub fn definition(name: &str) -> Option<Value> {
         "search_docs" => function(
             name,
             "Search the knowledge base.",
-            object(json!({"query": {"type": "string", "minLength": 1}}), &["query"]),
+            object(
+                json!({"query": {"type": "string", "minLength": 1}}),
+                &["query"],
+            ),
         ),
         "get_order" => function(
             name,

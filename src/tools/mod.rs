@@ -5,6 +5,6 @@ mod backend;
 pub mod fixtures;
 
 pub use backend::{
-    BackendReply, BackendState, CallValidity, Registry, RegisteredTool, ToolBackend, matches_subset,
-    scripted_result,
+    BackendReply, BackendState, CallValidity, RegisteredTool, Registry, ToolBackend,
+    matches_subset, scripted_result,
 };

@@ -67,7 +67,8 @@ impl CreateRequest {
             Some(_) => return Err(ApiError::invalid_type("tools", "an array")),
         };
         let tool_choice = take("tool_choice").unwrap_or_else(|| json!("auto"));
-        let parallel_tool_calls = bool_field(take("parallel_tool_calls"), "parallel_tool_calls", true)?;
+        let parallel_tool_calls =
+            bool_field(take("parallel_tool_calls"), "parallel_tool_calls", true)?;
         let previous_response_id = match take("previous_response_id") {
             None => None,
             Some(Value::String(s)) => Some(s),

@@ -1,0 +1,180 @@
+//! `dispatch`: only registered tools, with parseable, schema-valid arguments, are
+//! executed; rejected calls are answered with an error output so the loop goes on; and
+//! the valid calls are really executed.
+
+use super::facts::{Facts, IssuedCall};
+use super::verdict::CheckResult;
+use crate::scenario::Level;
+use crate::tools::{CallValidity, matches_subset};
+use crate::transcript::ToolRequestKind;
+
+/// The `dispatch` checks.
+pub fn check(f: &Facts) -> Vec<CheckResult> {
+    let mut out = Vec::new();
+    let has = |pred: fn(&CallValidity) -> bool| f.calls.iter().any(|c| pred(&c.validity));
+    let backend_refused = |status: u16| {
+        f.tools
+            .iter()
+            .any(|t| t.kind == ToolRequestKind::Call && t.status == status)
+    };
+
+    if has(|v| *v == CallValidity::UnknownTool) || backend_refused(404) {
+        out.push(not_dispatched(
+            f,
+            "dispatch/registered-only",
+            |v| *v == CallValidity::UnknownTool,
+            404,
+            "is not in the task's registry",
+            "no call to an unregistered tool was executed",
+        ));
+    }
+    if has(|v| matches!(v, CallValidity::MalformedArguments(_))) {
+        out.push(not_dispatched(
+            f,
+            "dispatch/arguments-parsed",
+            |v| matches!(v, CallValidity::MalformedArguments(_)),
+            0,
+            "has arguments that are not a JSON object",
+            "no call with unparseable arguments was executed",
+        ));
+    }
+    if has(|v| matches!(v, CallValidity::SchemaViolation(_))) || backend_refused(422) {
+        out.push(not_dispatched(
+            f,
+            "dispatch/schema-valid",
+            |v| matches!(v, CallValidity::SchemaViolation(_)),
+            422,
+            "has arguments that violate the tool's schema",
+            "no call with schema-violating arguments was executed",
+        ));
+    }
+    if f.calls.iter().any(|c| c.validity != CallValidity::Valid) {
+        out.push(rejection_answered(f));
+    }
+    if let Some(check) = valid_executed(f) {
+        out.push(check);
+    }
+    out
+}
+
+fn not_dispatched(
+    f: &Facts,
+    id: &str,
+    rejected: fn(&CallValidity) -> bool,
+    backend_status: u16,
+    why: &str,
+    pass: &str,
+) -> CheckResult {
+    let mut problems = Vec::new();
+    for call in f.calls.iter().filter(|c| rejected(&c.validity)) {
+        if !f.executions_of(&call.call_id).is_empty() {
+            let detail = match &call.validity {
+                CallValidity::MalformedArguments(e) | CallValidity::SchemaViolation(e) => {
+                    format!(" ({e})")
+                }
+                _ => String::new(),
+            };
+            problems.push(format!(
+                "{}: the call {why}{detail}, yet the controller dispatched it to the backend: expected it rejected before dispatch with an error output",
+                call.describe()
+            ));
+        }
+    }
+    for exchange in f.tools.iter().filter(|t| {
+        t.kind == ToolRequestKind::Call && backend_status != 0 && t.status == backend_status
+    }) {
+        let already = exchange
+            .call_id
+            .as_deref()
+            .and_then(|id| f.call_by_id(id))
+            .is_some_and(|c| rejected(&c.validity));
+        if !already {
+            problems.push(format!(
+                "the backend refused a dispatch of '{}' with {} ({}): the controller should have rejected it itself",
+                exchange.name,
+                exchange.status,
+                exchange.response["error"]["message"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    CheckResult::judge(id, Level::Must, problems, pass)
+}
+
+fn rejection_answered(f: &Facts) -> CheckResult {
+    let mut problems = Vec::new();
+    for call in f.calls.iter().filter(|c| c.validity != CallValidity::Valid) {
+        if f.served[call.response].status != "completed" {
+            continue;
+        }
+        match f.request_after(call.response) {
+            None if f.is_last_round(call.response) => {}
+            None => problems.push(format!(
+                "the controller stopped after {} instead of answering the rejected call with an error output and continuing",
+                call.describe()
+            )),
+            Some((position, request)) => {
+                if Facts::outputs_for(request, &call.call_id).is_empty() {
+                    problems.push(format!(
+                        "{} sends no error output for the rejected call {}: the model needs it to recover",
+                        Facts::request_label(position),
+                        call.describe()
+                    ));
+                }
+            }
+        }
+    }
+    CheckResult::judge(
+        "dispatch/rejection-answered",
+        Level::Must,
+        problems,
+        "every rejected call was answered with an error output and the loop went on",
+    )
+}
+
+/// Whether the scenario's approver would refuse this call.
+fn approval_denied(f: &Facts, call: &IssuedCall) -> bool {
+    if !f.needs_approval(&call.name) {
+        return false;
+    }
+    let arguments = call.parsed.clone().unwrap_or_default();
+    f.scenario
+        .tools
+        .get(&call.name)
+        .and_then(|b| {
+            b.approvals.iter().find(|rule| {
+                rule.when
+                    .as_ref()
+                    .is_none_or(|w| matches_subset(w, &arguments))
+            })
+        })
+        .is_some_and(|rule| !rule.approved)
+}
+
+fn valid_executed(f: &Facts) -> Option<CheckResult> {
+    let expected: Vec<&IssuedCall> = f
+        .calls
+        .iter()
+        .filter(|c| c.validity == CallValidity::Valid)
+        .filter(|c| f.served[c.response].status == "completed" && !f.is_last_round(c.response))
+        .filter(|c| !approval_denied(f, c))
+        .collect();
+    if expected.is_empty() {
+        return None;
+    }
+    let problems = expected
+        .iter()
+        .filter(|c| f.executions_of(&c.call_id).is_empty())
+        .map(|c| {
+            format!(
+                "{} is a valid call to a registered tool, but the controller never executed it on the backend",
+                c.describe()
+            )
+        })
+        .collect();
+    Some(CheckResult::judge(
+        "dispatch/valid-executed",
+        Level::Must,
+        problems,
+        format!("all {} valid call(s) were executed", expected.len()),
+    ))
+}

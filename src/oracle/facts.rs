@@ -1,0 +1,243 @@
+//! What the oracle reads off a transcript: the model requests in order, the responses
+//! served, the calls the model issued and how a correct controller must treat each.
+
+use serde_json::Value;
+
+use crate::scenario::{Scenario, StateMode};
+use crate::tools::{CallValidity, Registry};
+use crate::transcript::{
+    ControllerResult, ModelExchange, ToolExchange, ToolRequestKind, Transcript,
+};
+use crate::wire::request::{call_id, item_id, item_type};
+
+/// A call the model issued.
+#[derive(Debug, Clone)]
+pub struct IssuedCall {
+    /// `call_...`.
+    pub call_id: String,
+    /// `fc_...`.
+    pub item_id: String,
+    /// The tool name as the model wrote it.
+    pub name: String,
+    /// The raw arguments string.
+    pub arguments: String,
+    /// Parsed arguments, when they parse.
+    pub parsed: Option<Value>,
+    /// How a correct controller treats it.
+    pub validity: CallValidity,
+    /// Index of the served response that issued it.
+    pub response: usize,
+}
+
+impl IssuedCall {
+    /// `get_stock {"sku":"A7"}` for messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({} {})",
+            self.call_id,
+            self.name,
+            crate::transcript::clip(&self.arguments, 80)
+        )
+    }
+}
+
+/// A response the server served (an accepted model request).
+#[derive(Debug)]
+pub struct Served<'a> {
+    /// Index among all model requests.
+    pub request: usize,
+    /// The exchange.
+    pub exchange: &'a ModelExchange,
+    /// `resp_...`.
+    pub id: String,
+    /// `completed`, `incomplete`, `failed`.
+    pub status: String,
+    /// Output items.
+    pub output: Vec<Value>,
+    /// Indices into [`Facts::calls`] of this response's calls.
+    pub calls: Vec<usize>,
+    /// Whether it has an assistant message with text.
+    pub has_message: bool,
+}
+
+/// The oracle's view of one case run.
+pub struct Facts<'a> {
+    /// The scenario.
+    pub scenario: &'a Scenario,
+    /// The state mode.
+    pub state: StateMode,
+    /// `POST /responses` exchanges in order.
+    pub requests: Vec<&'a ModelExchange>,
+    /// Served responses in order.
+    pub served: Vec<Served<'a>>,
+    /// Every call the model issued, in order.
+    pub calls: Vec<IssuedCall>,
+    /// Tool backend exchanges.
+    pub tools: &'a [ToolExchange],
+    /// The controller's result.
+    pub result: Option<&'a ControllerResult>,
+    /// The task's registry.
+    pub registry: Registry,
+}
+
+impl<'a> Facts<'a> {
+    /// Derives the facts.
+    pub fn new(scenario: &'a Scenario, state: StateMode, transcript: &'a Transcript) -> Self {
+        let registry = Registry::new(scenario);
+        let requests: Vec<&ModelExchange> =
+            transcript.model.iter().filter(|m| m.is_create()).collect();
+        let mut served = Vec::new();
+        let mut calls = Vec::new();
+        for (index, exchange) in requests.iter().enumerate() {
+            let Some(response) = exchange.served() else {
+                continue;
+            };
+            let output = response["output"].as_array().cloned().unwrap_or_default();
+            let mut call_indices = Vec::new();
+            for item in output.iter().filter(|item| item["type"] == "function_call") {
+                let name = item["name"].as_str().unwrap_or_default().to_owned();
+                let arguments = item["arguments"].as_str().unwrap_or_default().to_owned();
+                call_indices.push(calls.len());
+                calls.push(IssuedCall {
+                    call_id: item["call_id"].as_str().unwrap_or_default().to_owned(),
+                    item_id: item["id"].as_str().unwrap_or_default().to_owned(),
+                    validity: registry.judge_call(&name, &arguments),
+                    parsed: serde_json::from_str(&arguments).ok(),
+                    name,
+                    arguments,
+                    response: served.len(),
+                });
+            }
+            let has_message = output.iter().any(|item| {
+                item["type"] == "message"
+                    && item["content"]
+                        .as_array()
+                        .is_some_and(|parts| parts.iter().any(|p| p["type"] == "output_text"))
+            });
+            served.push(Served {
+                request: index,
+                exchange,
+                id: response["id"].as_str().unwrap_or_default().to_owned(),
+                status: response["status"].as_str().unwrap_or_default().to_owned(),
+                output,
+                calls: call_indices,
+                has_message,
+            });
+        }
+        Self {
+            scenario,
+            state,
+            requests,
+            served,
+            calls,
+            tools: &transcript.tools,
+            result: transcript.result.as_ref(),
+            registry,
+        }
+    }
+
+    /// The first model request after served response `index`, with its position.
+    pub fn request_after(&self, served: usize) -> Option<(usize, &'a ModelExchange)> {
+        let position = self.served[served].request + 1;
+        self.requests.get(position).map(|r| (position, *r))
+    }
+
+    /// The served response that a model request (by position) continues: the latest one
+    /// served before it.
+    pub fn latest_served_before(&self, request: usize) -> Option<&Served<'a>> {
+        self.served.iter().rev().find(|s| s.request < request)
+    }
+
+    /// The input items of a model request.
+    pub fn input_of(request: &ModelExchange) -> Vec<Value> {
+        match request.body.get("input") {
+            Some(Value::Array(items)) => items.clone(),
+            Some(Value::String(text)) => vec![serde_json::json!({"role": "user", "content": text})],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The `function_call_output` items in a request's input with this call_id.
+    pub fn outputs_for(request: &ModelExchange, call: &str) -> Vec<Value> {
+        Self::input_of(request)
+            .into_iter()
+            .filter(|item| item_type(item) == "function_call_output" && call_id(item) == Some(call))
+            .collect()
+    }
+
+    /// The issued call with this call_id.
+    pub fn call_by_id(&self, id: &str) -> Option<&IssuedCall> {
+        self.calls.iter().find(|c| c.call_id == id)
+    }
+
+    /// The issued call whose `fc_` item id this is.
+    pub fn call_by_item_id(&self, id: &str) -> Option<&IssuedCall> {
+        self.calls.iter().find(|c| c.item_id == id)
+    }
+
+    /// Tool `call` exchanges for a call_id.
+    pub fn executions_of(&self, call: &str) -> Vec<&'a ToolExchange> {
+        self.tools
+            .iter()
+            .filter(|t| t.kind == ToolRequestKind::Call && t.call_id.as_deref() == Some(call))
+            .collect()
+    }
+
+    /// Approval exchanges for a call_id.
+    pub fn approvals_of(&self, call: &str) -> Vec<&'a ToolExchange> {
+        self.tools
+            .iter()
+            .filter(|t| t.kind == ToolRequestKind::Approval && t.call_id.as_deref() == Some(call))
+            .collect()
+    }
+
+    /// True when the run hit its round budget (as many model requests as allowed).
+    pub fn budget_reached(&self) -> bool {
+        self.requests.len() >= self.scenario.task.max_rounds as usize
+    }
+
+    /// True when `served` is the response to the last request the budget allows.
+    pub fn is_last_round(&self, served: usize) -> bool {
+        self.served[served].request + 1 >= self.scenario.task.max_rounds as usize
+    }
+
+    /// Whether the tool needs an approval.
+    pub fn needs_approval(&self, name: &str) -> bool {
+        self.scenario
+            .task
+            .approval_required
+            .iter()
+            .any(|n| n == name)
+    }
+
+    /// The 1-based request number used in messages.
+    pub fn request_label(position: usize) -> String {
+        format!("request {}", position + 1)
+    }
+
+    /// The served response's label, `response 2 (resp_...)`.
+    pub fn response_label(&self, served: usize) -> String {
+        format!("response {} ({})", served + 1, self.served[served].id)
+    }
+}
+
+/// The text of a `function_call_output`'s `output` (a string, or text parts joined).
+pub fn output_text(item: &Value) -> String {
+    match item.get("output") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .concat(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// The id of an item, or its call_id when it has no id (for matching replays).
+pub fn identity(item: &Value) -> Option<String> {
+    item_id(item)
+        .map(str::to_owned)
+        .or_else(|| call_id(item).map(|c| format!("{}:{c}", item_type(item))))
+}

@@ -1,0 +1,157 @@
+//! Check results and verdicts.
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::Level;
+
+/// A check's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckVerdict {
+    /// Held.
+    Pass,
+    /// A MUST that did not hold.
+    Fail,
+    /// A SHOULD that did not hold.
+    NonStrict,
+    /// A MAY that did not hold, or a note.
+    Info,
+    /// Not judged: the controller does not support what the check needs.
+    Unsupported,
+}
+
+impl CheckVerdict {
+    /// The report word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::NonStrict => "non-strict",
+            Self::Info => "info",
+            Self::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// One judged check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// Stable id, `family/name`.
+    pub id: String,
+    /// Its level in this case.
+    pub level: Level,
+    /// The verdict.
+    pub verdict: CheckVerdict,
+    /// What was seen; for a failure, what was wrong and what was expected instead.
+    pub message: String,
+    /// For a payload that differs from what was expected: (expected, actual), rendered
+    /// as a diff by the console report.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub diff: Option<(String, String)>,
+}
+
+/// Most problems listed in one message before the rest are counted.
+const MAX_LISTED: usize = 4;
+
+impl CheckResult {
+    /// A verdict from a list of problems: pass when empty, otherwise by level.
+    pub fn judge(
+        id: &str,
+        level: Level,
+        problems: Vec<String>,
+        pass_message: impl Into<String>,
+    ) -> Self {
+        if problems.is_empty() {
+            return Self {
+                id: id.to_owned(),
+                level,
+                verdict: CheckVerdict::Pass,
+                message: pass_message.into(),
+                diff: None,
+            };
+        }
+        let verdict = match level {
+            Level::Must => CheckVerdict::Fail,
+            Level::Should => CheckVerdict::NonStrict,
+            Level::May => CheckVerdict::Info,
+        };
+        let mut message = problems
+            .iter()
+            .take(MAX_LISTED)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ");
+        if problems.len() > MAX_LISTED {
+            message.push_str(&format!("; and {} more", problems.len() - MAX_LISTED));
+        }
+        Self {
+            id: id.to_owned(),
+            level,
+            verdict,
+            message,
+            diff: None,
+        }
+    }
+
+    /// Attaches an expected/actual pair for a diff.
+    pub fn with_diff(mut self, diff: Option<(String, String)>) -> Self {
+        if self.verdict != CheckVerdict::Pass {
+            self.diff = diff;
+        }
+        self
+    }
+}
+
+/// A case's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CaseVerdict {
+    /// Every check held.
+    Pass,
+    /// A MUST check failed.
+    Fail,
+    /// Only SHOULD checks failed.
+    NonStrict,
+    /// The controller does not support this case's mode or features.
+    Unsupported,
+    /// Killed at the case timeout.
+    Timeout,
+    /// No valid result line.
+    Crashed,
+    /// The harness itself could not run the case.
+    Error,
+}
+
+impl CaseVerdict {
+    /// The report word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::NonStrict => "non-strict",
+            Self::Unsupported => "unsupported",
+            Self::Timeout => "timeout",
+            Self::Crashed => "crashed",
+            Self::Error => "error",
+        }
+    }
+
+    /// Whether this verdict makes the run exit 1.
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            Self::Fail | Self::Timeout | Self::Crashed | Self::Error
+        )
+    }
+
+    /// The verdict of a case whose controller ran to completion, from its checks.
+    pub fn from_checks(checks: &[CheckResult]) -> Self {
+        if checks.iter().any(|c| c.verdict == CheckVerdict::Fail) {
+            Self::Fail
+        } else if checks.iter().any(|c| c.verdict == CheckVerdict::NonStrict) {
+            Self::NonStrict
+        } else {
+            Self::Pass
+        }
+    }
+}

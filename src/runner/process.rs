@@ -1,0 +1,105 @@
+//! Running a controller command as a process: its own process group, the contract's
+//! environment, a timeout that kills the whole group, and capped output capture.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+use crate::transcript::ProcessRecord;
+
+/// Most bytes kept of each of stdout and stderr.
+const OUTPUT_CAP: usize = 1024 * 1024;
+
+/// Runs `command` through `sh -c` with `env` added, for at most `timeout`.
+pub async fn run(
+    command: &str,
+    env: &[(String, String)],
+    timeout: Duration,
+) -> std::io::Result<ProcessRecord> {
+    let started = Instant::now();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn()?;
+    let group = child.id().map(|pid| pid as i32);
+    let stdout = tokio::spawn(read_capped(child.stdout.take()));
+    let stderr = tokio::spawn(read_capped(child.stderr.take()));
+
+    let (exit_code, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(status) => (status.ok().and_then(|s| s.code()), false),
+        Err(_) => {
+            kill_group(group);
+            let _ = child.wait().await;
+            (None, true)
+        }
+    };
+    // Children the controller left behind would keep the pipes open; the case is over.
+    kill_group(group);
+    let collect = |handle: tokio::task::JoinHandle<String>| async move {
+        tokio::time::timeout(Duration::from_secs(2), handle)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default()
+    };
+    Ok(ProcessRecord {
+        exit_code,
+        timed_out,
+        stdout: collect(stdout).await,
+        stderr: collect(stderr).await,
+        result_error: None,
+        duration_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+fn kill_group(group: Option<i32>) {
+    if let Some(pgid) = group.filter(|&p| p > 0) {
+        // SAFETY: killpg only sends a signal; a stale group id at worst names no process.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Reads everything, keeping the first and the last `OUTPUT_CAP / 2` bytes: the result
+/// line is the last line, so the tail must survive a chatty controller.
+async fn read_capped(source: Option<impl AsyncRead + Unpin>) -> String {
+    let Some(mut source) = source else {
+        return String::new();
+    };
+    let half = OUTPUT_CAP / 2;
+    let mut head = Vec::new();
+    let mut tail = Vec::new();
+    let mut dropped = 0usize;
+    let mut buffer = [0u8; 8192];
+    loop {
+        match source.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let chunk = &buffer[..n];
+                let into_head = chunk.len().min(half.saturating_sub(head.len()));
+                head.extend_from_slice(&chunk[..into_head]);
+                tail.extend_from_slice(&chunk[into_head..]);
+                if tail.len() > half {
+                    let excess = tail.len() - half;
+                    tail.drain(..excess);
+                    dropped += excess;
+                }
+            }
+        }
+    }
+    let mut text = String::from_utf8_lossy(&head).into_owned();
+    if dropped > 0 {
+        text.push_str(&format!("\n[loopcheck: {dropped} bytes not kept]\n"));
+    }
+    text.push_str(&String::from_utf8_lossy(&tail));
+    text
+}

@@ -1,0 +1,39 @@
+//! The task file handed to a controller (CONTRACT.md section 2).
+
+use serde_json::{Value, json};
+
+use crate::scenario::{Scenario, StateMode, ToolRef};
+use crate::tools::fixtures;
+
+/// The contract version written into every task file.
+pub const CONTRACT_VERSION: u32 = 1;
+
+/// The task JSON for a scenario in one state mode.
+pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
+    let tools: Vec<Value> = scenario
+        .task
+        .tools
+        .iter()
+        .map(|tool| match tool {
+            ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
+            ToolRef::Inline(def) => def.clone(),
+        })
+        .collect();
+    let mut task = json!({
+        "contract": CONTRACT_VERSION,
+        "case": scenario.id,
+        "model": scenario.task.model,
+        "input": scenario.task.input,
+        "tools": tools,
+        "approval_required": scenario.task.approval_required,
+        "state": state.as_str(),
+        "stream": false,
+        "background": false,
+        "max_rounds": scenario.task.max_rounds,
+        "principal": scenario.task.principal,
+    });
+    if let Some(instructions) = &scenario.task.instructions {
+        task["instructions"] = json!(instructions);
+    }
+    task
+}
