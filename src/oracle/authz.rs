@@ -1,7 +1,7 @@
 //! `authz`: backend denials relayed as error outputs and never retried; approval-required
 //! tools never executed without an approval granted for that very call.
 
-use super::facts::Facts;
+use super::facts::{Facts, looks_like_error, output_text};
 use super::verdict::CheckResult;
 use crate::scenario::Level;
 use crate::tools::CallValidity;
@@ -85,15 +85,26 @@ fn denial_relayed(f: &Facts) -> CheckResult {
                 "the controller stopped after the denial of {} instead of relaying it to the model as an error output",
                 call.describe()
             )),
-            Some((position, request)) => {
-                if Facts::outputs_for(request, call_id).is_empty() {
-                    problems.push(format!(
-                        "{} does not relay the denial of {} as an error output for that call",
-                        Facts::request_label(position),
-                        call.describe()
-                    ));
+            Some((position, request)) => match Facts::outputs_for(request, call_id).first() {
+                None => problems.push(format!(
+                    "{} does not relay the denial of {} as an error output for that call",
+                    Facts::request_label(position),
+                    call.describe()
+                )),
+                Some(output) => {
+                    let text = output_text(output);
+                    let backend = denied.response["error"]["message"].as_str();
+                    if !looks_like_error(&text, backend) {
+                        problems.push(format!(
+                            "{}: the output for the denied {} is {}, which is not an error: expected the denial relayed (e.g. the backend's message {:?})",
+                            Facts::request_label(position),
+                            call.describe(),
+                            crate::transcript::clip(&text, 120),
+                            backend.unwrap_or_default()
+                        ));
+                    }
                 }
-            }
+            },
         }
     }
     CheckResult::judge(
@@ -145,14 +156,23 @@ fn approval_denied(f: &Facts) -> CheckResult {
         let Some(call) = f.call_by_id(call_id) else {
             continue;
         };
-        if let Some((position, request)) = f.request_after(call.response)
-            && Facts::outputs_for(request, call_id).is_empty()
-        {
-            problems.push(format!(
-                "{} sends no error output for the refused call {}",
-                Facts::request_label(position),
-                call.describe()
-            ));
+        if let Some((position, request)) = f.request_after(call.response) {
+            match Facts::outputs_for(request, call_id).first() {
+                None => problems.push(format!(
+                    "{} sends no error output for the refused call {}",
+                    Facts::request_label(position),
+                    call.describe()
+                )),
+                Some(output) if !looks_like_error(&output_text(output), refusal.response["reason"].as_str()) => {
+                    problems.push(format!(
+                        "{}: the output for the refused {} is {}, which is not an error: expected the refusal relayed",
+                        Facts::request_label(position),
+                        call.describe(),
+                        crate::transcript::clip(&output_text(output), 120)
+                    ))
+                }
+                Some(_) => {}
+            }
         }
     }
     CheckResult::judge(

@@ -241,3 +241,34 @@ pub fn identity(item: &Value) -> Option<String> {
         .map(str::to_owned)
         .or_else(|| call_id(item).map(|c| format!("{}:{c}", item_type(item))))
 }
+
+/// Words by which an output tells the model its call did not succeed.
+const ERROR_WORDS: &[&str] = &[
+    "error",
+    "denied",
+    "deny",
+    "forbidden",
+    "refus",
+    "reject",
+    "not allowed",
+    "not authori",
+    "unauthori",
+    "permission",
+    "invalid",
+    "unknown",
+    "fail",
+    "not found",
+    "cannot",
+    "can't",
+    "unable",
+    "not permitted",
+    "approval",
+];
+
+/// Whether an output reads as an error: it names the failure in words, or repeats the
+/// backend's own message. `null`, `{}` or a success-shaped result do not.
+pub fn looks_like_error(output: &str, backend_message: Option<&str>) -> bool {
+    let lower = output.to_lowercase();
+    backend_message.is_some_and(|m| !m.is_empty() && output.contains(m))
+        || ERROR_WORDS.iter().any(|word| lower.contains(word))
+}

@@ -1,0 +1,109 @@
+//! The catalogue: well-formed, ids matching paths, and every case passing with the Rust
+//! reference controller in every state mode it runs in.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use loopcheck::oracle::CheckVerdict;
+use serde_json::Value;
+
+use crate::support::{catalogue, loopcheck_bin, root};
+
+#[test]
+fn catalogue_ids_match_their_paths_and_cover_every_area() {
+    let cases = catalogue();
+    assert!(cases.len() >= 14, "the catalogue has {} cases", cases.len());
+    for case in &cases {
+        let expected = format!("scenarios/{}.yaml", case.scenario.id);
+        assert_eq!(
+            case.source.to_string_lossy(),
+            expected,
+            "case id and file path disagree"
+        );
+        assert!(
+            !case.scenario.summary.trim().is_empty(),
+            "{} has no summary",
+            case.scenario.id
+        );
+    }
+    let areas: BTreeSet<&str> = cases.iter().map(|c| c.scenario.area()).collect();
+    for area in [
+        "correlation",
+        "reasoning",
+        "state",
+        "dispatch",
+        "authz",
+        "budget",
+        "terminal",
+    ] {
+        assert!(areas.contains(area), "no case in area {area}");
+    }
+}
+
+#[test]
+fn reference_controller_passes_every_case_in_both_state_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let report_path = dir.path().join("report.json");
+    let output = Command::new(loopcheck_bin())
+        .args(["run", "--jobs", "2", "--report-json"])
+        .arg(&report_path)
+        .current_dir(root())
+        .output()
+        .expect("loopcheck runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "loopcheck run failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    let cases = report["cases"].as_array().unwrap();
+    assert_eq!(
+        report["summary"]["cases"].as_u64(),
+        Some(cases.len() as u64)
+    );
+    let mut states = BTreeSet::new();
+    for case in cases {
+        assert_eq!(case["verdict"], "pass", "{case:#}");
+        states.insert(case["state"].as_str().unwrap().to_owned());
+        for check in case["checks"].as_array().unwrap() {
+            assert_eq!(
+                check["verdict"],
+                CheckVerdict::Pass.as_str(),
+                "{}: {check:#}",
+                case["id"]
+            );
+        }
+    }
+    assert_eq!(
+        states,
+        BTreeSet::from(["previous_response_id".to_owned(), "stateless".to_owned()])
+    );
+    assert_eq!(
+        report["summary"]["passed"].as_u64(),
+        Some(cases.len() as u64)
+    );
+}
+
+#[test]
+fn list_prints_the_catalogue_as_json() {
+    let output = Command::new(loopcheck_bin())
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let rows: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(rows.len(), catalogue().len());
+    for row in &rows {
+        for key in ["id", "level", "area", "summary"] {
+            assert!(row[key].is_string(), "{row:#} lacks {key}");
+        }
+        assert!(
+            row["id"]
+                .as_str()
+                .unwrap()
+                .starts_with(row["area"].as_str().unwrap())
+        );
+    }
+}

@@ -1,0 +1,434 @@
+//! For every check family, a controller with one deliberate defect fails the named check
+//! with a message that says what was wrong, and the same controller without the defect
+//! passes the same case.
+
+use std::time::Duration;
+
+use loopcheck::oracle::{CaseVerdict, CheckVerdict};
+use loopcheck::runner::{CaseReport, run_in_process};
+use loopcheck::scenario::StateMode::{self, PreviousResponseId as Chained, Stateless};
+
+use crate::defective::{self, Defect};
+use crate::support::case;
+
+async fn run(id: &str, state: StateMode, defect: Defect) -> CaseReport {
+    let case = case(id);
+    run_in_process(&case, state, Duration::from_secs(20), |env, task| {
+        defective::run(env, task, defect)
+    })
+    .await
+}
+
+fn describe(report: &CaseReport) -> String {
+    report
+        .checks
+        .iter()
+        .map(|c| format!("  {} {}: {}", c.verdict.as_str(), c.id, c.message))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs the case with and without the defect: the control passes, the defective run
+/// gets `verdict` on `check`, with `needle` in the message.
+async fn assert_caught(
+    id: &str,
+    state: StateMode,
+    defect: Defect,
+    check: &str,
+    verdict: CheckVerdict,
+    needle: &str,
+) -> CaseReport {
+    let control = run(id, state, Defect::None).await;
+    assert_eq!(
+        control.verdict,
+        CaseVerdict::Pass,
+        "control run of {id} [{state}] must pass:\n{}",
+        describe(&control)
+    );
+    let report = run(id, state, defect).await;
+    let found = report
+        .checks
+        .iter()
+        .find(|c| c.id == check)
+        .unwrap_or_else(|| {
+            panic!(
+                "{defect:?} on {id} [{state}]: no check {check}:\n{}",
+                describe(&report)
+            )
+        });
+    assert_eq!(
+        found.verdict,
+        verdict,
+        "{defect:?} on {id} [{state}]: {check}:\n{}",
+        describe(&report)
+    );
+    assert!(
+        found.message.contains(needle),
+        "{defect:?} on {id} [{state}]: {check} message lacks {needle:?}: {}",
+        found.message
+    );
+    let expected_case = if verdict == CheckVerdict::Fail {
+        CaseVerdict::Fail
+    } else {
+        CaseVerdict::NonStrict
+    };
+    if verdict == CheckVerdict::Fail {
+        assert_eq!(report.verdict, expected_case, "{}", describe(&report));
+    }
+    report
+}
+
+async fn assert_fails(
+    id: &str,
+    state: StateMode,
+    defect: Defect,
+    check: &str,
+    needle: &str,
+) -> CaseReport {
+    assert_caught(id, state, defect, check, CheckVerdict::Fail, needle).await
+}
+
+fn verdict_of(report: &CaseReport, check: &str) -> Option<CheckVerdict> {
+    report
+        .checks
+        .iter()
+        .find(|c| c.id == check)
+        .map(|c| c.verdict)
+}
+
+#[tokio::test]
+async fn call_id_item_id_instead_of_call_id() {
+    for state in [Chained, Stateless] {
+        assert_fails(
+            "correlation/call-id-distinct",
+            state,
+            Defect::ItemIdAsCallId,
+            "call-id/own-id",
+            "(the item id of",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn call_id_results_keyed_by_position() {
+    let report = assert_fails(
+        "correlation/parallel-same-tool",
+        Chained,
+        Defect::ResultsReversed,
+        "call-id/result-matches",
+        "that is the result of",
+    )
+    .await;
+    let check = report
+        .checks
+        .iter()
+        .find(|c| c.id == "call-id/result-matches")
+        .unwrap();
+    assert!(check.diff.is_some(), "a result mismatch carries a diff");
+}
+
+#[tokio::test]
+async fn call_id_only_first_parallel_call_answered() {
+    assert_fails(
+        "correlation/parallel-same-tool",
+        Stateless,
+        Defect::FirstCallOnly,
+        "call-id/answered",
+        "has no function_call_output for",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn reasoning_dropped_is_rejected_and_judged() {
+    let report = assert_fails(
+        "reasoning/encrypted-retention",
+        Stateless,
+        Defect::DropReasoning,
+        "reasoning/replayed",
+        "does not replay reasoning item",
+    )
+    .await;
+    assert_eq!(
+        verdict_of(&report, "wire/accepted"),
+        Some(CheckVerdict::Fail),
+        "the API rejects a call without its reasoning (E4)"
+    );
+}
+
+#[tokio::test]
+async fn reasoning_dropped_with_ids_stripped_passes_the_api_but_not_the_oracle() {
+    let report = assert_fails(
+        "reasoning/encrypted-retention",
+        Stateless,
+        Defect::StripIdsAndDropReasoning,
+        "reasoning/replayed",
+        "does not replay reasoning item",
+    )
+    .await;
+    assert_eq!(
+        verdict_of(&report, "wire/accepted"),
+        Some(CheckVerdict::Pass),
+        "the real API accepts this silently"
+    );
+}
+
+#[tokio::test]
+async fn reasoning_replayed_with_output_only_status() {
+    assert_fails(
+        "reasoning/encrypted-retention",
+        Stateless,
+        Defect::ReasoningWithStatus,
+        "reasoning/input-shape",
+        "output-only field",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn reasoning_encrypted_content_altered() {
+    assert_fails(
+        "reasoning/encrypted-retention",
+        Stateless,
+        Defect::AlterEncryptedContent,
+        "reasoning/replayed",
+        "altered encrypted_content",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn state_stale_previous_response_id() {
+    assert_fails(
+        "correlation/three-rounds",
+        Chained,
+        Defect::StalePreviousResponseId,
+        "state/chained",
+        "a stale one",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn state_instructions_not_resent() {
+    for state in [Chained, Stateless] {
+        assert_fails(
+            "state/instructions-every-request",
+            state,
+            Defect::InstructionsOnce,
+            "state/config-resent",
+            "has no instructions",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn state_store_true_in_stateless_mode() {
+    assert_fails(
+        "correlation/single-call",
+        Stateless,
+        Defect::StoreInStateless,
+        "state/store-false",
+        "store: false",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn state_history_resent_with_previous_response_id_is_non_strict() {
+    let report = assert_caught(
+        "correlation/three-rounds",
+        Chained,
+        Defect::ResendHistory,
+        "state/no-resend",
+        CheckVerdict::NonStrict,
+        "resends an item",
+    )
+    .await;
+    assert_eq!(
+        report.verdict,
+        CaseVerdict::NonStrict,
+        "{}",
+        describe(&report)
+    );
+}
+
+#[tokio::test]
+async fn dispatch_unknown_tool_executed() {
+    assert_fails(
+        "dispatch/unknown-tool",
+        Chained,
+        Defect::NoValidation,
+        "dispatch/registered-only",
+        "not in the task's registry",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn dispatch_malformed_arguments_executed() {
+    assert_fails(
+        "dispatch/malformed-arguments",
+        Stateless,
+        Defect::NoValidation,
+        "dispatch/arguments-parsed",
+        "not a JSON object",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn dispatch_schema_violation_executed() {
+    assert_fails(
+        "dispatch/schema-violation",
+        Chained,
+        Defect::NoValidation,
+        "dispatch/schema-valid",
+        "violate the tool's schema",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn authz_denial_retried() {
+    assert_fails(
+        "authz/cross-tenant-denied",
+        Chained,
+        Defect::RetryDenied,
+        "authz/denial-relayed",
+        "retried it",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn authz_denial_swallowed() {
+    assert_fails(
+        "authz/cross-tenant-denied",
+        Stateless,
+        Defect::SwallowDenial,
+        "authz/denial-relayed",
+        "not an error",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn authz_approval_skipped() {
+    let report = assert_fails(
+        "authz/approval-granted",
+        Chained,
+        Defect::SkipApproval,
+        "authz/approval-asked",
+        "never asked the approver",
+    )
+    .await;
+    assert_eq!(
+        verdict_of(&report, "authz/approval-before-execution"),
+        Some(CheckVerdict::Fail)
+    );
+}
+
+#[tokio::test]
+async fn authz_approval_refusal_ignored() {
+    assert_fails(
+        "authz/approval-denied",
+        Stateless,
+        Defect::IgnoreApprovalRefusal,
+        "authz/approval-denied",
+        "yet the controller dispatched it",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn effects_call_executed_twice() {
+    assert_fails(
+        "correlation/single-call",
+        Chained,
+        Defect::ExecuteTwice,
+        "effects/at-most-once",
+        "executed 2 times",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn budget_ignored() {
+    assert_fails(
+        "budget/endless-tool-calls",
+        Chained,
+        Defect::NoBudget,
+        "budget/max-rounds",
+        "max_rounds is 4",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn budget_tool_executed_on_last_round() {
+    assert_fails(
+        "budget/endless-tool-calls",
+        Stateless,
+        Defect::ExecuteOnLastRound,
+        "budget/last-round-idle",
+        "could never be sent back",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn terminal_incomplete_taken_as_answer() {
+    assert_fails(
+        "terminal/incomplete-partial-text",
+        Chained,
+        Defect::IncompleteAsAnswer,
+        "terminal/outcome",
+        "expected failed",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn terminal_message_beside_calls_taken_as_answer() {
+    assert_fails(
+        "terminal/message-beside-calls",
+        Stateless,
+        Defect::MessageBesideCallsAsAnswer,
+        "terminal/calls-beside-message",
+        "taking the message as the answer",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn terminal_wrong_answer_text_has_a_diff() {
+    let report = assert_fails(
+        "correlation/three-rounds",
+        Chained,
+        Defect::WrongAnswerText,
+        "terminal/outcome",
+        "expected the final message's text",
+    )
+    .await;
+    let check = report
+        .checks
+        .iter()
+        .find(|c| c.id == "terminal/outcome")
+        .unwrap();
+    assert!(check.diff.is_some());
+}
+
+#[tokio::test]
+async fn terminal_request_after_the_answer() {
+    assert_fails(
+        "correlation/single-call",
+        Chained,
+        Defect::ContinueAfterAnswer,
+        "terminal/stopped-at-answer",
+        "came after the model's final turn",
+    )
+    .await;
+}

@@ -1,0 +1,11 @@
+//! Integration tests, built as one binary.
+
+mod defective;
+mod support;
+
+mod catalogue;
+mod emulation;
+mod families;
+mod process;
+mod scenario_errors;
+mod sdk_python;

@@ -1,0 +1,199 @@
+//! Controllers that hang, crash or print garbage get `timeout` or `crashed` with their
+//! output kept, without harming the other cases of the run.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{loopcheck_bin, root};
+
+fn run(args: &[&str]) -> (Option<i32>, String, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let report_path = dir.path().join("report.json");
+    let output = Command::new(loopcheck_bin())
+        .arg("run")
+        .args(args)
+        .arg("--report-json")
+        .arg(&report_path)
+        .current_dir(root())
+        .output()
+        .expect("loopcheck runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let report = std::fs::read(&report_path)
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap_or(Value::Null);
+    (output.status.code(), stdout, report)
+}
+
+fn verdicts(report: &Value) -> Vec<(String, String)> {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c["verdict"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_hanging_controller_times_out_and_its_process_group_is_killed() {
+    let started = std::time::Instant::now();
+    // The child sleeps in the background too: the whole group must die, or the run
+    // would wait for the pipe.
+    let (code, stdout, report) = run(&[
+        "--controller",
+        "sleep 60 & sleep 60",
+        "--timeout",
+        "1",
+        "--filter",
+        "correlation/single-call",
+    ]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "the run waited for the hung controller"
+    );
+    for (_, verdict) in verdicts(&report) {
+        assert_eq!(verdict, "timeout");
+    }
+    assert!(stdout.contains("TIMEOUT"), "{stdout}");
+}
+
+#[test]
+fn a_crashing_controller_is_crashed_with_its_stderr_in_the_report() {
+    let (code, stdout, report) = run(&[
+        "--controller",
+        "echo 'Traceback: boom' >&2; exit 3",
+        "--filter",
+        "correlation/single-call",
+    ]);
+    assert_eq!(code, Some(1));
+    for (_, verdict) in verdicts(&report) {
+        assert_eq!(verdict, "crashed");
+    }
+    assert!(
+        stdout.contains("Traceback: boom"),
+        "the console shows the controller's stderr:\n{stdout}"
+    );
+    assert!(stdout.contains("exit code: 3"), "{stdout}");
+    let check = &report["cases"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "terminal/result-line")
+        .cloned()
+        .unwrap();
+    assert!(
+        check["message"]
+            .as_str()
+            .unwrap()
+            .contains("printed nothing"),
+        "{check}"
+    );
+}
+
+#[test]
+fn garbage_output_is_crashed_and_names_what_was_printed() {
+    let (code, _, report) = run(&[
+        "--controller",
+        "echo '{not json'",
+        "--filter",
+        "correlation/single-call",
+    ]);
+    assert_eq!(code, Some(1));
+    let case = &report["cases"][0];
+    assert_eq!(case["verdict"], "crashed");
+    let message = case["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "terminal/result-line")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("not JSON") && message.contains("{not json"),
+        "{message}"
+    );
+    let (_, _, report) = run(&[
+        "--controller",
+        "echo '{\"status\": \"done\"}'",
+        "--filter",
+        "correlation/single-call",
+    ]);
+    let message = report["cases"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "terminal/result-line")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("'done'"), "{message}");
+}
+
+#[test]
+fn a_bad_controller_does_not_harm_the_other_cases() {
+    // One command, two behaviours: hang on one case, behave on the others.
+    let reference = format!("'{}' reference-controller", loopcheck_bin().display());
+    let controller = format!(
+        "if [ \"$LOOPCHECK_CASE\" = correlation/single-call ]; then sleep 30; else {reference}; fi"
+    );
+    let (code, _, report) = run(&[
+        "--controller",
+        &controller,
+        "--timeout",
+        "2",
+        "--jobs",
+        "2",
+        "--filter",
+        "correlation/*",
+    ]);
+    assert_eq!(code, Some(1));
+    for (id, verdict) in verdicts(&report) {
+        let expected = if id == "correlation/single-call" {
+            "timeout"
+        } else {
+            "pass"
+        };
+        assert_eq!(verdict, expected, "{id}");
+    }
+}
+
+#[test]
+fn unsupported_state_modes_are_reported_as_unsupported_not_passed() {
+    let reference = format!("'{}' reference-controller", loopcheck_bin().display());
+    let (code, _, report) = run(&[
+        "--controller",
+        &reference,
+        "--supports",
+        "stateless",
+        "--filter",
+        "correlation/single-call",
+    ]);
+    assert_eq!(code, Some(0), "unsupported is not a failure");
+    let cases = report["cases"].as_array().unwrap();
+    for case in cases {
+        let expected = if case["state"] == "stateless" {
+            "pass"
+        } else {
+            "unsupported"
+        };
+        assert_eq!(case["verdict"], expected, "{case}");
+    }
+    assert_eq!(report["summary"]["unsupported"], 1);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let (code, _, _) = run(&["--supports", "telepathy"]);
+    assert_eq!(code, Some(2));
+    let (code, _, _) = run(&["--filter", "no-such-area/*"]);
+    assert_eq!(code, Some(2));
+}

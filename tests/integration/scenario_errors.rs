@@ -1,0 +1,124 @@
+//! Malformed scenario files are rejected with `file:line:col` and what was expected.
+
+use std::path::Path;
+use std::process::Command;
+
+use loopcheck::scenario::parse;
+
+use crate::support::loopcheck_bin;
+
+const GOOD: &str = r#"format: 1
+id: demo/ok
+summary: A single call.
+level: must
+task:
+  input: "Weather in Paris?"
+  tools: [get_weather]
+script:
+  - output:
+      - call: {name: get_weather, arguments: {city: Paris}}
+  - output:
+      - message: "Sunny."
+expect:
+  outcome: completed
+"#;
+
+fn error_for(text: &str) -> String {
+    parse(Path::new("case.yaml"), text)
+        .expect_err("must be rejected")
+        .to_string()
+}
+
+#[test]
+fn the_good_file_parses() {
+    parse(Path::new("case.yaml"), GOOD).unwrap();
+}
+
+#[test]
+fn an_unknown_field_names_its_line_and_column() {
+    let text = GOOD.replace("level: must", "level: must\nlevle: should");
+    let message = error_for(&text);
+    assert!(message.starts_with("case.yaml:5:1: "), "{message}");
+    assert!(message.contains("levle"), "{message}");
+}
+
+#[test]
+fn a_wrong_enum_value_says_what_was_expected() {
+    let message = error_for(&GOOD.replace("level: must", "level: maybe"));
+    assert!(message.starts_with("case.yaml:4:"), "{message}");
+    assert!(
+        message.contains("maybe") && message.contains("must"),
+        "{message}"
+    );
+}
+
+#[test]
+fn broken_yaml_syntax_is_located() {
+    let message = error_for(&GOOD.replace("tools: [get_weather]", "tools: [get_weather"));
+    assert!(message.starts_with("case.yaml:"), "{message}");
+    let location: Vec<&str> = message.splitn(4, ':').collect();
+    assert!(location[1].parse::<u32>().unwrap() >= 7, "{message}");
+}
+
+#[test]
+fn semantic_errors_point_at_the_offending_text() {
+    let message = error_for(&GOOD.replace("tools: [get_weather]", "tools: [get_wether]"));
+    assert!(message.starts_with("case.yaml:7:"), "{message}");
+    assert!(
+        message.contains("unknown fixture tool 'get_wether'"),
+        "{message}"
+    );
+    let message = error_for(&GOOD.replace("format: 1", "format: 9"));
+    assert!(
+        message.starts_with("case.yaml:1:1: unsupported format version 9"),
+        "{message}"
+    );
+    let message = error_for(&GOOD.replace("id: demo/ok", "id: Demo OK"));
+    assert!(message.contains("invalid id"), "{message}");
+}
+
+#[test]
+fn json_scenarios_are_located_too() {
+    let message = parse(
+        Path::new("case.json"),
+        "{\n  \"format\": 1,\n  \"id\": 7\n}",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(message.starts_with("case.json:3:"), "{message}");
+}
+
+#[test]
+fn lint_reports_every_bad_file_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("good.yaml"), GOOD).unwrap();
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        GOOD.replace("outcome: completed", "outcome: done"),
+    )
+    .unwrap();
+    let output = Command::new(loopcheck_bin())
+        .arg("lint")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bad.yaml:14:"), "{stderr}");
+    let output = Command::new(loopcheck_bin())
+        .arg("lint")
+        .arg(dir.path().join("good.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let output = Command::new(loopcheck_bin())
+        .arg("run")
+        .arg(dir.path().join("bad.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "run refuses a malformed file before running anything"
+    );
+}
