@@ -182,6 +182,21 @@ pub struct ToolBehaviour {
     /// Approval decisions for calls to this tool.
     #[serde(default)]
     pub approvals: Vec<ApprovalRule>,
+    /// Transient failures (HTTP 503) before a call succeeds.
+    #[serde(default)]
+    pub unavailable: Vec<UnavailableRule>,
+}
+
+/// A transient backend failure: the first `attempts` requests for a matching call get
+/// HTTP 503, later ones are served normally.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnavailableRule {
+    /// Only for arguments matching this subset (any when absent).
+    #[serde(default)]
+    pub when: Option<Value>,
+    /// How many attempts fail (per call_id).
+    pub attempts: u32,
 }
 
 /// A result for matching arguments.

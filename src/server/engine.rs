@@ -172,11 +172,20 @@ impl Session {
                     None => Err(ApiError::response_not_found(id)),
                 },
                 ("DELETE", ["responses", id]) => match inner.responses.remove(*id) {
-                    Some(_) => Ok((
-                        200,
-                        json!({"id": id, "object": "response", "deleted": true}),
-                        None,
-                    )),
+                    Some(_) => {
+                        // Items stay retrievable only while a stored response holds them.
+                        inner.stored_items = inner
+                            .responses
+                            .values()
+                            .flat_map(|stored| stored.context.iter())
+                            .filter_map(|item| Some((item_id(item)?.to_owned(), item.clone())))
+                            .collect();
+                        Ok((
+                            200,
+                            json!({"id": id, "object": "response", "deleted": true}),
+                            None,
+                        ))
+                    }
                     None => Err(ApiError::response_not_found(id)),
                 },
                 ("GET", ["responses", id, "input_items"]) => match inner.responses.get(*id) {

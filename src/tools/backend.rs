@@ -146,6 +146,8 @@ pub struct BackendState {
     executed: HashMap<String, Value>,
     /// Granted approval tokens, to the call_id they were granted for.
     approvals: HashMap<String, String>,
+    /// Attempts seen per call_id (for scripted transient failures).
+    attempts: HashMap<String, u32>,
 }
 
 /// One backend answer, before it is written to the transcript.
@@ -265,6 +267,23 @@ impl ToolBackend {
             })
         }) {
             let (s, b) = error(403, "forbidden", rule.message.clone());
+            return (s, b, false);
+        }
+        let attempt = state.attempts.entry(call_id.to_owned()).or_insert(0);
+        *attempt += 1;
+        let failing = behaviour
+            .and_then(|b| {
+                b.unavailable
+                    .iter()
+                    .find(|rule| when_matches(rule.when.as_ref(), &arguments))
+            })
+            .is_some_and(|rule| *attempt <= rule.attempts);
+        if failing {
+            let (s, b) = error(
+                503,
+                "unavailable",
+                format!("'{name}' is temporarily unavailable; retry with the same call_id"),
+            );
             return (s, b, false);
         }
         if let Some(result) = state.executed.get(call_id) {

@@ -295,7 +295,9 @@ fn mask_key(key: &str) -> String {
     if chars.len() <= 8 {
         return "*".repeat(chars.len());
     }
-    let head: String = chars[..3].iter().collect();
+    let head: String = chars[..chars.len().saturating_sub(4).min(8)]
+        .iter()
+        .collect();
     let tail: String = chars[chars.len() - 4..].iter().collect();
     format!("{head}****{tail}")
 }

@@ -1,0 +1,989 @@
+//! Strict emulation over real HTTP: each rule of WIRE.md section 5 that the fake enforces,
+//! with the exact status and error envelope, its record in the transcript, and proof that
+//! a rejected request does not advance the script (the corrected request that follows it
+//! is still answered with turn 2).
+
+use std::sync::Arc;
+
+use loopcheck::scenario::StateMode;
+use loopcheck::server::{RunningServer, Session};
+use serde_json::{Value, json};
+
+use crate::support::{case_from_yaml, serve};
+
+/// Turn 1: one reasoning item, then two parallel calls. Turn 2: the final answer.
+const SCENARIO: &str = r#"
+format: 1
+id: emulation/probe
+summary: One reasoning item and two parallel stock calls, then the final answer.
+level: must
+tags: [emulation]
+task:
+  input:
+    - role: user
+      content: How many units of A7 and B2 do we have?
+  tools: [get_stock]
+tools:
+  get_stock:
+    results:
+      - when: {sku: A7}
+        result: {sku: A7, available_units: 8}
+      - when: {sku: B2}
+        result: {sku: B2, available_units: 0}
+script:
+  - output:
+      - reasoning: {summary: Look up both SKUs.}
+      - call: {name: get_stock, arguments: {sku: A7}}
+      - call: {name: get_stock, arguments: {sku: B2}}
+  - output:
+      - message: "A7: 8 units. B2: out of stock."
+expect:
+  outcome: completed
+"#;
+
+const SCENARIO_ID: &str = "emulation/probe";
+const QUESTION: &str = "How many units of A7 and B2 do we have?";
+const FINAL: &str = "A7: 8 units. B2: out of stock.";
+const INVALID: &str = "invalid_request_error";
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+async fn start(state: StateMode) -> (Arc<Session>, RunningServer, String) {
+    let (session, server) = serve(&case_from_yaml(SCENARIO), state).await;
+    let key = session.api_key().to_owned();
+    (session, server, key)
+}
+
+/// One HTTP request; the answer's status and JSON body.
+async fn send(
+    server: &RunningServer,
+    method: reqwest::Method,
+    path: &str,
+    key: Option<&str>,
+    body: Option<String>,
+) -> (u16, Value) {
+    let mut request =
+        reqwest::Client::new().request(method, format!("{}{path}", server.base_url()));
+    if let Some(key) = key {
+        request = request.header("authorization", format!("Bearer {key}"));
+    }
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body);
+    }
+    let response = request.send().await.expect("the fake answers");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("a body");
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    (status, json)
+}
+
+async fn post(server: &RunningServer, key: Option<&str>, body: &Value) -> (u16, Value) {
+    send(
+        server,
+        reqwest::Method::POST,
+        "/v1/responses",
+        key,
+        Some(body.to_string()),
+    )
+    .await
+}
+
+async fn get(server: &RunningServer, key: &str, path: &str) -> (u16, Value) {
+    send(server, reqwest::Method::GET, path, Some(key), None).await
+}
+
+fn user() -> Value {
+    json!({"role": "user", "content": QUESTION})
+}
+
+/// A stateless request (`store:false`) carrying `input`.
+fn stateless(input: Vec<Value>) -> Value {
+    json!({
+        "model": "gpt-5",
+        "store": false,
+        "include": ["reasoning.encrypted_content"],
+        "input": input,
+    })
+}
+
+/// A request continuing `previous` with `input`.
+fn chained(previous: &str, input: Vec<Value>) -> Value {
+    json!({"model": "gpt-5", "previous_response_id": previous, "input": input})
+}
+
+/// The first response: reasoning, then two calls.
+struct Round1 {
+    response: Value,
+}
+
+impl Round1 {
+    fn id(&self) -> &str {
+        self.response["id"].as_str().expect("response id")
+    }
+    fn reasoning(&self) -> Value {
+        self.response["output"][0].clone()
+    }
+    fn call(&self, i: usize) -> Value {
+        self.response["output"][1 + i].clone()
+    }
+    fn rs_id(&self) -> String {
+        self.reasoning()["id"].as_str().expect("rs id").to_owned()
+    }
+    fn fc_id(&self, i: usize) -> String {
+        self.call(i)["id"].as_str().expect("fc id").to_owned()
+    }
+    fn call_id(&self, i: usize) -> String {
+        self.call(i)["call_id"]
+            .as_str()
+            .expect("call_id")
+            .to_owned()
+    }
+    fn output(&self, i: usize) -> Value {
+        json!({"type": "function_call_output", "call_id": self.call_id(i), "output": format!("{{\"n\":{i}}}")})
+    }
+    /// The complete, correct stateless replay.
+    fn full_replay(&self) -> Vec<Value> {
+        vec![
+            user(),
+            self.reasoning(),
+            self.call(0),
+            self.call(1),
+            self.output(0),
+            self.output(1),
+        ]
+    }
+}
+
+/// Sends turn 1 (`store` as given) and checks it is the scripted reasoning + two calls.
+async fn round1(server: &RunningServer, key: &str, store: bool) -> Round1 {
+    let body = json!({
+        "model": "gpt-5",
+        "store": store,
+        "include": ["reasoning.encrypted_content"],
+        "input": [user()],
+    });
+    let (status, response) = post(server, Some(key), &body).await;
+    assert_eq!(status, 200, "{response}");
+    let kinds: Vec<&str> = response["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .map(|item| item["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(kinds, ["reasoning", "function_call", "function_call"]);
+    let round = Round1 { response };
+    assert!(round.rs_id().starts_with("rs_"));
+    assert!(round.fc_id(0).starts_with("fc_"));
+    assert!(round.call_id(0).starts_with("call_"));
+    assert_ne!(round.call_id(0), round.call_id(1));
+    round
+}
+
+/// Asserts the exact error reply.
+fn assert_error(
+    reply: &(u16, Value),
+    status: u16,
+    code: Option<&str>,
+    param: Option<&str>,
+    message: &str,
+) {
+    assert_eq!(reply.0, status, "{}", reply.1);
+    assert_eq!(
+        reply.1,
+        json!({"error": {"message": message, "type": INVALID, "param": param, "code": code}})
+    );
+}
+
+/// Asserts the last exchange was rejected by `rule` and served no turn.
+fn assert_rejected(session: &Session, rule: &str) {
+    let transcript = session.transcript();
+    let last = transcript.model.last().expect("an exchange");
+    assert_eq!(
+        last.rejected_by.as_deref(),
+        Some(rule),
+        "{:?}",
+        last.response
+    );
+    assert_eq!(last.turn, None);
+}
+
+/// The text of the response's message items.
+fn final_text(response: &Value) -> String {
+    response["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .filter(|item| item["type"] == "message")
+        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|part| part["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Asserts `reply` is turn 2 (the final answer) and the transcript says so.
+fn assert_turn2(session: &Session, reply: &(u16, Value)) {
+    assert_eq!(reply.0, 200, "{}", reply.1);
+    assert_eq!(final_text(&reply.1), FINAL);
+    let transcript = session.transcript();
+    let last = transcript.model.last().expect("an exchange");
+    assert_eq!(last.rejected_by, None);
+    assert_eq!(last.turn, Some(1));
+}
+
+/// The correct stateless request for turn 2, which must get the final answer.
+async fn finish_stateless(session: &Session, server: &RunningServer, key: &str, round: &Round1) {
+    let reply = post(server, Some(key), &stateless(round.full_replay())).await;
+    assert_turn2(session, &reply);
+}
+
+/// The correct chained request for turn 2, which must get the final answer.
+async fn finish_chained(session: &Session, server: &RunningServer, key: &str, round: &Round1) {
+    let body = chained(round.id(), vec![round.output(0), round.output(1)]);
+    let reply = post(server, Some(key), &body).await;
+    assert_turn2(session, &reply);
+}
+
+// ---------------------------------------------------------------------------------------
+// E1
+
+#[tokio::test]
+async fn e1_unknown_previous_response_id() {
+    let (session, server, key) = start(StateMode::PreviousResponseId).await;
+    let round = round1(&server, &key, true).await;
+    let unknown = "resp_0123456789abcdef0123456789abcdef0123456789abcdef";
+    let reply = post(
+        &server,
+        Some(&key),
+        &chained(unknown, vec![round.output(0), round.output(1)]),
+    )
+    .await;
+    assert_error(
+        &reply,
+        400,
+        Some("previous_response_not_found"),
+        Some("previous_response_id"),
+        &format!("Previous response with id '{unknown}' not found."),
+    );
+    assert_rejected(&session, "E1");
+    finish_chained(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn e1_previous_response_id_of_unstored_response() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let reply = post(
+        &server,
+        Some(&key),
+        &chained(round.id(), vec![round.output(0), round.output(1)]),
+    )
+    .await;
+    assert_error(
+        &reply,
+        400,
+        Some("previous_response_not_found"),
+        Some("previous_response_id"),
+        &format!("Previous response with id '{}' not found.", round.id()),
+    );
+    assert_rejected(&session, "E1");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn e1_previous_response_id_of_deleted_response() {
+    let (session, server, key) = start(StateMode::PreviousResponseId).await;
+    let round = round1(&server, &key, true).await;
+    let path = format!("/v1/responses/{}", round.id());
+    let deleted = send(&server, reqwest::Method::DELETE, &path, Some(&key), None).await;
+    assert_eq!(deleted.0, 200, "{}", deleted.1);
+    assert_eq!(
+        deleted.1,
+        json!({"id": round.id(), "object": "response", "deleted": true})
+    );
+    let reply = post(
+        &server,
+        Some(&key),
+        &chained(round.id(), vec![round.output(0), round.output(1)]),
+    )
+    .await;
+    assert_error(
+        &reply,
+        400,
+        Some("previous_response_not_found"),
+        Some("previous_response_id"),
+        &format!("Previous response with id '{}' not found.", round.id()),
+    );
+    assert_rejected(&session, "E1");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// E2
+
+#[tokio::test]
+async fn e2_previous_response_id_with_missing_outputs() {
+    let (session, server, key) = start(StateMode::PreviousResponseId).await;
+    let round = round1(&server, &key, true).await;
+
+    let reply = post(&server, Some(&key), &chained(round.id(), vec![])).await;
+    let message = format!(
+        "No tool output found for function call {}.",
+        round.call_id(0)
+    );
+    assert_error(&reply, 400, None, Some("input"), &message);
+    assert_rejected(&session, "E2");
+
+    // Only the first call answered: the second one is reported.
+    let reply = post(
+        &server,
+        Some(&key),
+        &chained(round.id(), vec![round.output(0)]),
+    )
+    .await;
+    let message = format!(
+        "No tool output found for function call {}.",
+        round.call_id(1)
+    );
+    assert_error(&reply, 400, None, Some("input"), &message);
+    assert_rejected(&session, "E2");
+
+    finish_chained(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn e2_stateless_replay_of_a_call_without_output() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let input = vec![
+        user(),
+        round.reasoning(),
+        round.call(0),
+        round.call(1),
+        round.output(0),
+    ];
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    let message = format!(
+        "No tool output found for function call {}.",
+        round.call_id(1)
+    );
+    assert_error(&reply, 400, None, Some("input"), &message);
+    assert_rejected(&session, "E2");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// E3
+
+#[tokio::test]
+async fn e3_output_keyed_by_the_item_id() {
+    let (session, server, key) = start(StateMode::PreviousResponseId).await;
+    let round = round1(&server, &key, true).await;
+    let fc_id = round.fc_id(0);
+    let wrong = json!({"type": "function_call_output", "call_id": fc_id, "output": "{}"});
+    let message = format!("No tool call found for function call output with call_id {fc_id}.");
+
+    // Chained.
+    let reply = post(
+        &server,
+        Some(&key),
+        &chained(round.id(), vec![wrong.clone(), round.output(1)]),
+    )
+    .await;
+    assert_error(&reply, 400, None, Some("input"), &message);
+    assert_rejected(&session, "E3");
+
+    // Stateless replay.
+    let input = vec![
+        user(),
+        round.reasoning(),
+        round.call(0),
+        round.call(1),
+        wrong,
+        round.output(1),
+    ];
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_error(&reply, 400, None, Some("input"), &message);
+    assert_rejected(&session, "E3");
+
+    finish_chained(&session, &server, &key, &round).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// E4, E5, E6
+
+#[tokio::test]
+async fn e4_call_with_id_replayed_without_its_reasoning() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let input = vec![
+        user(),
+        round.call(0),
+        round.call(1),
+        round.output(0),
+        round.output(1),
+    ];
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    let message = format!(
+        "Item '{}' of type 'function_call' was provided without its required 'reasoning' item: '{}'.",
+        round.fc_id(0),
+        round.rs_id()
+    );
+    assert_error(&reply, 400, None, Some("input"), &message);
+    assert_rejected(&session, "E4");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn e5_reasoning_replayed_without_its_following_item() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let message = format!(
+        "Item '{}' of type 'reasoning' was provided without its required following item.",
+        round.rs_id()
+    );
+
+    // The call that followed the reasoning item is dropped.
+    let input = vec![user(), round.reasoning(), round.call(1), round.output(1)];
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_error(&reply, 400, None, Some("input"), &message);
+    assert_rejected(&session, "E5");
+
+    // The calls are reordered: the reasoning item is no longer followed by its call.
+    let input = vec![
+        user(),
+        round.reasoning(),
+        round.call(1),
+        round.call(0),
+        round.output(0),
+        round.output(1),
+    ];
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_error(&reply, 400, None, Some("input"), &message);
+    assert_rejected(&session, "E5");
+
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn e6_same_item_id_twice() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let mut input = round.full_replay();
+    input.insert(2, round.reasoning());
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    let message = format!(
+        "Duplicate item found with id {}. Remove duplicate items from your input and try again.",
+        round.rs_id()
+    );
+    assert_error(&reply, 400, None, Some("input"), &message);
+    assert_rejected(&session, "E6");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// E7, E8
+
+fn item_not_found(id: &str) -> String {
+    format!(
+        "Item with id '{id}' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input."
+    )
+}
+
+#[tokio::test]
+async fn e7_unstored_reasoning_without_encrypted_content() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let mut input = round.full_replay();
+    input[1]
+        .as_object_mut()
+        .expect("reasoning object")
+        .remove("encrypted_content");
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_error(&reply, 404, None, None, &item_not_found(&round.rs_id()));
+    assert_rejected(&session, "E7");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn e7_item_reference_to_unknown_id() {
+    let (session, server, key) = start(StateMode::PreviousResponseId).await;
+    let round = round1(&server, &key, true).await;
+    let unknown = "msg_0123456789abcdef0123456789abcdef0123456789abcdef";
+    let reference = |id: &str| json!({"type": "item_reference", "id": id});
+    let input = vec![user(), reference(unknown), round.output(0), round.output(1)];
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_error(&reply, 404, None, None, &item_not_found(unknown));
+    assert_rejected(&session, "E7");
+
+    // References to the stored items resolve.
+    let input = vec![
+        user(),
+        reference(&round.rs_id()),
+        reference(&round.fc_id(0)),
+        reference(&round.fc_id(1)),
+        round.output(0),
+        round.output(1),
+    ];
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_turn2(&session, &reply);
+}
+
+#[tokio::test]
+async fn e8_encrypted_content_altered_by_one_byte() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let original = round.reasoning()["encrypted_content"]
+        .as_str()
+        .expect("encrypted_content")
+        .to_owned();
+    assert!(original.starts_with("gAAAA") && original.len() > 20);
+    let mut bytes = original.clone().into_bytes();
+    let middle = bytes.len() / 2;
+    bytes[middle] = if bytes[middle] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(bytes).expect("ascii");
+    assert_ne!(tampered, original);
+
+    let mut input = round.full_replay();
+    input[1]["encrypted_content"] = json!(tampered);
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    let shown = format!("{}...{}", &tampered[..4], &tampered[tampered.len() - 4..]);
+    let message = format!(
+        "The encrypted content {shown} could not be verified. Reason: Encrypted content could not be decrypted or parsed."
+    );
+    assert_error(
+        &reply,
+        400,
+        Some("invalid_encrypted_content"),
+        None,
+        &message,
+    );
+    assert_rejected(&session, "E8");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// E9, E10
+
+#[tokio::test]
+async fn e9_unknown_model() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let mut body = stateless(round.full_replay());
+    body["model"] = json!("gpt-5.3");
+    let reply = post(&server, Some(&key), &body).await;
+    assert_error(
+        &reply,
+        400,
+        Some("model_not_found"),
+        Some("model"),
+        "The requested model 'gpt-5.3' does not exist.",
+    );
+    assert_rejected(&session, "E9");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn e10_missing_model() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let message = "Missing required parameter: 'model'.";
+
+    let mut body = stateless(round.full_replay());
+    body.as_object_mut().expect("object").remove("model");
+    let reply = post(&server, Some(&key), &body).await;
+    assert_error(
+        &reply,
+        400,
+        Some("missing_required_parameter"),
+        Some("model"),
+        message,
+    );
+    assert_rejected(&session, "E10");
+
+    body["model"] = Value::Null;
+    let reply = post(&server, Some(&key), &body).await;
+    assert_error(
+        &reply,
+        400,
+        Some("missing_required_parameter"),
+        Some("model"),
+        message,
+    );
+    assert_rejected(&session, "E10");
+
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// E11, E12
+
+#[tokio::test]
+async fn e11_wrong_api_key() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    // The real API shows the first 8 characters and the last 4 (e.g. `sk-WRQsP***…xQBt`).
+    for (wrong, masked) in [
+        ("sk-proj-notTheSessionKeyAtAll0123MxYA", "sk-proj-****MxYA"),
+        ("sk-WRQsPnotTheSessionKeyAtAll0xQBt", "sk-WRQsP****xQBt"),
+    ] {
+        let reply = post(&server, Some(wrong), &stateless(round.full_replay())).await;
+        assert_error(
+            &reply,
+            401,
+            Some("invalid_api_key"),
+            None,
+            &format!(
+                "Incorrect API key provided: {masked}. You can find your API key at https://platform.openai.com/account/api-keys."
+            ),
+        );
+        assert_rejected(&session, "E11");
+    }
+    let wrong = "sk-proj-notTheSessionKeyAtAll0123MxYA";
+    // The key itself reaches neither the client nor the transcript.
+    let transcript = session.transcript();
+    let last = transcript.model.last().expect("an exchange");
+    assert_eq!(
+        last.headers.get("authorization").map(String::as_str),
+        Some("[redacted]")
+    );
+    assert!(
+        !serde_json::to_string(&transcript)
+            .expect("serializes")
+            .contains(wrong)
+    );
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn e12_missing_api_key() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let reply = post(&server, None, &stateless(round.full_replay())).await;
+    assert_error(
+        &reply,
+        401,
+        None,
+        None,
+        "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username and password. You can obtain an API key from https://platform.openai.com/account/api-keys.",
+    );
+    assert_rejected(&session, "E12");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// E13, id prefixes
+
+#[tokio::test]
+async fn e13_status_on_replayed_reasoning() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let mut input = round.full_replay();
+    input[1]["status"] = json!("completed");
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_error(
+        &reply,
+        400,
+        Some("unknown_parameter"),
+        Some("input[1].status"),
+        "Unknown parameter: 'input[1].status'.",
+    );
+    assert_rejected(&session, "E13");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn call_id_sent_as_item_id() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let mut input = round.full_replay();
+    input[3]["id"] = json!(round.call_id(1));
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_error(
+        &reply,
+        400,
+        Some("invalid_value"),
+        Some("input[3].id"),
+        &format!(
+            "Invalid 'input[3].id': '{}'. Expected an ID that begins with 'fc'.",
+            round.call_id(1)
+        ),
+    );
+    assert_rejected(&session, "id-prefix");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Body, route, script
+
+#[tokio::test]
+async fn body_that_is_not_json() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let raw = "{\"model\": \"gpt-5\", \"input\": [";
+    let reply = send(
+        &server,
+        reqwest::Method::POST,
+        "/v1/responses",
+        Some(&key),
+        Some(raw.to_owned()),
+    )
+    .await;
+    assert_eq!(reply.0, 400, "{}", reply.1);
+    let error = &reply.1["error"];
+    assert!(
+        error["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("We could not parse the JSON body of your request."),
+        "{error}"
+    );
+    assert_eq!(error["type"], INVALID);
+    assert_eq!(error["param"], Value::Null);
+    assert_eq!(error["code"], Value::Null);
+    assert_eq!(error.as_object().expect("object").len(), 4);
+    assert_rejected(&session, "parse");
+    let transcript = session.transcript();
+    let last = transcript.model.last().expect("an exchange");
+    assert!(last.body_unparsed);
+    assert_eq!(last.body, json!(raw));
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn unknown_route() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let reply = send(
+        &server,
+        reqwest::Method::POST,
+        "/v1/nope",
+        Some(&key),
+        Some(stateless(round.full_replay()).to_string()),
+    )
+    .await;
+    assert_error(&reply, 404, None, None, "Invalid URL (POST /v1/nope)");
+    assert_rejected(&session, "route");
+    finish_stateless(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn request_beyond_the_script() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    finish_stateless(&session, &server, &key, &round).await;
+    let reply = post(&server, Some(&key), &stateless(round.full_replay())).await;
+    assert_error(
+        &reply,
+        400,
+        Some("script_exhausted"),
+        None,
+        &format!(
+            "loopcheck: the script of scenario '{SCENARIO_ID}' is exhausted: all 2 scripted model turns were already served, so this request has no scripted answer (a correct controller stops at the final answer or at max_rounds)."
+        ),
+    );
+    assert_rejected(&session, "script");
+}
+
+// ---------------------------------------------------------------------------------------
+// Positive controls
+
+#[tokio::test]
+async fn correct_stateless_replay_is_accepted() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    finish_stateless(&session, &server, &key, &round).await;
+    let transcript = session.transcript();
+    let turns: Vec<Option<usize>> = transcript.model.iter().map(|x| x.turn).collect();
+    assert_eq!(turns, [Some(0), Some(1)]);
+    assert!(transcript.model.iter().all(|x| x.rejected_by.is_none()));
+}
+
+#[tokio::test]
+async fn replay_without_item_ids_and_reasoning_is_accepted() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let bare = |i: usize| {
+        let mut call = round.call(i);
+        call.as_object_mut().expect("call object").remove("id");
+        call
+    };
+    let input = vec![user(), bare(0), bare(1), round.output(0), round.output(1)];
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    // The real API accepts this silently; judging the lost reasoning is the oracle's job.
+    assert_turn2(&session, &reply);
+}
+
+#[tokio::test]
+async fn retrieve_list_input_items_and_delete() {
+    let (session, server, key) = start(StateMode::PreviousResponseId).await;
+    let round = round1(&server, &key, true).await;
+    let path = format!("/v1/responses/{}", round.id());
+
+    let (status, stored) = get(&server, &key, &path).await;
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(stored, round.response);
+
+    // Turn 2 chained, so its input items are the two outputs.
+    finish_chained(&session, &server, &key, &round).await;
+    let second = session
+        .transcript()
+        .model
+        .last()
+        .expect("turn 2")
+        .response
+        .clone();
+    let second_id = second["id"].as_str().expect("id").to_owned();
+
+    let (status, list) = get(&server, &key, &format!("{path}/input_items")).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["object"], "list");
+    assert_eq!(list["has_more"], false);
+    let data = list["data"].as_array().expect("data");
+    assert_eq!(data.len(), 1);
+    assert_eq!(data[0]["role"], "user");
+    assert_eq!(data[0]["content"], QUESTION);
+    let user_id = data[0]["id"].as_str().expect("input items carry ids");
+    assert!(user_id.starts_with("msg_"), "{user_id}");
+    assert_eq!(list["first_id"], user_id);
+    assert_eq!(list["last_id"], user_id);
+
+    let items = format!("/v1/responses/{second_id}/input_items");
+    let (status, list) = get(&server, &key, &format!("{items}?order=asc")).await;
+    assert_eq!(status, 200, "{list}");
+    let call_ids: Vec<&str> = list["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|item| {
+            assert_eq!(item["type"], "function_call_output");
+            assert!(item["id"].is_string(), "{item}");
+            item["call_id"].as_str().expect("call_id")
+        })
+        .collect();
+    assert_eq!(call_ids, [round.call_id(0), round.call_id(1)]);
+    assert_eq!(list["has_more"], false);
+    let (status, page) = get(&server, &key, &format!("{items}?order=asc&limit=1")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["object"], "list");
+    assert_eq!(page["has_more"], true);
+    assert_eq!(page["data"].as_array().expect("data").len(), 1);
+    assert_eq!(page["data"][0]["call_id"], round.call_id(0).as_str());
+
+    let deleted = send(&server, reqwest::Method::DELETE, &path, Some(&key), None).await;
+    assert_eq!(
+        deleted,
+        (
+            200,
+            json!({"id": round.id(), "object": "response", "deleted": true})
+        )
+    );
+
+    let not_found = format!("Response with id '{}' not found.", round.id());
+    let reply = get(&server, &key, &path).await;
+    assert_error(&reply, 404, None, None, &not_found);
+    assert_rejected(&session, "not-found");
+    let reply = get(&server, &key, &format!("{path}/input_items")).await;
+    assert_error(&reply, 404, None, None, &not_found);
+    let reply = send(&server, reqwest::Method::DELETE, &path, Some(&key), None).await;
+    assert_error(&reply, 404, None, None, &not_found);
+
+    // None of this advanced the script: turn 2 was the last one served.
+    let transcript = session.transcript();
+    let turns: Vec<usize> = transcript.model.iter().filter_map(|x| x.turn).collect();
+    assert_eq!(turns, [0, 1]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Order of the checks
+
+/// A request breaking several rules is rejected by the first in order: auth, JSON parse,
+/// model, previous_response_id, per-item input checks, then the context checks.
+#[tokio::test]
+async fn the_first_failing_check_wins() {
+    let (session, server, key) = start(StateMode::PreviousResponseId).await;
+    let round = round1(&server, &key, true).await;
+    let raw = Some("not json".to_owned());
+    let path = "/v1/responses";
+
+    let reply = send(&server, reqwest::Method::POST, path, None, raw.clone()).await;
+    assert_eq!(reply.0, 401, "{}", reply.1);
+    assert_rejected(&session, "E12");
+    let reply = send(
+        &server,
+        reqwest::Method::POST,
+        path,
+        Some("sk-wrong-key-0000"),
+        raw.clone(),
+    )
+    .await;
+    assert_eq!(reply.0, 401, "{}", reply.1);
+    assert_rejected(&session, "E11");
+    let reply = send(&server, reqwest::Method::POST, path, Some(&key), raw).await;
+    assert_eq!(reply.0, 400, "{}", reply.1);
+    assert_rejected(&session, "parse");
+
+    // Missing model beats an unknown previous_response_id.
+    let mut body = chained("resp_unknown", vec![]);
+    body.as_object_mut().expect("object").remove("model");
+    post(&server, Some(&key), &body).await;
+    assert_rejected(&session, "E10");
+
+    // An unknown previous_response_id beats a bad input item.
+    let mut reasoning = round.reasoning();
+    reasoning["status"] = json!("completed");
+    post(
+        &server,
+        Some(&key),
+        &chained("resp_unknown", vec![reasoning]),
+    )
+    .await;
+    assert_rejected(&session, "E1");
+
+    // Per-item checks (E7 here) beat the context checks (E4, E2).
+    let mut input = round.full_replay();
+    input[1]["id"] = json!("rs_0123456789abcdef0123456789abcdef0123456789abcdef");
+    input[1]
+        .as_object_mut()
+        .expect("object")
+        .remove("encrypted_content");
+    input.truncate(3);
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_eq!(reply.0, 404, "{}", reply.1);
+    assert_rejected(&session, "E7");
+
+    // E4 beats E3 and E2.
+    let stray = json!({"type": "function_call_output", "call_id": "call_nope", "output": "{}"});
+    let input = vec![user(), round.call(0), stray];
+    post(&server, Some(&key), &stateless(input)).await;
+    assert_rejected(&session, "E4");
+
+    // E5 beats E3 and E2.
+    let stray = json!({"type": "function_call_output", "call_id": "call_nope", "output": "{}"});
+    let input = vec![user(), round.reasoning(), round.call(1), stray];
+    post(&server, Some(&key), &stateless(input)).await;
+    assert_rejected(&session, "E5");
+
+    // E3 beats E2.
+    let stray = json!({"type": "function_call_output", "call_id": "call_nope", "output": "{}"});
+    post(&server, Some(&key), &chained(round.id(), vec![stray])).await;
+    assert_rejected(&session, "E3");
+
+    finish_chained(&session, &server, &key, &round).await;
+}
+
+#[tokio::test]
+async fn e7_items_of_a_deleted_response_are_gone() {
+    let (session, server, key) = start(StateMode::PreviousResponseId).await;
+    let round = round1(&server, &key, true).await;
+    let path = format!("/v1/responses/{}", round.id());
+    let deleted = send(&server, reqwest::Method::DELETE, &path, Some(&key), None).await;
+    assert_eq!(deleted.0, 200, "{}", deleted.1);
+    let mut replay = round.full_replay();
+    replay[1] = json!({"type": "item_reference", "id": round.rs_id()});
+    let reply = post(&server, Some(&key), &stateless(replay)).await;
+    assert_error(&reply, 404, None, None, &item_not_found(&round.rs_id()));
+    assert_rejected(&session, "E7");
+    finish_stateless(&session, &server, &key, &round).await;
+}
