@@ -1,0 +1,167 @@
+//! The official OpenAI Python SDK against the fake server: `tests/sdk/python_loop.py`, a
+//! contract-v1 controller that validates every raw response body with the SDK's
+//! `Response.model_validate`, must pass the whole embedded catalogue. A response shape the
+//! SDK's types reject fails its case with reason `sdk_parse_error`.
+//!
+//! Needs a Python with `openai` and `jsonschema` importable: `LOOPCHECK_PYTHON`, else
+//! `.venv/bin/python` in the repository, which the test creates from
+//! `tests/sdk/requirements.txt` when it is missing. Without a usable Python the test is
+//! skipped with a note, except under `CI`, where it fails.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::support::{loopcheck_bin, root};
+
+fn python() -> PathBuf {
+    if let Some(python) = std::env::var_os("LOOPCHECK_PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(python);
+    }
+    let venv = root().join(".venv/bin/python");
+    if venv.exists() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
+/// Single-quotes a word for `sh`.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// Whether `python` can import the SDK; the error output otherwise.
+fn sdk_importable(python: &PathBuf) -> Result<(), String> {
+    match Command::new(python)
+        .args(["-c", "import openai, jsonschema"])
+        .stdin(Stdio::null())
+        .output()
+    {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+/// Creates `.venv` with the pinned SDK, as `.ci/run` does, so that a plain `cargo test`
+/// on a fresh machine runs this test too.
+fn create_venv() -> Result<(), String> {
+    let venv = root().join(".venv");
+    let run = |program: &std::path::Path, args: &[&str]| -> Result<(), String> {
+        let output = Command::new(program)
+            .args(args)
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|err| format!("{}: {err}", program.display()))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+        }
+    };
+    run(
+        std::path::Path::new("python3"),
+        &["-m", "venv", &venv.to_string_lossy()],
+    )?;
+    run(
+        &venv.join("bin/pip"),
+        &["install", "--quiet", "-r", "tests/sdk/requirements.txt"],
+    )
+}
+
+#[test]
+fn the_official_python_sdk_passes_the_catalogue() {
+    let mut python = python();
+    if sdk_importable(&python).is_err()
+        && std::env::var_os("LOOPCHECK_PYTHON").is_none()
+        && !root().join(".venv").exists()
+    {
+        match create_venv() {
+            Ok(()) => python = root().join(".venv/bin/python"),
+            Err(err) => eprintln!("note: failed to create .venv: {err}"),
+        }
+    }
+    if let Err(err) = sdk_importable(&python) {
+        let message = format!(
+            "{} cannot import openai and jsonschema ({err}); install them with \
+             `python3 -m venv .venv && .venv/bin/pip install -r tests/sdk/requirements.txt` \
+             or point LOOPCHECK_PYTHON at a Python that has them",
+            python.display()
+        );
+        if std::env::var_os("CI").is_some() {
+            panic!("CI must install the Python SDK: {message}");
+        }
+        eprintln!("note: skipping the Python SDK test: {message}");
+        return;
+    }
+
+    let script = root().join("tests/sdk/python_loop.py");
+    let controller = format!(
+        "{} {}",
+        shell_quote(&python.to_string_lossy()),
+        shell_quote(&script.to_string_lossy())
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let report_path = dir.path().join("report.json");
+    let output = Command::new(loopcheck_bin())
+        .arg("run")
+        .args(["--controller", &controller])
+        .args(["--supports", "previous_response_id,stateless,approvals"])
+        .arg("--report-json")
+        .arg(&report_path)
+        .args(["--jobs", "2"])
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .output()
+        .expect("loopcheck runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report: Value = match std::fs::read(&report_path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).expect("the JSON report parses"),
+        Err(err) => panic!(
+            "no JSON report ({err}); loopcheck exited with {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            output.status
+        ),
+    };
+    let cases = report["cases"].as_array().expect("the report lists cases");
+    assert!(!cases.is_empty(), "the run covered no case:\n{stdout}");
+
+    let failures: Vec<String> = cases
+        .iter()
+        .filter(|case| case["verdict"] != "pass")
+        .map(|case| {
+            let mut line = format!(
+                "{} [{}]: {}",
+                case["id"].as_str().unwrap_or("?"),
+                case["state"].as_str().unwrap_or("?"),
+                case["verdict"].as_str().unwrap_or("?"),
+            );
+            for check in case["checks"].as_array().into_iter().flatten() {
+                if check["verdict"] != "pass" && check["verdict"] != "info" {
+                    line.push_str(&format!(
+                        "\n    {} ({}): {}",
+                        check["id"].as_str().unwrap_or("?"),
+                        check["verdict"].as_str().unwrap_or("?"),
+                        check["message"].as_str().unwrap_or(""),
+                    ));
+                }
+            }
+            line
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} case(s) did not pass with the official Python SDK:\n{}\n\nloopcheck output:\n{stdout}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    assert!(
+        output.status.success(),
+        "loopcheck exited with {}\n{stdout}",
+        output.status
+    );
+}
