@@ -1,7 +1,7 @@
 //! `authz`: backend denials relayed as error outputs and never retried; approval-required
 //! tools never executed without an approval granted for that very call.
 
-use super::facts::{Facts, looks_like_error, output_text};
+use super::facts::Facts;
 use super::verdict::CheckResult;
 use crate::scenario::Level;
 use crate::tools::CallValidity;
@@ -76,35 +76,12 @@ fn denial_relayed(f: &Facts) -> CheckResult {
                 denied.name
             ));
         }
-        let Some(call) = f.call_by_id(call_id) else {
-            continue;
-        };
-        match f.request_after(call.response) {
-            None if f.is_last_round(call.response) => {}
-            None => problems.push(format!(
-                "the controller stopped after the denial of {} instead of relaying it to the model as an error output",
-                call.describe()
-            )),
-            Some((position, request)) => match Facts::outputs_for(request, call_id).first() {
-                None => problems.push(format!(
-                    "{} does not relay the denial of {} as an error output for that call",
-                    Facts::request_label(position),
-                    call.describe()
-                )),
-                Some(output) => {
-                    let text = output_text(output);
-                    let backend = denied.response["error"]["message"].as_str();
-                    if !looks_like_error(&text, backend) {
-                        problems.push(format!(
-                            "{}: the output for the denied {} is {}, which is not an error: expected the denial relayed (e.g. the backend's message {:?})",
-                            Facts::request_label(position),
-                            call.describe(),
-                            crate::transcript::clip(&text, 120),
-                            backend.unwrap_or_default()
-                        ));
-                    }
-                }
-            },
+        if let Some(call) = f.call_by_id(call_id) {
+            problems.extend(f.error_answer_problem(
+                call,
+                "the denied",
+                denied.response["error"]["message"].as_str(),
+            ));
         }
     }
     CheckResult::judge(
@@ -153,26 +130,12 @@ fn approval_denied(f: &Facts) -> CheckResult {
                 refusal.name
             ));
         }
-        let Some(call) = f.call_by_id(call_id) else {
-            continue;
-        };
-        if let Some((position, request)) = f.request_after(call.response) {
-            match Facts::outputs_for(request, call_id).first() {
-                None => problems.push(format!(
-                    "{} sends no error output for the refused call {}",
-                    Facts::request_label(position),
-                    call.describe()
-                )),
-                Some(output) if !looks_like_error(&output_text(output), refusal.response["reason"].as_str()) => {
-                    problems.push(format!(
-                        "{}: the output for the refused {} is {}, which is not an error: expected the refusal relayed",
-                        Facts::request_label(position),
-                        call.describe(),
-                        crate::transcript::clip(&output_text(output), 120)
-                    ))
-                }
-                Some(_) => {}
-            }
+        if let Some(call) = f.call_by_id(call_id) {
+            problems.extend(f.error_answer_problem(
+                call,
+                "the refused",
+                refusal.response["reason"].as_str(),
+            ));
         }
     }
     CheckResult::judge(

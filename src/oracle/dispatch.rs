@@ -2,7 +2,7 @@
 //! executed; rejected calls are answered with an error output so the loop goes on; and
 //! the valid calls are really executed.
 
-use super::facts::{Facts, IssuedCall, looks_like_error, output_text};
+use super::facts::{Facts, IssuedCall};
 use super::verdict::CheckResult;
 use crate::scenario::Level;
 use crate::tools::{CallValidity, matches_subset};
@@ -103,29 +103,8 @@ fn not_dispatched(
 fn rejection_answered(f: &Facts) -> CheckResult {
     let mut problems = Vec::new();
     for call in f.calls.iter().filter(|c| c.validity != CallValidity::Valid) {
-        if f.served[call.response].status != "completed" {
-            continue;
-        }
-        match f.request_after(call.response) {
-            None if f.is_last_round(call.response) => {}
-            None => problems.push(format!(
-                "the controller stopped after {} instead of answering the rejected call with an error output and continuing",
-                call.describe()
-            )),
-            Some((position, request)) => match Facts::outputs_for(request, &call.call_id).first() {
-                None => problems.push(format!(
-                    "{} sends no error output for the rejected call {}: the model needs it to recover",
-                    Facts::request_label(position),
-                    call.describe()
-                )),
-                Some(output) if !looks_like_error(&output_text(output), None) => problems.push(format!(
-                    "{}: the output for the rejected call {} is {}, which does not say what was wrong: expected an error output",
-                    Facts::request_label(position),
-                    call.describe(),
-                    crate::transcript::clip(&output_text(output), 120)
-                )),
-                Some(_) => {}
-            },
+        if f.served[call.response].status == "completed" {
+            problems.extend(f.error_answer_problem(call, "the rejected", None));
         }
     }
     CheckResult::judge(

@@ -210,6 +210,40 @@ impl<'a> Facts<'a> {
             .any(|n| n == name)
     }
 
+    /// What is wrong with how a call that did not run (rejected, denied, refused) was
+    /// answered: the loop must go on with an error output for it in the next request.
+    /// `what` names the situation (e.g. "the denied"); `said` is the message the
+    /// backend or approver gave, which an error output may repeat.
+    pub fn error_answer_problem(
+        &self,
+        call: &IssuedCall,
+        what: &str,
+        said: Option<&str>,
+    ) -> Option<String> {
+        let Some((position, request)) = self.request_after(call.response) else {
+            return (!self.is_last_round(call.response)).then(|| {
+                format!(
+                    "the controller stopped after {what} call {} instead of answering it with an error output and going on",
+                    call.describe()
+                )
+            });
+        };
+        let label = Self::request_label(position);
+        match Self::outputs_for(request, &call.call_id).first() {
+            None => Some(format!(
+                "{label} sends no error output for {what} call {}",
+                call.describe()
+            )),
+            Some(output) if !looks_like_error(&output_text(output), said) => Some(format!(
+                "{label}: the output for {what} call {} is {}, which is not an error: expected it to say the call did not run{}",
+                call.describe(),
+                crate::transcript::clip(&output_text(output), 120),
+                said.map(|m| format!(" (e.g. {m:?})")).unwrap_or_default()
+            )),
+            Some(_) => None,
+        }
+    }
+
     /// The 1-based request number used in messages.
     pub fn request_label(position: usize) -> String {
         format!("request {}", position + 1)

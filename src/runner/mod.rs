@@ -193,6 +193,22 @@ fn finish(
     }
 }
 
+/// A fresh session for the case and its server on 127.0.0.1.
+async fn start_session(
+    case: &Case,
+    state: StateMode,
+) -> Result<(Arc<Session>, RunningServer), Box<CaseReport>> {
+    let session = Arc::new(Session::new(Arc::new(case.scenario.clone()), state));
+    match RunningServer::start(session.clone()).await {
+        Ok(server) => Ok((session, server)),
+        Err(err) => Err(Box::new(error_report(
+            case,
+            state,
+            format!("failed to start the fake server: {err}"),
+        ))),
+    }
+}
+
 /// Runs one case in one state mode against a controller process.
 pub async fn run_case(
     case: &Case,
@@ -208,16 +224,9 @@ pub async fn run_case(
         return unsupported(case, state, &missing);
     }
     let started = Instant::now();
-    let session = Arc::new(Session::new(Arc::new(case.scenario.clone()), state));
-    let server = match RunningServer::start(session.clone()).await {
-        Ok(server) => server,
-        Err(err) => {
-            return error_report(
-                case,
-                state,
-                format!("failed to start the fake server: {err}"),
-            );
-        }
+    let (session, server) = match start_session(case, state).await {
+        Ok(started) => started,
+        Err(report) => return *report,
     };
     let dir = match tempfile::Builder::new().prefix("loopcheck-case-").tempdir() {
         Ok(dir) => dir,
@@ -376,16 +385,9 @@ where
     Fut: Future<Output = Value>,
 {
     let started = Instant::now();
-    let session = Arc::new(Session::new(Arc::new(case.scenario.clone()), state));
-    let server = match RunningServer::start(session.clone()).await {
-        Ok(server) => server,
-        Err(err) => {
-            return error_report(
-                case,
-                state,
-                format!("failed to start the fake server: {err}"),
-            );
-        }
+    let (session, server) = match start_session(case, state).await {
+        Ok(started) => started,
+        Err(report) => return *report,
     };
     let env = controller_env(&server, &session, &case.scenario.id);
     let task = task::task_json(&case.scenario, state);
