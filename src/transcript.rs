@@ -44,6 +44,15 @@ pub struct ModelExchange {
     pub rejected_by: Option<String>,
     /// 0-based index of the script turn served, for accepted create requests.
     pub turn: Option<usize>,
+    /// The transport fault answered instead of the turn, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<FaultRecord>,
+    /// For a streamed answer: what was sent and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamRecord>,
+    /// For a background create: the terminal response the turn will become.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_response: Option<Value>,
 }
 
 impl ModelExchange {
@@ -57,10 +66,51 @@ impl ModelExchange {
                 .is_some_and(|p| p.ends_with("/responses"))
     }
 
-    /// The served response, when this create request got a scripted turn.
+    /// The served response, when this create request got a scripted turn (for a
+    /// background create, the terminal response it became).
     pub fn served(&self) -> Option<&Value> {
-        self.turn.map(|_| &self.response)
+        self.turn
+            .map(|_| self.final_response.as_ref().unwrap_or(&self.response))
     }
+
+    /// The `x-stainless-retry-count` the client sent, if any.
+    pub fn retry_count(&self) -> Option<u32> {
+        self.headers
+            .get("x-stainless-retry-count")
+            .and_then(|v| v.trim().parse().ok())
+    }
+}
+
+/// A transport fault answered to one attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    /// HTTP status (none when the connection was dropped).
+    pub status: Option<u16>,
+    /// The delay the answer asked for (`retry-after-ms`, or `retry-after` in ms).
+    pub retry_after_ms: Option<u64>,
+    /// `x-should-retry`, when sent.
+    pub should_retry: Option<bool>,
+    /// The connection was closed without an answer.
+    pub dropped: bool,
+    /// The answer was delayed this long.
+    pub delay_ms: u64,
+}
+
+/// What a streamed answer sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamRecord {
+    /// Events planned.
+    pub planned: usize,
+    /// Events actually written.
+    pub sent: usize,
+    /// The connection was closed before the terminal event, on purpose.
+    pub cut: bool,
+    /// The type of the last event planned (`response.completed`, `error`, ...).
+    pub last_type: Option<String>,
+    /// Global order number at which each call's `output_item.done` was written.
+    pub call_done_seq: BTreeMap<String, u64>,
+    /// Global order number at which the stream ended.
+    pub ended_seq: Option<u64>,
 }
 
 /// One request to the fixture tool backend.

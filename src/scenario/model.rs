@@ -9,7 +9,9 @@ use serde_json::Value;
 /// The scenario format version this build reads.
 ///
 /// Changelog:
-/// - 1: first version (task, fixture tool behaviour, script of turns, expected outcome).
+/// - 1: first version (task, fixture tool behaviour, script of turns, expected outcome);
+///   compatible additions: `task.stream`, `task.background`, turn `faults`, `stream`,
+///   `polls`, `program` / `program_output` items, call `caller`, tool `unavailable`.
 pub const FORMAT_VERSION: u32 = 1;
 
 /// RFC 2119 level of a case or a check.
@@ -154,6 +156,12 @@ pub struct TaskSpec {
     /// The identity tools run for.
     #[serde(default = "default_principal")]
     pub principal: String,
+    /// The controller must stream (`stream: true`).
+    #[serde(default)]
+    pub stream: bool,
+    /// The controller must run responses in the background and poll them.
+    #[serde(default)]
+    pub background: bool,
 }
 
 /// A tool in the task: a built-in fixture name or an inline definition.
@@ -271,6 +279,110 @@ pub struct Turn {
     /// model that never stops calling tools.
     #[serde(default)]
     pub endless: bool,
+    /// Transport faults answered to the first attempts at this turn, one per attempt;
+    /// the attempt after the last fault is served the turn.
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+    /// How the turn is streamed when the request asks for a stream.
+    #[serde(default)]
+    pub stream: StreamSpec,
+    /// Background mode: polls that still see the response queued or in progress.
+    #[serde(default)]
+    pub polls: Option<u32>,
+}
+
+/// One transport fault, answered instead of (or, with only `delay_ms`, before) the turn.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    /// HTTP status (429 rate limit, 500 server error, 503 overloaded, 400, ...).
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// `retry-after` header, seconds.
+    #[serde(default)]
+    pub retry_after: Option<f64>,
+    /// `retry-after-ms` header.
+    #[serde(default)]
+    pub retry_after_ms: Option<u64>,
+    /// `x-should-retry` header.
+    #[serde(default)]
+    pub should_retry: Option<bool>,
+    /// A raw (non-JSON) body, e.g. an edge proxy's HTML page.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// Close the connection without any response.
+    #[serde(default)]
+    pub drop: bool,
+    /// Wait this long before answering (alone: a slow but successful answer).
+    #[serde(default)]
+    pub delay_ms: u64,
+}
+
+impl Fault {
+    /// True when the attempt is still served the turn (a pure delay).
+    pub fn is_delay_only(&self) -> bool {
+        self.status.is_none() && !self.drop
+    }
+}
+
+/// How a streamed turn is delivered.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSpec {
+    /// Characters per argument/text delta (default 8).
+    #[serde(default)]
+    pub delta_size: Option<usize>,
+    /// Split function-call arguments at these character offsets instead (hostile
+    /// boundaries, e.g. inside a string value).
+    #[serde(default)]
+    pub split_at: Vec<usize>,
+    /// Write the body this many bytes at a time (1 splits inside multi-byte characters).
+    #[serde(default)]
+    pub chunk_bytes: Option<usize>,
+    /// Wait between events.
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// Close the connection after this many events, before the terminal event.
+    #[serde(default)]
+    pub cut_after: Option<usize>,
+    /// End the stream with an in-stream `error` event after this many events.
+    #[serde(default)]
+    pub error: Option<StreamError>,
+}
+
+/// An in-stream `error` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamError {
+    /// Events sent before it.
+    pub after: usize,
+    /// `flat` (documented) or `nested` (as actually sent).
+    #[serde(default)]
+    pub shape: ErrorShape,
+    /// Error code.
+    #[serde(default = "default_stream_error_code")]
+    pub code: String,
+    /// Message.
+    #[serde(default = "default_stream_error_message")]
+    pub message: String,
+}
+
+fn default_stream_error_code() -> String {
+    "server_error".to_owned()
+}
+fn default_stream_error_message() -> String {
+    "An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists.".to_owned()
+}
+
+/// The two shapes of an in-stream `error` event (WIRE.md section 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorShape {
+    /// `{"type":"error","error":{...}}`: what the API actually sends.
+    #[default]
+    Nested,
+    /// `{"type":"error","code","message","param"}`: the documented shape.
+    Flat,
 }
 
 /// `Response.error` of a failed turn.
@@ -295,6 +407,34 @@ pub enum OutputSpec {
     Refusal(String),
     /// A function call.
     Call(CallSpec),
+    /// A `program` item of programmatic tool calling.
+    Program(ProgramSpec),
+    /// A `program_output` item: the program's result.
+    #[serde(rename = "program_output")]
+    ProgramOutput(ProgramOutputSpec),
+}
+
+/// A scripted program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramSpec {
+    /// The name child calls and the program output refer to it by.
+    pub label: String,
+    /// The JavaScript source.
+    pub code: String,
+}
+
+/// A scripted program output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramOutputSpec {
+    /// The program's label.
+    pub program: String,
+    /// The result text.
+    pub result: String,
+    /// `completed` (default) or `incomplete`.
+    #[serde(default)]
+    pub status: Option<String>,
 }
 
 /// A scripted reasoning item.
@@ -357,6 +497,9 @@ pub struct CallSpec {
     /// Item status (`completed` unless set; `incomplete` for a truncated call).
     #[serde(default)]
     pub status: Option<String>,
+    /// The label of the program that made this call (programmatic tool calling).
+    #[serde(default)]
+    pub caller: Option<String>,
 }
 
 impl CallSpec {

@@ -4,18 +4,19 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::script::{self, Issued};
-use super::validate;
+use super::conversations::Conversation;
+use super::script::Issued;
+use super::stream::PlannedStream;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{BackendReply, BackendState, ToolBackend};
-use crate::transcript::{ModelExchange, ToolExchange, Transcript};
-use crate::wire::request::{item_id, item_type};
-use crate::wire::response::{self, ResponseParts};
-use crate::wire::{ApiError, CreateRequest, IdGen};
+use crate::transcript::{
+    FaultRecord, ModelExchange, StreamRecord, ToolExchange, ToolRequestKind, Transcript,
+};
+use crate::wire::{ApiError, IdGen};
 
 /// A transport-neutral HTTP request.
 #[derive(Debug, Clone)]
@@ -32,6 +33,44 @@ pub struct EngineRequest {
     pub body: Vec<u8>,
 }
 
+impl EngineRequest {
+    /// A header's value (case-insensitive name).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A query parameter's value.
+    pub fn query_param(&self, name: &str) -> Option<&str> {
+        self.query
+            .as_deref()?
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value)
+    }
+}
+
+/// What a reply carries.
+#[derive(Debug, Clone)]
+pub enum ReplyBody {
+    /// A JSON body.
+    Json(Value),
+    /// A raw body (e.g. an edge proxy's HTML page).
+    Raw {
+        /// `content-type`.
+        content_type: &'static str,
+        /// The text.
+        text: String,
+    },
+    /// Server-sent events, sent one by one.
+    Stream(PlannedStream),
+    /// No answer: close the connection.
+    Drop,
+}
+
 /// A transport-neutral reply.
 #[derive(Debug, Clone)]
 pub struct EngineReply {
@@ -39,33 +78,81 @@ pub struct EngineReply {
     pub status: u16,
     /// Headers to send.
     pub headers: Vec<(String, String)>,
-    /// JSON body.
-    pub body: Value,
+    /// The body.
+    pub body: ReplyBody,
+    /// Wait this long before answering.
+    pub delay: Duration,
+    /// The transcript entry of this exchange (for stream progress).
+    pub exchange: usize,
 }
 
 /// A stored response and the whole context it continues (for `previous_response_id`).
-struct StoredResponse {
-    response: Value,
+pub(super) struct StoredResponse {
+    pub response: Value,
     /// Input items of this request, with ids, for `input_items`.
-    input_items: Vec<Value>,
+    pub input_items: Vec<Value>,
     /// Chain + input + output: what a request continuing it inherits.
-    context: Vec<Value>,
+    pub context: Vec<Value>,
 }
 
-struct Inner {
-    ids: IdGen,
-    next_turn: usize,
-    seq: u64,
-    responses: HashMap<String, StoredResponse>,
-    stored_items: HashMap<String, Value>,
-    issued: Issued,
-    backend: BackendState,
-    transcript: Transcript,
+/// A response running in the background.
+pub(super) struct Background {
+    /// The terminal response it becomes.
+    pub terminal: Value,
+    /// Polls left that still see it in progress.
+    pub polls_left: u32,
+    /// Its events, for `GET ...?stream=true`.
+    pub stream: PlannedStream,
+    /// Whether a poll or the stream has delivered the terminal state.
+    pub done: bool,
+}
+
+/// What the handlers return before recording.
+pub(super) struct Handled {
+    pub status: u16,
+    pub body: ReplyBody,
+    pub headers: Vec<(String, String)>,
+    pub delay: Duration,
+    pub turn: Option<usize>,
+    pub fault: Option<FaultRecord>,
+    pub final_response: Option<Value>,
+}
+
+impl Handled {
+    pub fn json(status: u16, body: Value) -> Self {
+        Self {
+            status,
+            body: ReplyBody::Json(body),
+            headers: Vec::new(),
+            delay: Duration::ZERO,
+            turn: None,
+            fault: None,
+            final_response: None,
+        }
+    }
+}
+
+pub(super) struct Inner {
+    pub ids: IdGen,
+    /// Index of the next turn to serve.
+    pub next_turn: usize,
+    /// Attempts already made at `next_turn` (faults are answered per attempt).
+    pub attempts: usize,
+    /// The body and turn of the last served create, to re-serve an identical retry.
+    pub last_served: Option<(Value, usize)>,
+    pub seq: u64,
+    pub responses: HashMap<String, StoredResponse>,
+    pub stored_items: HashMap<String, Value>,
+    pub background: HashMap<String, Background>,
+    pub conversations: HashMap<String, Conversation>,
+    pub issued: Issued,
+    pub backend: BackendState,
+    pub transcript: Transcript,
 }
 
 /// One case's session: fake Responses API plus fixture tool backend.
 pub struct Session {
-    scenario: Arc<Scenario>,
+    pub(super) scenario: Arc<Scenario>,
     state: StateMode,
     api_key: String,
     backend: ToolBackend,
@@ -97,9 +184,13 @@ impl Session {
             inner: Mutex::new(Inner {
                 ids,
                 next_turn: 0,
+                attempts: 0,
+                last_served: None,
                 seq: 0,
                 responses: HashMap::new(),
                 stored_items: HashMap::new(),
+                background: HashMap::new(),
+                conversations: HashMap::new(),
                 issued: Issued::default(),
                 backend: BackendState::default(),
                 transcript: Transcript::default(),
@@ -127,7 +218,7 @@ impl Session {
         self.lock().transcript.clone()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock cannot leave the state half-written in a way
         // that matters more than losing the case; keep serving.
         self.inner
@@ -164,38 +255,23 @@ impl Session {
             self.check_auth(request)?;
             match (method, route) {
                 ("POST", ["responses"]) => {
-                    let body = body.ok_or_else(ApiError::unparsable_body)?;
-                    self.create(inner, &body)
+                    let retry = request
+                        .header("x-stainless-retry-count")
+                        .and_then(|n| n.trim().parse::<u32>().ok())
+                        .is_some_and(|n| n > 0);
+                    self.create(inner, &body.ok_or_else(ApiError::unparsable_body)?, retry)
                 }
-                ("GET", ["responses", id]) => match inner.responses.get(*id) {
-                    Some(stored) => Ok((200, stored.response.clone(), None)),
-                    None => Err(ApiError::response_not_found(id)),
-                },
-                ("DELETE", ["responses", id]) => match inner.responses.remove(*id) {
-                    Some(_) => {
-                        // Items stay retrievable only while a stored response holds them.
-                        inner.stored_items = inner
-                            .responses
-                            .values()
-                            .flat_map(|stored| stored.context.iter())
-                            .filter_map(|item| Some((item_id(item)?.to_owned(), item.clone())))
-                            .collect();
-                        Ok((
-                            200,
-                            json!({"id": id, "object": "response", "deleted": true}),
-                            None,
-                        ))
-                    }
-                    None => Err(ApiError::response_not_found(id)),
-                },
+                ("GET", ["responses", id]) => self.retrieve(inner, id, request),
+                ("DELETE", ["responses", id]) => self.delete(inner, id),
+                ("POST", ["responses", id, "cancel"]) => self.cancel(inner, id),
                 ("GET", ["responses", id, "input_items"]) => match inner.responses.get(*id) {
-                    Some(stored) => Ok((
-                        200,
-                        list_page(&stored.input_items, request.query.as_deref()),
-                        None,
-                    )),
+                    Some(stored) => Ok(Handled::json(200, list_page(&stored.input_items, request))),
                     None => Err(ApiError::response_not_found(id)),
                 },
+                ("POST", ["conversations"]) => self.create_conversation(inner, body.as_ref()),
+                (_, ["conversations", id, rest @ ..]) => {
+                    self.conversation_route(inner, method, id, rest, body.as_ref(), request)
+                }
                 _ => Err(ApiError::invalid_url(method, &request.path)),
             }
         })
@@ -226,7 +302,7 @@ impl Session {
     fn model_exchange(
         &self,
         request: &EngineRequest,
-        handler: impl FnOnce(&mut Inner, Option<Value>) -> Result<(u16, Value, Option<usize>), ApiError>,
+        handler: impl FnOnce(&mut Inner, Option<Value>) -> Result<Handled, ApiError>,
     ) -> EngineReply {
         let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
         let (body, body_unparsed) = match (&parsed, request.body.is_empty()) {
@@ -238,12 +314,29 @@ impl Session {
             ),
         };
         let mut inner = self.lock();
-        let (status, response, turn, rejected_by) = match handler(&mut inner, parsed) {
-            Ok((status, response, turn)) => (status, response, turn, None),
-            Err(err) => (err.status, err.body(), None, Some(err.rule.to_owned())),
+        let (handled, rejected_by) = match handler(&mut inner, parsed) {
+            Ok(handled) => (handled, None),
+            Err(err) => (
+                Handled::json(err.status, err.body()),
+                Some(err.rule.to_owned()),
+            ),
         };
         inner.seq += 1;
         let request_id = inner.ids.request_id();
+        let (recorded, stream) = match &handled.body {
+            ReplyBody::Json(value) => (value.clone(), None),
+            ReplyBody::Raw { text, .. } => (Value::String(text.clone()), None),
+            ReplyBody::Stream(planned) => (
+                Value::Array(planned.events.clone()),
+                Some(StreamRecord {
+                    planned: planned.events.len(),
+                    cut: planned.cut_after.is_some(),
+                    last_type: planned.last_type().map(str::to_owned),
+                    ..StreamRecord::default()
+                }),
+            ),
+            ReplyBody::Drop => (Value::Null, None),
+        };
         let exchange = ModelExchange {
             seq: inner.seq,
             at_ms: self.elapsed_ms(),
@@ -255,121 +348,91 @@ impl Session {
             headers: redacted_headers(&request.headers),
             body,
             body_unparsed,
-            status,
-            response: response.clone(),
+            status: handled.status,
+            response: recorded,
             rejected_by,
-            turn,
+            turn: handled.turn,
+            fault: handled.fault,
+            stream,
+            final_response: handled.final_response,
         };
         inner.transcript.model.push(exchange);
+        let mut headers = vec![
+            ("x-request-id".to_owned(), request_id),
+            ("openai-version".to_owned(), "2020-10-01".to_owned()),
+            ("openai-processing-ms".to_owned(), "12".to_owned()),
+        ];
+        headers.extend(handled.headers);
         EngineReply {
-            status,
-            headers: vec![
-                ("x-request-id".to_owned(), request_id),
-                ("openai-version".to_owned(), "2020-10-01".to_owned()),
-                ("openai-processing-ms".to_owned(), "12".to_owned()),
-            ],
-            body: response,
+            status: handled.status,
+            headers,
+            body: handled.body,
+            delay: handled.delay,
+            exchange: inner.transcript.model.len() - 1,
         }
     }
 
-    fn create(
-        &self,
-        inner: &mut Inner,
-        body: &Value,
-    ) -> Result<(u16, Value, Option<usize>), ApiError> {
-        let request = CreateRequest::parse(body)?;
-        validate::check_model(request.model.as_deref(), &self.scenario.task.model)?;
-        let chain: Vec<Value> = match &request.previous_response_id {
-            None => Vec::new(),
-            Some(id) => {
-                validate::check_id_chars("previous_response_id", id)?;
-                match inner.responses.get(id) {
-                    Some(stored) => stored.context.clone(),
-                    None => return Err(ApiError::previous_response_not_found(id)),
-                }
+    /// Records that event `index` of the stream of exchange `exchange` was written.
+    pub fn stream_event_sent(&self, exchange: usize, index: usize, call_done: Option<&str>) {
+        let mut inner = self.lock();
+        inner.seq += 1;
+        let seq = inner.seq;
+        if let Some(record) = inner
+            .transcript
+            .model
+            .get_mut(exchange)
+            .and_then(|m| m.stream.as_mut())
+        {
+            record.sent = record.sent.max(index + 1);
+            if let Some(call_id) = call_done {
+                record.call_done_seq.insert(call_id.to_owned(), seq);
             }
-        };
-        let input = validate::resolve_input(&request.input, &inner.stored_items, &inner.issued)?;
-        validate::check_context(&chain, &input, &inner.issued)?;
-
-        let script = &self.scenario.script;
-        let index = inner.next_turn;
-        let turn = match script.get(index) {
-            Some(turn) => turn,
-            None => match script.last() {
-                Some(last) if last.endless => last,
-                _ => return Err(ApiError::script_exhausted(&self.scenario.id, script.len())),
-            },
-        };
-        inner.next_turn += 1;
-
-        let created_at = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let tail = inner.ids.tail();
-        let id = inner.ids.item_id("resp", created_at, &tail);
-        let expanded = script::expand(turn, &mut inner.ids, created_at, &tail, &mut inner.issued);
-        let output = expanded.output.clone();
-        let rendered = response::render(ResponseParts {
-            id: &id,
-            created_at,
-            status: expanded.status,
-            output: expanded.output,
-            request: &request,
-            incomplete_reason: expanded.incomplete_reason.as_deref(),
-            error: expanded.error,
-        });
-        if request.store {
-            let input_items: Vec<Value> = input
-                .iter()
-                .map(|item| with_id(item, &mut inner.ids, created_at, &tail))
-                .collect();
-            let mut context = chain;
-            context.extend(input_items.iter().cloned());
-            context.extend(output);
-            for item in &context {
-                if let Some(item_id) = item_id(item) {
-                    inner.stored_items.insert(item_id.to_owned(), item.clone());
-                }
-            }
-            inner.responses.insert(
-                id,
-                StoredResponse {
-                    response: rendered.clone(),
-                    input_items,
-                    context,
-                },
-            );
         }
-        Ok((200, rendered, Some(index)))
+    }
+
+    /// Records that the stream of exchange `exchange` ended.
+    pub fn stream_ended(&self, exchange: usize) {
+        let mut inner = self.lock();
+        inner.seq += 1;
+        let seq = inner.seq;
+        if let Some(record) = inner
+            .transcript
+            .model
+            .get_mut(exchange)
+            .and_then(|m| m.stream.as_mut())
+        {
+            record.ended_seq = Some(seq);
+        }
     }
 
     fn tool_request(&self, request: &EngineRequest, name: Option<&str>) -> EngineReply {
-        let body: Value = match serde_json::from_slice(&request.body) {
-            Ok(body) => body,
-            Err(err) => {
-                json!({"__unparsed": String::from_utf8_lossy(&request.body), "__error": err.to_string()})
-            }
-        };
+        let parsed: Result<Value, _> = serde_json::from_slice(&request.body);
         let mut inner = self.lock();
         let inner = &mut *inner;
-        let reply: BackendReply = if body.get("__unparsed").is_some() {
-            BackendReply {
-                status: 400,
-                body: json!({"error": {"code": "invalid_json", "message": "the request body is not JSON"}}),
-                effect: false,
-                kind: match name {
-                    Some(_) => crate::transcript::ToolRequestKind::Call,
-                    None => crate::transcript::ToolRequestKind::Approval,
-                },
-                name: name.unwrap_or_default().to_owned(),
-            }
+        let kind = if name.is_some() {
+            ToolRequestKind::Call
         } else {
-            match name {
-                Some(name) => self.backend.call(&mut inner.backend, name, &body),
-                None => self
-                    .backend
-                    .approval(&mut inner.backend, &mut inner.ids, &body),
+            ToolRequestKind::Approval
+        };
+        let (reply, body) = match parsed {
+            Err(_) => (
+                BackendReply {
+                    status: 400,
+                    body: json!({"error": {"code": "invalid_json", "message": "the request body is not JSON"}}),
+                    effect: false,
+                    kind,
+                    name: name.unwrap_or_default().to_owned(),
+                },
+                Value::String(String::from_utf8_lossy(&request.body).into_owned()),
+            ),
+            Ok(body) => {
+                let reply = match name {
+                    Some(name) => self.backend.call(&mut inner.backend, name, &body),
+                    None => self
+                        .backend
+                        .approval(&mut inner.backend, &mut inner.ids, &body),
+                };
+                (reply, body)
             }
         };
         inner.seq += 1;
@@ -390,51 +453,27 @@ impl Session {
         EngineReply {
             status: reply.status,
             headers: Vec::new(),
-            body: reply.body,
+            body: ReplyBody::Json(reply.body),
+            delay: Duration::ZERO,
+            exchange: 0,
         }
     }
 }
 
-/// An input item as stored: with an id when it had none (as listings show them).
-fn with_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str) -> Value {
-    if item_id(item).is_some() || !item.is_object() {
-        return item.clone();
-    }
-    let prefix = match item_type(item) {
-        "message" => "msg",
-        "function_call_output" => "fco",
-        "function_call" => "fc",
-        _ => "item",
-    };
-    let mut item = item.clone();
-    if let Some(object) = item.as_object_mut() {
-        object.insert(
-            "id".to_owned(),
-            json!(ids.item_id(prefix, created_at, tail)),
-        );
-    }
-    item
-}
-
-/// A page of `GET .../input_items` (`after`, `limit` 1..100 default 20, `order` default desc).
-fn list_page(items: &[Value], query: Option<&str>) -> Value {
-    let params: BTreeMap<&str, &str> = query
-        .unwrap_or_default()
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .collect();
-    let limit = params
-        .get("limit")
+/// A page of a list endpoint (`after`, `limit` 1..100 default 20, `order` default desc).
+pub(super) fn list_page(items: &[Value], request: &EngineRequest) -> Value {
+    let limit = request
+        .query_param("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(20)
         .clamp(1, 100);
     let mut ordered: Vec<&Value> = items.iter().collect();
-    if params.get("order").copied() != Some("asc") {
+    if request.query_param("order") != Some("asc") {
         ordered.reverse();
     }
-    let start = params
-        .get("after")
-        .and_then(|after| ordered.iter().position(|item| item_id(item) == Some(after)))
+    let start = request
+        .query_param("after")
+        .and_then(|after| ordered.iter().position(|item| item["id"] == after))
         .map_or(0, |pos| pos + 1);
     let page: Vec<Value> = ordered
         .iter()
@@ -446,8 +485,8 @@ fn list_page(items: &[Value], query: Option<&str>) -> Value {
     json!({
         "object": "list",
         "data": page,
-        "first_id": page.first().and_then(|v| item_id(v)),
-        "last_id": page.last().and_then(|v| item_id(v)),
+        "first_id": page.first().map(|v| v["id"].clone()),
+        "last_id": page.last().map(|v| v["id"].clone()),
         "has_more": has_more,
     })
 }

@@ -1,28 +1,35 @@
-//! Serving a session over HTTP on 127.0.0.1 (axum), one free port per case.
+//! Serving a session over HTTP/1.1 on 127.0.0.1 with hyper, one free port per case.
+//! hyper directly (not a framework) because a fault must be able to close a connection
+//! without any answer, and a stream must go out event by event and break off midway.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use axum::Router;
-use axum::body::{Body, to_bytes};
-use axum::extract::{Request, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode};
-use axum::response::Response;
-use axum::serve::ListenerExt;
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use tokio::sync::mpsc;
+use tokio::task::{JoinHandle, JoinSet};
 
-use super::engine::{EngineRequest, Session};
+use super::engine::{EngineRequest, ReplyBody, Session};
+use super::stream::{PlannedStream, frame};
 
-/// Request bodies above this are refused (the real API's own limit is far lower than
-/// what a broken controller might stream at us).
+/// Request bodies above this are refused.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
-/// A running server; dropping it (or calling [`RunningServer::shutdown`]) stops it.
+/// A running server; dropping it (or calling [`RunningServer::shutdown`]) stops it and
+/// every connection it holds.
 pub struct RunningServer {
     addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
 
@@ -31,23 +38,9 @@ impl RunningServer {
     pub async fn start(session: Arc<Session>) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
-        // Without TCP_NODELAY a keep-alive client stalls ~40 ms per request (Nagle plus
-        // delayed ACK).
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let app = Router::new().fallback(serve_request).with_state(session);
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let task = tokio::spawn(accept_loop(listener, session));
         Ok(Self {
             addr,
-            stop: Some(stop),
             task: Some(task),
         })
     }
@@ -62,36 +55,63 @@ impl RunningServer {
         self.addr
     }
 
-    /// Stops accepting, ends open connections and waits for the server task.
+    /// Stops accepting and closes every connection.
     pub async fn shutdown(mut self) {
-        self.stop_now();
         if let Some(task) = self.task.take() {
-            // Graceful shutdown waits for idle keep-alive connections; do not wait for a
-            // controller that left one open.
-            let _ = tokio::time::timeout(std::time::Duration::from_millis(200), task).await;
-        }
-    }
-
-    fn stop_now(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+            task.abort();
+            let _ = task.await;
         }
     }
 }
 
 impl Drop for RunningServer {
     fn drop(&mut self) {
-        self.stop_now();
         if let Some(task) = self.task.take() {
             task.abort();
         }
     }
 }
 
-async fn serve_request(State(session): State<Arc<Session>>, request: Request) -> Response {
+async fn accept_loop(listener: TcpListener, session: Arc<Session>) {
+    // Connections live in the set, so aborting this task closes them all.
+    let mut connections = JoinSet::new();
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            continue;
+        };
+        // Without TCP_NODELAY a keep-alive client stalls ~40 ms per request (Nagle plus
+        // delayed ACK).
+        let _ = tcp.set_nodelay(true);
+        let session = session.clone();
+        connections.spawn(async move {
+            let service = service_fn(move |request| serve(session.clone(), request));
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(tcp), service)
+                .await;
+        });
+        while connections.try_join_next().is_some() {}
+    }
+}
+
+/// Returned to hyper to close the connection without an answer.
+#[derive(Debug)]
+struct DropConnection;
+
+impl std::fmt::Display for DropConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped on purpose")
+    }
+}
+
+impl std::error::Error for DropConnection {}
+
+async fn serve(
+    session: Arc<Session>,
+    request: Request<Incoming>,
+) -> Result<Response<ReplyStream>, DropConnection> {
     let (parts, body) = request.into_parts();
-    let body = match to_bytes(body, MAX_BODY).await {
-        Ok(bytes) => bytes.to_vec(),
+    let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes().to_vec(),
         Err(_) => Vec::new(),
     };
     let engine_request = EngineRequest {
@@ -111,15 +131,103 @@ async fn serve_request(State(session): State<Arc<Session>>, request: Request) ->
         body,
     };
     let reply = session.handle(engine_request);
-    let mut response = Response::new(Body::from(reply.body.to_string()));
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
+    let (content_type, body) = match reply.body {
+        ReplyBody::Drop => return Err(DropConnection),
+        ReplyBody::Json(value) => ("application/json", ReplyStream::full(value.to_string())),
+        ReplyBody::Raw { content_type, text } => (content_type, ReplyStream::full(text)),
+        ReplyBody::Stream(planned) => (
+            "text/event-stream; charset=utf-8",
+            ReplyStream::events(session, reply.exchange, planned),
+        ),
+    };
+    let mut response = Response::new(body);
     *response.status_mut() =
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();
-    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    headers.insert(
+        "content-type",
+        content_type.parse().expect("a valid header value"),
+    );
     for (name, value) in reply.headers {
-        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::try_from(name),
+            hyper::header::HeaderValue::try_from(value),
+        ) {
             headers.insert(name, value);
         }
     }
-    response
+    Ok(response)
 }
+
+/// A response body fed through a channel: a whole body at once, or events as a task
+/// writes them. An `Err` item aborts the connection mid-body (a cut stream).
+struct ReplyStream {
+    receiver: mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>,
+}
+
+impl ReplyStream {
+    fn full(text: String) -> Self {
+        let (sender, receiver) = mpsc::channel(1);
+        let _ = sender.try_send(Ok(Frame::data(Bytes::from(text))));
+        Self { receiver }
+    }
+
+    fn events(session: Arc<Session>, exchange: usize, planned: PlannedStream) -> Self {
+        let (sender, receiver) = mpsc::channel(16);
+        tokio::spawn(async move {
+            let limit = planned.cut_after.unwrap_or(planned.events.len());
+            for (index, event) in planned.events.iter().enumerate().take(limit) {
+                if !planned.delay.is_zero() {
+                    tokio::time::sleep(planned.delay).await;
+                }
+                let bytes = Bytes::from(frame(event));
+                let size = planned.chunk_bytes.unwrap_or(bytes.len()).max(1);
+                for chunk in bytes.chunks(size) {
+                    if sender
+                        .send(Ok(Frame::data(Bytes::copy_from_slice(chunk))))
+                        .await
+                        .is_err()
+                    {
+                        session.stream_ended(exchange);
+                        return;
+                    }
+                }
+                session.stream_event_sent(
+                    exchange,
+                    index,
+                    planned.call_done.get(&index).map(String::as_str),
+                );
+            }
+            if planned.cut_after.is_some() {
+                let _ = sender
+                    .send(Err(std::io::Error::other("stream cut on purpose")))
+                    .await;
+            }
+            session.stream_ended(exchange);
+        });
+        Self { receiver }
+    }
+}
+
+impl Body for ReplyStream {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        self.receiver.poll_recv(cx)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+// Keeps the `Infallible` import meaningful for readers: hyper needs the service error to
+// be convertible into a boxed error, which `DropConnection` is.
+const _: fn(Infallible) -> DropConnection = |never| match never {};

@@ -18,6 +18,12 @@ pub struct Issued {
     pub reasoning_of: HashMap<String, String>,
     /// The item right after a reasoning item: (id, type, call_id).
     pub follower: HashMap<String, Follower>,
+    /// Program items by program label.
+    pub programs: HashMap<String, Value>,
+    /// Program items by their call_id.
+    pub programs_by_call: HashMap<String, Value>,
+    /// The `caller` of each program-owned function call, by call_id.
+    pub callers: HashMap<String, Value>,
 }
 
 /// The item a reasoning item produced.
@@ -86,11 +92,48 @@ pub fn expand(
             }
             OutputSpec::Call(call) => {
                 let id = ids.item_id("fc", created_at, tail);
-                json!({
+                let call_id = ids.call_id();
+                let mut item = json!({
                     "id": id, "type": "function_call",
                     "status": call.status.as_deref().unwrap_or("completed"),
                     "arguments": call.arguments_string(),
-                    "call_id": ids.call_id(), "name": call.name,
+                    "call_id": call_id, "name": call.name,
+                });
+                if let Some(label) = &call.caller {
+                    let program_call = issued
+                        .programs
+                        .get(label)
+                        .map(|p| p["call_id"].clone())
+                        .unwrap_or(Value::Null);
+                    let caller = json!({"type": "program", "caller_id": program_call});
+                    issued.callers.insert(call_id, caller.clone());
+                    item["caller"] = caller;
+                }
+                item
+            }
+            OutputSpec::Program(program) => {
+                let item = json!({
+                    "type": "program", "id": ids.item_id("cm", created_at, tail),
+                    "call_id": ids.call_id(), "code": program.code,
+                    "fingerprint": format!("fp_{}", ids.base62(43)),
+                });
+                issued.programs.insert(program.label.clone(), item.clone());
+                issued.programs_by_call.insert(
+                    item["call_id"].as_str().unwrap_or_default().to_owned(),
+                    item.clone(),
+                );
+                item
+            }
+            OutputSpec::ProgramOutput(output) => {
+                let program_call = issued
+                    .programs
+                    .get(&output.program)
+                    .map(|p| p["call_id"].clone())
+                    .unwrap_or(Value::Null);
+                json!({
+                    "type": "program_output", "id": ids.item_id("cmo", created_at, tail),
+                    "call_id": program_call, "result": output.result,
+                    "status": output.status.as_deref().unwrap_or("completed"),
                 })
             }
         };

@@ -189,3 +189,52 @@ pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Resul
     }
     Ok(())
 }
+
+/// Programmatic tool calling: a program-owned call's output carries the call's `caller`,
+/// and calls or outputs of a program travel with the program item, unaltered.
+pub fn check_programs(chain: &[Value], input: &[Value], issued: &Issued) -> Result<(), ApiError> {
+    for (index, item) in input.iter().enumerate() {
+        if item_type(item) != "function_call_output" {
+            continue;
+        }
+        let id = call_id(item).unwrap_or_default();
+        if let Some(caller) = issued.callers.get(id)
+            && item.get("caller") != Some(caller)
+        {
+            return Err(ApiError::caller_mismatch(index, id));
+        }
+    }
+    for item in input.iter().filter(|i| item_type(i) == "program") {
+        let program_call = call_id(item).unwrap_or_default();
+        let issued_item = issued.programs_by_call.get(program_call);
+        if issued_item.is_none_or(|original| {
+            original.get("fingerprint") != item.get("fingerprint")
+                || original.get("code") != item.get("code")
+        }) {
+            return Err(ApiError::program_altered(
+                item_id(item).unwrap_or(program_call),
+            ));
+        }
+    }
+    let programs: HashSet<&str> = chain
+        .iter()
+        .chain(input)
+        .filter(|i| item_type(i) == "program")
+        .filter_map(call_id)
+        .collect();
+    for item in input {
+        let caller = match item_type(item) {
+            "function_call" => item.get("caller"),
+            "function_call_output" => call_id(item).and_then(|id| issued.callers.get(id)),
+            _ => None,
+        };
+        if let Some(caller_id) = caller
+            .filter(|c| c["type"] == "program")
+            .and_then(|c| c["caller_id"].as_str())
+            && !programs.contains(caller_id)
+        {
+            return Err(ApiError::program_missing(caller_id));
+        }
+    }
+    Ok(())
+}

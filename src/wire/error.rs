@@ -264,6 +264,120 @@ impl ApiError {
         )
     }
 
+    /// `previous_response_id` together with `conversation`.
+    pub fn mutually_exclusive(a: &str, b: &str) -> Self {
+        Self::invalid(
+            400,
+            "exclusive",
+            format!(
+                "Mutually exclusive parameters: Ensure you are only providing one of: '{a}' or '{b}'."
+            ),
+            Some(b),
+            Some("mutually_exclusive_parameters"),
+        )
+    }
+
+    /// An unknown conversation id (message inferred from the API's other not-found errors).
+    pub fn conversation_not_found(id: &str) -> Self {
+        Self::invalid(
+            404,
+            "not-found",
+            format!("Conversation with id '{id}' not found."),
+            None,
+            None,
+        )
+    }
+
+    /// `background: true` with `store: false`.
+    pub fn background_requires_store() -> Self {
+        Self::invalid(
+            400,
+            "background",
+            "Background mode requires `store` to be true.".to_owned(),
+            Some("background"),
+            Some("invalid_value"),
+        )
+    }
+
+    /// Cancelling a response that was not created in the background.
+    pub fn cancel_not_background() -> Self {
+        Self::invalid(
+            400,
+            "cancel",
+            "Only responses created with the `background` parameter set to `true` can be cancelled.".to_owned(),
+            None,
+            None,
+        )
+    }
+
+    /// A program-owned call's output without the call's `caller` (message inferred).
+    pub fn caller_mismatch(index: usize, call_id: &str) -> Self {
+        let param = format!("input[{index}].caller");
+        Self::invalid(
+            400,
+            "caller",
+            format!(
+                "Invalid '{param}': the output for function call {call_id} must carry the same caller as the call."
+            ),
+            Some(&param),
+            Some("invalid_value"),
+        )
+    }
+
+    /// A program-owned call or output replayed without its program item (message inferred).
+    pub fn program_missing(caller_id: &str) -> Self {
+        Self::invalid(
+            400,
+            "program",
+            format!(
+                "No program item found for caller_id {caller_id}. Include the program item when replaying its calls."
+            ),
+            Some("input"),
+            None,
+        )
+    }
+
+    /// A replayed program item whose code or fingerprint was altered (message inferred).
+    pub fn program_altered(id: &str) -> Self {
+        Self::invalid(
+            400,
+            "program",
+            format!("The fingerprint of program item '{id}' could not be verified."),
+            Some("input"),
+            Some("invalid_program_fingerprint"),
+        )
+    }
+
+    /// A scripted transport fault's JSON body for `status` (E14 for 429, E16 for 5xx).
+    pub fn for_status(status: u16, request_id: &str) -> Self {
+        match status {
+            429 => Self {
+                status,
+                rule: "fault",
+                message: "Rate limit reached for gpt-5 in organization org-loopcheck on tokens per min (TPM): Limit 30000, Used 29937, Requested 385. Please try again in 644ms. Visit https://platform.openai.com/account/rate-limits to learn more.".to_owned(),
+                kind: "tokens",
+                param: None,
+                code: Some("rate_limit_exceeded"),
+            },
+            400 => Self::invalid(
+                400,
+                "fault",
+                "Your input exceeds the context window of this model. Please adjust your input and try again.".to_owned(),
+                Some("input"),
+                Some("context_length_exceeded"),
+            ),
+            s if s >= 500 => Self {
+                status,
+                rule: "fault",
+                message: format!("An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists. Please include the request ID {request_id} in your message."),
+                kind: "server_error",
+                param: None,
+                code: Some("server_error"),
+            },
+            _ => Self::invalid(status, "fault", format!("The request failed with status {status}."), None, None),
+        }
+    }
+
     /// A request beyond the end of the scenario's script.
     pub fn script_exhausted(case: &str, turns: usize) -> Self {
         Self::invalid(

@@ -1,12 +1,28 @@
 //! The loopcheck reference controller: a correct contract-v1 tool loop over the OpenAI
-//! Responses API, in the `previous_response_id` and `stateless` state modes.
+//! Responses API (CONTRACT.md; the wire rules are WIRE.md's).
 //!
-//! One round is one `POST /responses`. A completed response with `function_call` items
-//! gets exactly one `function_call_output` per call in the next request; a response
-//! without calls is the final answer.
+//! One round is one model request, `POST /responses`. A completed response with
+//! `function_call` items gets exactly one `function_call_output` per call (keyed by
+//! `call_id`, echoing the call's `caller`) in the next request; a response without calls
+//! is the final answer, unless it ends with a program's `program_output` and no message,
+//! after which the model continues in another request.
+//!
+//! - State: `previous_response_id` chains stored responses and sends only the new items;
+//!   `stateless` sends `store: false` and replays every item so far, output items verbatim;
+//!   `conversation` creates a conversation first and sends only the new items to it.
+//! - `stream`: the answer is read as server-sent events; the terminal event's response is
+//!   the round's response, and calls run only after it.
+//! - `background`: the created response is polled until it leaves `queued`/`in_progress`.
+//! - Every request is retried like the official SDKs: connection errors, 408, 409, 429
+//!   and 5xx (or as `x-should-retry` says), twice at most, with the identical body.
+//!   A stream that broke after it started is not retried.
+//! - Programmatic tool calling: tools go out as given; a call whose caller the tool's
+//!   `allowed_callers` excludes gets an error output instead of running.
 
 mod client;
 mod response;
+mod retry;
+mod sse;
 mod task;
 mod tools;
 
@@ -18,7 +34,6 @@ use serde_json::{Value, json};
 pub use task::Task;
 
 use client::ResponsesClient;
-use task::StateMode;
 use tools::Tools;
 
 const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -88,18 +103,6 @@ pub async fn run(env: &ControllerEnv, task: &Task) -> Outcome {
 }
 
 async fn tool_loop(env: &ControllerEnv, task: &Task) -> Result<String, Outcome> {
-    let mode = StateMode::parse(&task.state).ok_or_else(|| {
-        Outcome::failed(
-            "unsupported",
-            format!("state mode {:?} is not supported", task.state),
-        )
-    })?;
-    if task.stream || task.background {
-        return Err(Outcome::failed(
-            "unsupported",
-            "stream and background are not supported",
-        ));
-    }
     let http = reqwest::Client::builder()
         .timeout(HTTP_TIMEOUT)
         .build()
@@ -108,22 +111,35 @@ async fn tool_loop(env: &ControllerEnv, task: &Task) -> Result<String, Outcome> 
         .map_err(|detail| Outcome::failed("api_error", detail))?;
     let client = ResponsesClient::new(http, &env.base_url, &env.api_key);
 
-    // Stateless: everything sent so far. Chained: the outputs of the last round only.
-    let mut context = task.input_items();
-    let mut pending_outputs = Vec::new();
-    let mut previous_response_id: Option<String> = None;
+    let mut state = match task.state.as_str() {
+        "previous_response_id" => State::Chained(None),
+        "stateless" if task.background => {
+            return Err(Outcome::failed(
+                "unsupported",
+                "background responses are stored, which the stateless mode rules out",
+            ));
+        }
+        "stateless" => State::Stateless(task.input_items()),
+        "conversation" => State::Conversation(client.create_conversation().await?),
+        other => {
+            return Err(Outcome::failed(
+                "unsupported",
+                format!("state mode {other:?} is not supported"),
+            ));
+        }
+    };
+    // The next request's new items, for every mode but stateless (which sends them all).
+    let mut new_items = task.input.clone();
 
     for round in 1..=task.max_rounds {
-        let input = match (mode, round) {
-            (StateMode::Chained, 1) => task.input.clone(),
-            (StateMode::Chained, _) => Value::Array(std::mem::take(&mut pending_outputs)),
-            (StateMode::Stateless, _) => Value::Array(context.clone()),
+        let input = match &state {
+            State::Stateless(context) => Value::Array(context.clone()),
+            _ => std::mem::take(&mut new_items),
         };
-        let body = request_body(task, mode, input, previous_response_id.as_deref());
-        let response = client
-            .create(&body)
-            .await
-            .map_err(|detail| Outcome::failed("api_error", detail))?;
+        let mut response = client.create(&request_body(task, &state, input)).await?;
+        if task.background {
+            response = client.wait(response).await?;
+        }
         response::check_status(&response)?;
         let output = response::output_items(&response)?;
         let calls = response::function_calls(output)?;
@@ -132,10 +148,10 @@ async fn tool_loop(env: &ControllerEnv, task: &Task) -> Result<String, Outcome> 
             task.max_rounds,
             calls.len()
         );
-        if calls.is_empty() {
+        if calls.is_empty() && !response::continues_after_program(output) {
             return response::final_answer(output);
         }
-        // The outputs of these calls could never be sent back.
+        // The outputs of these calls, or the program's continuation, could never be sent.
         if round == task.max_rounds {
             return Err(Outcome::failed("max_rounds", "model kept calling tools"));
         }
@@ -146,18 +162,19 @@ async fn tool_loop(env: &ControllerEnv, task: &Task) -> Result<String, Outcome> 
             eprintln!("  {} {} -> {output}", call.call_id, call.name);
             outputs.push(response::function_call_output(call, output));
         }
-        match mode {
-            StateMode::Chained => {
+        match &mut state {
+            State::Chained(previous_response_id) => {
                 let id = response["id"]
                     .as_str()
                     .ok_or_else(|| Outcome::failed("api_error", "response has no id"))?;
-                previous_response_id = Some(id.to_string());
-                pending_outputs = outputs;
+                *previous_response_id = Some(id.to_string());
+                new_items = Value::Array(outputs);
             }
-            StateMode::Stateless => {
+            State::Stateless(context) => {
                 context.extend(response::replay_items(output));
                 context.extend(outputs);
             }
+            State::Conversation(_) => new_items = Value::Array(outputs),
         }
     }
     Err(Outcome::failed(
@@ -166,14 +183,21 @@ async fn tool_loop(env: &ControllerEnv, task: &Task) -> Result<String, Outcome> 
     ))
 }
 
+/// How the context is carried from one request to the next (the task's `state`).
+#[derive(Debug, Clone, PartialEq)]
+enum State {
+    /// `previous_response_id`: stored responses, chained by the id of the last one.
+    Chained(Option<String>),
+    /// `stateless`: `store: false`, and every item so far is sent on each request: the
+    /// input, then each round's output items and call outputs.
+    Stateless(Vec<Value>),
+    /// `conversation`: the id of a server-side conversation that accumulates the items.
+    Conversation(String),
+}
+
 /// The body of one `POST /responses`; instructions and tools are resent every time
-/// because `previous_response_id` does not carry them.
-fn request_body(
-    task: &Task,
-    mode: StateMode,
-    input: Value,
-    previous_response_id: Option<&str>,
-) -> Value {
+/// because neither `previous_response_id` nor a conversation carries them.
+fn request_body(task: &Task, state: &State, input: Value) -> Value {
     let mut body = json!({
         "model": task.model,
         "input": input,
@@ -183,16 +207,20 @@ fn request_body(
     if let Some(instructions) = &task.instructions {
         body["instructions"] = json!(instructions);
     }
-    match mode {
-        StateMode::Chained => {
-            if let Some(id) = previous_response_id {
-                body["previous_response_id"] = json!(id);
-            }
-        }
-        StateMode::Stateless => {
+    match state {
+        State::Chained(None) => {}
+        State::Chained(Some(id)) => body["previous_response_id"] = json!(id),
+        State::Stateless(_) => {
             body["store"] = json!(false);
             body["include"] = json!(["reasoning.encrypted_content"]);
         }
+        State::Conversation(id) => body["conversation"] = json!(id),
+    }
+    if task.stream {
+        body["stream"] = json!(true);
+    }
+    if task.background {
+        body["background"] = json!(true);
     }
     body
 }
@@ -231,39 +259,74 @@ mod tests {
     fn chained_follow_up_request() {
         let task = task("previous_response_id");
         let outputs = json!([{"type": "function_call_output", "call_id": "call_1", "output": "1"}]);
+        let state = State::Chained(Some("resp_1".into()));
         assert_eq!(
-            request_body(&task, StateMode::Chained, outputs.clone(), Some("resp_1")),
+            request_body(&task, &state, outputs.clone()),
             json!({
                 "model": "gpt-5", "input": outputs, "tools": task.tools,
                 "parallel_tool_calls": true, "instructions": "Be brief.",
                 "previous_response_id": "resp_1"
             })
         );
+        let first = request_body(&task, &State::Chained(None), task.input.clone());
+        assert!(first.get("previous_response_id").is_none());
     }
 
     #[test]
     fn stateless_request() {
         let task = task("stateless");
-        let body = request_body(&task, StateMode::Stateless, json!([]), None);
+        let body = request_body(&task, &State::Stateless(vec![]), json!([]));
         assert_eq!(body["store"], json!(false));
         assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
         assert_eq!(body["instructions"], "Be brief.");
         assert!(body.get("previous_response_id").is_none());
     }
 
-    #[tokio::test]
-    async fn unsupported_state_makes_no_request() {
-        let env = ControllerEnv {
+    #[test]
+    fn conversation_request() {
+        let task = task("conversation");
+        let body = request_body(&task, &State::Conversation("conv_1".into()), json!([]));
+        assert_eq!(body["conversation"], "conv_1");
+        assert_eq!(body["input"], json!([]));
+        for absent in ["previous_response_id", "store", "stream", "background"] {
+            assert!(body.get(absent).is_none(), "{absent}");
+        }
+    }
+
+    #[test]
+    fn stream_and_background_flags() {
+        let mut task = task("previous_response_id");
+        task.stream = true;
+        task.background = true;
+        let body = request_body(&task, &State::Chained(None), json!("hi"));
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["background"], true);
+        assert!(body.get("store").is_none(), "store defaults to true");
+    }
+
+    fn unreachable_env() -> ControllerEnv {
+        ControllerEnv {
             base_url: "http://127.0.0.1:9/v1".into(),
             api_key: "sk-test".into(),
             tools_url: "http://127.0.0.1:9".into(),
-        };
+        }
+    }
+
+    #[tokio::test]
+    async fn unsupported_state_makes_no_request() {
         assert_eq!(
-            run(&env, &task("conversation")).await,
-            Outcome::failed(
-                "unsupported",
-                "state mode \"conversation\" is not supported"
-            )
+            run(&unreachable_env(), &task("websocket")).await,
+            Outcome::failed("unsupported", "state mode \"websocket\" is not supported")
         );
+    }
+
+    #[tokio::test]
+    async fn stateless_background_is_unsupported() {
+        let mut task = task("stateless");
+        task.background = true;
+        assert!(matches!(
+            run(&unreachable_env(), &task).await,
+            Outcome::Failed { reason, .. } if reason == "unsupported"
+        ));
     }
 }

@@ -15,6 +15,16 @@ pub(crate) struct FunctionCall {
     pub caller: Option<Value>,
 }
 
+impl FunctionCall {
+    /// Who made the call, in the words of `allowed_callers`: a program, or the model directly.
+    pub(crate) fn caller_kind(&self) -> &'static str {
+        match &self.caller {
+            Some(caller) if caller["type"] == "program" => "programmatic",
+            _ => "direct",
+        }
+    }
+}
+
 /// Only `completed` responses continue the loop; every other status ends the case.
 pub(crate) fn check_status(response: &Value) -> Result<(), Outcome> {
     match response["status"].as_str() {
@@ -84,6 +94,14 @@ pub(crate) fn function_call_output(call: &FunctionCall, output: String) -> Value
     item
 }
 
+/// Whether a response without function calls still awaits the model: a program finished
+/// (`program_output`) and the model has not answered yet (no message), so the model goes
+/// on after the program's result in another request.
+pub(crate) fn continues_after_program(output: &[Value]) -> bool {
+    let has = |kind: &str| output.iter().any(|item| item["type"] == kind);
+    has("program_output") && !has("message") && !has("function_call")
+}
+
 /// The SDKs' `output_text`: every `output_text` part of every message, joined with "".
 pub(crate) fn output_text(output: &[Value]) -> String {
     output
@@ -114,8 +132,9 @@ pub(crate) fn final_answer(output: &[Value]) -> Result<String, Outcome> {
     }
 }
 
-/// The output items as they must be replayed in a stateless request: verbatim and in order,
-/// except that `status` is dropped from reasoning items (the API rejects it in input).
+/// The output items as they must be replayed in a stateless request: verbatim and in order
+/// (`program` items keep their `fingerprint`, calls their `caller`), except that `status`
+/// is dropped from reasoning items (the API rejects it in input).
 pub(crate) fn replay_items(output: &[Value]) -> impl Iterator<Item = Value> + '_ {
     output.iter().map(|item| {
         let mut item = item.clone();
@@ -207,6 +226,52 @@ mod tests {
             function_call_output(&calls[1], "42".to_string()),
             json!({"type": "function_call_output", "call_id": "call_b", "output": "42",
                    "caller": {"type": "program", "caller_id": "call_p"}})
+        );
+    }
+
+    #[test]
+    fn a_program_output_without_an_answer_continues() {
+        let program = json!({"type": "program", "id": "cm_1", "call_id": "call_p", "code": "f()",
+                             "fingerprint": "fp"});
+        let program_output = json!({"type": "program_output", "id": "cmo_1", "call_id": "call_p",
+                                    "result": "3", "status": "completed"});
+        let call = json!({"id": "fc_1", "type": "function_call", "call_id": "call_a", "name": "f",
+                          "arguments": "{}", "caller": {"type": "program", "caller_id": "call_p"}});
+        let answer = message(json!([{"type": "output_text", "text": "3"}]));
+        let continues = |items: &[&Value]| {
+            continues_after_program(&items.iter().map(|&item| item.clone()).collect::<Vec<_>>())
+        };
+        assert!(continues(&[&program, &program_output]));
+        assert!(continues(&[&program_output]));
+        // An answer, or calls to run, decide the round instead.
+        assert!(!continues(&[&program_output, &answer]));
+        assert!(!continues(&[&program_output, &call]));
+        assert!(!continues(&[&program, &call]));
+        assert!(!continues(&[&answer]));
+        assert!(!continues(&[]));
+        // Program items are replayed verbatim, fingerprint included.
+        assert_eq!(
+            replay_items(std::slice::from_ref(&program)).collect::<Vec<_>>(),
+            [program]
+        );
+    }
+
+    #[test]
+    fn caller_kinds() {
+        let with = |caller: Option<Value>| FunctionCall {
+            call_id: "call_1".into(),
+            name: "f".into(),
+            arguments: "{}".into(),
+            caller,
+        };
+        assert_eq!(with(None).caller_kind(), "direct");
+        assert_eq!(
+            with(Some(json!({"type": "direct"}))).caller_kind(),
+            "direct"
+        );
+        assert_eq!(
+            with(Some(json!({"type": "program", "caller_id": "call_p"}))).caller_kind(),
+            "programmatic"
         );
     }
 

@@ -50,25 +50,6 @@ impl Task {
     }
 }
 
-/// How state is carried between requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StateMode {
-    /// Stored responses, chained with `previous_response_id`.
-    Chained,
-    /// `store: false`; the whole context is replayed on every request.
-    Stateless,
-}
-
-impl StateMode {
-    pub(crate) fn parse(state: &str) -> Option<StateMode> {
-        match state {
-            "previous_response_id" => Some(StateMode::Chained),
-            "stateless" => Some(StateMode::Stateless),
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,15 +75,5 @@ mod tests {
     fn array_input_is_kept_as_given() {
         let items = json!([{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]);
         assert_eq!(Value::Array(task(items.clone()).input_items()), items);
-    }
-
-    #[test]
-    fn state_modes() {
-        assert_eq!(
-            StateMode::parse("previous_response_id"),
-            Some(StateMode::Chained)
-        );
-        assert_eq!(StateMode::parse("stateless"), Some(StateMode::Stateless));
-        assert_eq!(StateMode::parse("conversation"), None);
     }
 }

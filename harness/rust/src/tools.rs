@@ -1,5 +1,6 @@
-//! The tool side: validation against the task's registry, approvals, and execution on
-//! the fixture tool backend (CONTRACT.md section 3).
+//! The tool side: validation against the task's registry (the tool, its allowed callers,
+//! its arguments), approvals, and execution on the fixture tool backend (CONTRACT.md
+//! section 3).
 //!
 //! Every `Err(String)` and every returned `String` here is a ready-to-send
 //! `function_call_output` payload, so a failure never stops the loop.
@@ -24,44 +25,70 @@ pub(crate) fn error_output(message: impl Display) -> String {
     json!({"error": message.to_string()}).to_string()
 }
 
-/// The task's function tools with their compiled parameter schemas.
+/// The task's function tools: parameter schemas and the callers each one allows.
 pub(crate) struct Registry {
+    tools: HashMap<String, Tool>,
+}
+
+struct Tool {
     /// `None`: the tool declares no schema, so any object is accepted.
-    schemas: HashMap<String, Option<Validator>>,
+    schema: Option<Validator>,
+    /// `allowed_callers`: `direct` and/or `programmatic`; only `direct` when omitted.
+    allowed_callers: Vec<String>,
 }
 
 impl Registry {
+    /// Hosted tools (`programmatic_tool_calling`, ...) are sent but are no functions to run.
     pub(crate) fn new(tools: &[Value]) -> Result<Registry, String> {
-        let mut schemas = HashMap::new();
+        let mut registry = HashMap::new();
         for tool in tools.iter().filter(|tool| tool["type"] == "function") {
             let Some(name) = tool["name"].as_str() else {
                 continue;
             };
-            let validator =
+            let schema =
                 match &tool["parameters"] {
                     Value::Null => None,
                     schema => Some(jsonschema::validator_for(schema).map_err(|e| {
                         format!("tool {name} has an invalid parameters schema: {e}")
                     })?),
                 };
-            schemas.insert(name.to_string(), validator);
+            let allowed_callers = match tool["allowed_callers"].as_array() {
+                Some(callers) => callers
+                    .iter()
+                    .filter_map(|caller| caller.as_str().map(str::to_string))
+                    .collect(),
+                None => vec!["direct".to_string()],
+            };
+            registry.insert(
+                name.to_string(),
+                Tool {
+                    schema,
+                    allowed_callers,
+                },
+            );
         }
-        Ok(Registry { schemas })
+        Ok(Registry { tools: registry })
     }
 
-    /// Parses and validates a call's arguments before anything is dispatched.
-    pub(crate) fn check(&self, name: &str, arguments: &str) -> Result<Value, String> {
-        let Some(schema) = self.schemas.get(name) else {
-            return Err(error_output(format!("unknown tool: {name}")));
+    /// Checks a call before anything is dispatched: a known tool, a caller it allows, and
+    /// arguments that parse and match its schema. Returns the parsed arguments.
+    pub(crate) fn check(&self, call: &FunctionCall) -> Result<Value, String> {
+        let Some(tool) = self.tools.get(&call.name) else {
+            return Err(error_output(format!("unknown tool: {}", call.name)));
         };
-        let args: Value = serde_json::from_str(arguments)
+        if !tool.allowed_callers.iter().any(|c| c == call.caller_kind()) {
+            return Err(error_output(
+                "Function caller is excluded by allowed_callers.",
+            ));
+        }
+        let args: Value = serde_json::from_str(&call.arguments)
             .map_err(|e| error_output(format!("invalid JSON arguments: {e}")))?;
         if !args.is_object() {
             return Err(error_output(
                 "invalid JSON arguments: expected a JSON object",
             ));
         }
-        if let Some(validator) = schema {
+        if let Some(validator) = &tool.schema {
             if let Err(e) = validator.validate(&args) {
                 return Err(error_output(format!(
                     "arguments do not match the schema: {e}"
@@ -94,7 +121,7 @@ impl Tools {
 
     /// The output to send back for `call`.
     pub(crate) async fn handle(&self, call: &FunctionCall) -> String {
-        let args = match self.registry.check(&call.name, &call.arguments) {
+        let args = match self.registry.check(call) {
             Ok(args) => args,
             Err(rejection) => return rejection,
         };
@@ -220,6 +247,20 @@ mod tests {
         .unwrap()
     }
 
+    fn call(name: &str, arguments: &str, caller: Option<Value>) -> FunctionCall {
+        FunctionCall {
+            call_id: "call_1".to_string(),
+            name: name.to_string(),
+            arguments: arguments.to_string(),
+            caller,
+        }
+    }
+
+    /// Checks a direct call.
+    fn check(name: &str, arguments: &str) -> Result<Value, String> {
+        registry().check(&call(name, arguments, None))
+    }
+
     fn error_of(output: &str) -> String {
         let value: Value = serde_json::from_str(output).unwrap();
         value["error"].as_str().unwrap().to_string()
@@ -228,27 +269,25 @@ mod tests {
     #[test]
     fn valid_arguments_are_dispatched_parsed() {
         assert_eq!(
-            registry().check("get_stock", r#"{"sku":"A7"}"#),
+            check("get_stock", r#"{"sku":"A7"}"#),
             Ok(json!({"sku": "A7"}))
         );
-        assert_eq!(registry().check("ping", "{}"), Ok(json!({})));
+        assert_eq!(check("ping", "{}"), Ok(json!({})));
     }
 
     #[test]
     fn unknown_tools_are_rejected() {
-        let rejection = registry().check("delete_all", "{}").unwrap_err();
+        let rejection = check("delete_all", "{}").unwrap_err();
         assert_eq!(error_of(&rejection), "unknown tool: delete_all");
         // A hosted tool is not a function in the registry.
-        let rejection = registry()
-            .check("programmatic_tool_calling", "{}")
-            .unwrap_err();
+        let rejection = check("programmatic_tool_calling", "{}").unwrap_err();
         assert!(error_of(&rejection).starts_with("unknown tool: "));
     }
 
     #[test]
     fn malformed_arguments_are_rejected() {
         for arguments in [r#"{"sku":"A7""#, "", "[]", r#""A7""#] {
-            let rejection = registry().check("get_stock", arguments).unwrap_err();
+            let rejection = check("get_stock", arguments).unwrap_err();
             assert!(
                 error_of(&rejection).starts_with("invalid JSON arguments: "),
                 "{arguments:?} -> {rejection}"
@@ -259,12 +298,49 @@ mod tests {
     #[test]
     fn schema_violations_are_rejected() {
         for arguments in [r#"{"sku":7}"#, "{}", r#"{"sku":"A7","extra":1}"#] {
-            let rejection = registry().check("get_stock", arguments).unwrap_err();
+            let rejection = check("get_stock", arguments).unwrap_err();
             assert!(
                 error_of(&rejection).starts_with("arguments do not match the schema: "),
                 "{arguments:?} -> {rejection}"
             );
         }
+    }
+
+    #[test]
+    fn callers_excluded_by_allowed_callers_are_rejected() {
+        let registry = Registry::new(&[
+            json!({"type": "function", "name": "both", "parameters": null,
+                   "allowed_callers": ["direct", "programmatic"]}),
+            json!({"type": "function", "name": "program_only", "parameters": null,
+                   "allowed_callers": ["programmatic"]}),
+            json!({"type": "function", "name": "direct_only", "parameters": null,
+                   "allowed_callers": ["direct"]}),
+            json!({"type": "function", "name": "unspecified", "parameters": null}),
+            json!({"type": "programmatic_tool_calling"}),
+        ])
+        .unwrap();
+        let program = Some(json!({"type": "program", "caller_id": "call_p"}));
+        let direct = Some(json!({"type": "direct"}));
+        let allowed = |name: &str, caller: &Option<Value>| match registry.check(&call(
+            name,
+            "{}",
+            caller.clone(),
+        )) {
+            Ok(_) => true,
+            Err(rejection) => {
+                assert_eq!(
+                    rejection,
+                    r#"{"error":"Function caller is excluded by allowed_callers."}"#
+                );
+                false
+            }
+        };
+        assert!(allowed("both", &program) && allowed("both", &direct) && allowed("both", &None));
+        assert!(allowed("program_only", &program));
+        assert!(!allowed("program_only", &direct) && !allowed("program_only", &None));
+        assert!(!allowed("direct_only", &program) && allowed("direct_only", &None));
+        // Without allowed_callers only direct calls are allowed.
+        assert!(!allowed("unspecified", &program) && allowed("unspecified", &direct));
     }
 
     #[test]

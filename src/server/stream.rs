@@ -1,0 +1,321 @@
+//! Server-sent events: the exact event sequence of WIRE.md section 3 for a response, and
+//! the scripted ways to deliver it badly (hostile delta boundaries, byte-sized chunks,
+//! delays, a cut before the terminal event, an in-stream `error` in either shape).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::scenario::{ErrorShape, StreamSpec};
+use crate::wire::IdGen;
+
+/// A stream ready to send.
+#[derive(Debug, Clone)]
+pub struct PlannedStream {
+    /// Events in order, each with its `sequence_number`.
+    pub events: Vec<Value>,
+    /// Close the connection after this many events, without the rest.
+    pub cut_after: Option<usize>,
+    /// Wait before each event.
+    pub delay: Duration,
+    /// Write this many bytes at a time.
+    pub chunk_bytes: Option<usize>,
+    /// Event index of each function call's `output_item.done`, by call_id.
+    pub call_done: HashMap<usize, String>,
+}
+
+impl PlannedStream {
+    /// The type of the last event that will be sent (the terminal one unless cut).
+    pub fn last_type(&self) -> Option<&str> {
+        let last = match self.cut_after {
+            Some(n) => self.events.get(n.checked_sub(1)?),
+            None => self.events.last(),
+        };
+        last.and_then(|e| e["type"].as_str())
+    }
+}
+
+/// One SSE frame: `event: <type>\ndata: <json>\n\n`.
+pub fn frame(event: &Value) -> String {
+    format!(
+        "event: {}\ndata: {}\n\n",
+        event["type"].as_str().unwrap_or_default(),
+        event
+    )
+}
+
+/// Splits `text` into pieces of `size` characters, or at the given character offsets.
+fn split(text: &str, size: usize, at: &[usize]) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut cuts: Vec<usize> = if at.is_empty() {
+        (size.max(1)..chars.len()).step_by(size.max(1)).collect()
+    } else {
+        at.iter()
+            .copied()
+            .filter(|&i| i > 0 && i < chars.len())
+            .collect()
+    };
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for cut in cuts.into_iter().chain([chars.len()]) {
+        if cut > start {
+            pieces.push(chars[start..cut].iter().collect());
+            start = cut;
+        }
+    }
+    if pieces.is_empty() {
+        pieces.push(String::new());
+    }
+    pieces
+}
+
+struct Builder<'a> {
+    events: Vec<Value>,
+    ids: &'a mut IdGen,
+    obfuscate: bool,
+}
+
+impl Builder<'_> {
+    fn push(&mut self, mut event: Value) {
+        event["sequence_number"] = json!(self.events.len());
+        self.events.push(event);
+    }
+
+    fn delta(&mut self, mut event: Value) {
+        if self.obfuscate {
+            let len = 3 + (self.ids.next_u64() % 14) as usize;
+            event["obfuscation"] = json!(self.ids.base62(len));
+        }
+        self.push(event);
+    }
+}
+
+/// The response as it looks while in progress: no output, no usage.
+fn snapshot(response: &Value, status: &str) -> Value {
+    let mut snapshot = response.clone();
+    snapshot["status"] = json!(status);
+    snapshot["output"] = json!([]);
+    snapshot["usage"] = Value::Null;
+    snapshot["completed_at"] = Value::Null;
+    snapshot["error"] = Value::Null;
+    snapshot["incomplete_details"] = Value::Null;
+    snapshot
+}
+
+/// Plans the stream of `response` (the final Response object).
+pub fn plan(
+    response: &Value,
+    spec: &StreamSpec,
+    ids: &mut IdGen,
+    obfuscate: bool,
+) -> PlannedStream {
+    let size = spec.delta_size.unwrap_or(8);
+    let mut b = Builder {
+        events: Vec::new(),
+        ids,
+        obfuscate,
+    };
+    let mut call_done = HashMap::new();
+    let background = response["background"] == true;
+    b.push(json!({"type": "response.created", "response": snapshot(response, if background { "queued" } else { "in_progress" })}));
+    if background {
+        b.push(json!({"type": "response.queued", "response": snapshot(response, "queued")}));
+    }
+    b.push(json!({"type": "response.in_progress", "response": snapshot(response, "in_progress")}));
+    let output = response["output"].as_array().cloned().unwrap_or_default();
+    for (index, item) in output.iter().enumerate() {
+        let item_id = item["id"].clone();
+        match item["type"].as_str().unwrap_or_default() {
+            "reasoning" => {
+                let mut added = item.clone();
+                if let Some(content) = item["encrypted_content"].as_str() {
+                    // The added event's content "may be incomplete" (WIRE.md 1).
+                    added["encrypted_content"] = json!(&content[..content.len() / 2]);
+                }
+                added["summary"] = json!([]);
+                b.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
+                for (s, part) in item["summary"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .iter()
+                    .enumerate()
+                {
+                    let text = part["text"].as_str().unwrap_or_default();
+                    let at = json!({"item_id": item_id, "output_index": index, "summary_index": s});
+                    b.push(merge(&at, json!({"type": "response.reasoning_summary_part.added", "part": {"type": "summary_text", "text": ""}})));
+                    for piece in split(text, size, &[]) {
+                        b.delta(merge(&at, json!({"type": "response.reasoning_summary_text.delta", "delta": piece})));
+                    }
+                    b.push(merge(
+                        &at,
+                        json!({"type": "response.reasoning_summary_text.done", "text": text}),
+                    ));
+                    b.push(merge(&at, json!({"type": "response.reasoning_summary_part.done", "part": {"type": "summary_text", "text": text}})));
+                }
+            }
+            "message" => {
+                let mut added = item.clone();
+                added["status"] = json!("in_progress");
+                added["content"] = json!([]);
+                b.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
+                for (c, part) in item["content"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .iter()
+                    .enumerate()
+                {
+                    let at = json!({"item_id": item_id, "output_index": index, "content_index": c});
+                    if part["type"] == "refusal" {
+                        let text = part["refusal"].as_str().unwrap_or_default();
+                        b.push(merge(&at, json!({"type": "response.content_part.added", "part": {"type": "refusal", "refusal": ""}})));
+                        for piece in split(text, size, &[]) {
+                            b.delta(merge(
+                                &at,
+                                json!({"type": "response.refusal.delta", "delta": piece}),
+                            ));
+                        }
+                        b.push(merge(
+                            &at,
+                            json!({"type": "response.refusal.done", "refusal": text}),
+                        ));
+                    } else {
+                        let text = part["text"].as_str().unwrap_or_default();
+                        b.push(merge(&at, json!({"type": "response.content_part.added", "part": {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}})));
+                        for piece in split(text, size, &[]) {
+                            b.delta(merge(&at, json!({"type": "response.output_text.delta", "delta": piece, "logprobs": []})));
+                        }
+                        b.push(merge(&at, json!({"type": "response.output_text.done", "text": text, "logprobs": []})));
+                    }
+                    b.push(merge(
+                        &at,
+                        json!({"type": "response.content_part.done", "part": part}),
+                    ));
+                }
+            }
+            "function_call" => {
+                let mut added = item.clone();
+                added["status"] = json!("in_progress");
+                added["arguments"] = json!("");
+                b.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
+                let arguments = item["arguments"].as_str().unwrap_or_default();
+                let at = json!({"item_id": item_id, "output_index": index});
+                for piece in split(arguments, size, &spec.split_at) {
+                    b.delta(merge(
+                        &at,
+                        json!({"type": "response.function_call_arguments.delta", "delta": piece}),
+                    ));
+                }
+                b.push(merge(&at, json!({"type": "response.function_call_arguments.done", "arguments": arguments})));
+            }
+            _ => {
+                b.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
+            }
+        }
+        if item["type"] == "function_call" {
+            call_done.insert(
+                b.events.len(),
+                item["call_id"].as_str().unwrap_or_default().to_owned(),
+            );
+        }
+        b.push(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
+    }
+    let terminal = match response["status"].as_str() {
+        Some("incomplete") => "response.incomplete",
+        Some("failed") => "response.failed",
+        _ => "response.completed",
+    };
+    b.push(json!({"type": terminal, "response": response}));
+    let mut events = b.events;
+    if let Some(error) = &spec.error {
+        let after = error.after.min(events.len() - 1);
+        events.truncate(after);
+        let mut event = match error.shape {
+            ErrorShape::Flat => {
+                json!({"type": "error", "code": error.code, "message": error.message, "param": Value::Null})
+            }
+            ErrorShape::Nested => {
+                json!({"type": "error", "error": {"type": error.code, "code": error.code, "message": error.message, "param": Value::Null}})
+            }
+        };
+        event["sequence_number"] = json!(after);
+        events.push(event);
+        call_done.retain(|index, _| *index < after);
+    }
+    PlannedStream {
+        cut_after: spec
+            .cut_after
+            .map(|n| n.min(events.len().saturating_sub(1))),
+        events,
+        delay: Duration::from_millis(spec.delay_ms),
+        chunk_bytes: spec.chunk_bytes.filter(|&n| n > 0),
+        call_done,
+    }
+}
+
+fn merge(base: &Value, extra: Value) -> Value {
+    let mut merged = extra;
+    if let (Some(target), Some(source)) = (merged.as_object_mut(), base.as_object()) {
+        for (key, value) in source {
+            target.insert(key.clone(), value.clone());
+        }
+    }
+    // `type` first reads better in captures; serde_json keeps insertion order.
+    let kind = merged["type"].clone();
+    let mut ordered = serde_json::Map::new();
+    ordered.insert("type".to_owned(), kind);
+    if let Some(object) = merged.as_object() {
+        for (key, value) in object {
+            ordered.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    Value::Object(ordered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_every_character_once() {
+        assert_eq!(
+            split("{\"city\":\"Zürich\"}", 4, &[]).concat(),
+            "{\"city\":\"Zürich\"}"
+        );
+        assert_eq!(split("abcdef", 100, &[1, 3]), vec!["a", "bc", "def"]);
+        assert_eq!(split("", 8, &[]), vec![""]);
+    }
+
+    #[test]
+    fn sequence_numbers_count_from_zero_and_the_terminal_event_is_last() {
+        let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [
+            {"id": "fc_1", "type": "function_call", "status": "completed", "arguments": "{\"a\":1}", "call_id": "call_1", "name": "f"}
+        ]});
+        let stream = plan(&response, &StreamSpec::default(), &mut IdGen::new(1), true);
+        for (i, event) in stream.events.iter().enumerate() {
+            assert_eq!(event["sequence_number"], i);
+        }
+        let types: Vec<&str> = stream
+            .events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types.first(), Some(&"response.created"));
+        assert_eq!(types.last(), Some(&"response.completed"));
+        assert!(
+            stream
+                .events
+                .iter()
+                .filter(|e| e["type"] == "response.function_call_arguments.delta")
+                .all(|e| e["obfuscation"].is_string())
+        );
+        assert_eq!(
+            stream.call_done.values().next().map(String::as_str),
+            Some("call_1")
+        );
+    }
+}
