@@ -142,8 +142,9 @@ fn controller_from(args: &RunArgs) -> Result<Controller, String> {
             }
             words
         }
-        None if args.controller.is_none() => ["previous_response_id", "stateless", "approvals"]
+        None if args.controller.is_none() => CAPABILITIES
             .iter()
+            .filter(|c| **c != "persistent")
             .map(|s| s.to_string())
             .collect(),
         None => runner::default_capabilities(),

@@ -28,7 +28,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         format!("{} of at most {max} model request(s)", f.requests.len()),
     ));
     if f.budget_reached() {
-        let last = f.requests[max - 1];
+        let last = *f.rounds[max - 1].last().expect("a round has an attempt");
         let late: Vec<String> = f
             .tools
             .iter()

@@ -50,7 +50,8 @@ pub struct Served<'a> {
     pub exchange: &'a ModelExchange,
     /// `resp_...`.
     pub id: String,
-    /// `completed`, `incomplete`, `failed`.
+    /// `completed`, `incomplete`, `failed`, or `broken` for a stream that was cut or
+    /// ended in an `error` event.
     pub status: String,
     /// Output items.
     pub output: Vec<Value>,
@@ -66,8 +67,12 @@ pub struct Facts<'a> {
     pub scenario: &'a Scenario,
     /// The state mode.
     pub state: StateMode,
-    /// `POST /responses` exchanges in order.
+    /// Model requests in order: the first attempt of each round (retries folded in).
     pub requests: Vec<&'a ModelExchange>,
+    /// Every attempt of each round, in order; `rounds[i][0] == requests[i]`.
+    pub rounds: Vec<Vec<&'a ModelExchange>>,
+    /// Every API exchange (creates, polls, conversations), in order.
+    pub exchanges: &'a [ModelExchange],
     /// Served responses in order.
     pub served: Vec<Served<'a>>,
     /// Every call the model issued, in order.
@@ -84,11 +89,16 @@ impl<'a> Facts<'a> {
     /// Derives the facts.
     pub fn new(scenario: &'a Scenario, state: StateMode, transcript: &'a Transcript) -> Self {
         let registry = Registry::new(scenario);
-        let requests: Vec<&ModelExchange> =
+        let attempts: Vec<&ModelExchange> =
             transcript.model.iter().filter(|m| m.is_create()).collect();
+        let rounds = group_retries(&attempts);
+        let requests: Vec<&ModelExchange> = rounds.iter().map(|round| round[0]).collect();
         let mut served = Vec::new();
         let mut calls = Vec::new();
-        for (index, exchange) in requests.iter().enumerate() {
+        for (index, round) in rounds.iter().enumerate() {
+            let Some(exchange) = round.iter().rev().find(|a| a.turn.is_some()) else {
+                continue;
+            };
             let Some(response) = exchange.served() else {
                 continue;
             };
@@ -114,11 +124,19 @@ impl<'a> Facts<'a> {
                         .as_array()
                         .is_some_and(|parts| parts.iter().any(|p| p["type"] == "output_text"))
             });
+            let broken = exchange
+                .stream
+                .as_ref()
+                .is_some_and(|s| s.cut || s.last_type.as_deref() == Some("error"));
             served.push(Served {
                 request: index,
                 exchange,
                 id: response["id"].as_str().unwrap_or_default().to_owned(),
-                status: response["status"].as_str().unwrap_or_default().to_owned(),
+                status: if broken {
+                    "broken".to_owned()
+                } else {
+                    response["status"].as_str().unwrap_or_default().to_owned()
+                },
                 output,
                 calls: call_indices,
                 has_message,
@@ -128,9 +146,11 @@ impl<'a> Facts<'a> {
             scenario,
             state,
             requests,
+            rounds,
             served,
             calls,
             tools: &transcript.tools,
+            exchanges: &transcript.model,
             result: transcript.result.as_ref(),
             registry,
         }
@@ -305,4 +325,25 @@ pub fn looks_like_error(output: &str, backend_message: Option<&str>) -> bool {
     let lower = output.to_lowercase();
     backend_message.is_some_and(|m| !m.is_empty() && output.contains(m))
         || ERROR_WORDS.iter().any(|word| lower.contains(word))
+}
+
+/// Groups create attempts into rounds: an attempt that resends the previous attempt's
+/// body is a retry of it when that attempt got no turn, or when it says it is a retry
+/// (`x-stainless-retry-count` > 0).
+fn group_retries<'a>(attempts: &[&'a ModelExchange]) -> Vec<Vec<&'a ModelExchange>> {
+    let mut rounds: Vec<Vec<&ModelExchange>> = Vec::new();
+    for attempt in attempts {
+        let retry = rounds
+            .last()
+            .and_then(|round| round.last())
+            .is_some_and(|previous| {
+                previous.body == attempt.body
+                    && (previous.turn.is_none() || attempt.retry_count().is_some_and(|n| n > 0))
+            });
+        match rounds.last_mut() {
+            Some(round) if retry => round.push(attempt),
+            _ => rounds.push(vec![attempt]),
+        }
+    }
+    rounds
 }

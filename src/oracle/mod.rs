@@ -2,14 +2,18 @@
 //! controller sent and executed, not only what the fake server rejected.
 
 mod authz;
+mod background;
 mod budget;
 mod correlation;
 mod dispatch;
 mod effects;
 pub mod facts;
+mod program;
 mod reasoning;
 mod state;
+mod stream;
 mod terminal;
+mod transport;
 mod verdict;
 
 pub use verdict::{CaseVerdict, CheckResult, CheckVerdict};
@@ -50,6 +54,19 @@ pub const CHECKS: &[(&str, Level)] = &[
     ("terminal/calls-beside-message", Level::Must),
     ("terminal/unfinished-not-executed", Level::Must),
     ("terminal/stopped-at-answer", Level::Must),
+    ("transport/retried", Level::Must),
+    ("transport/no-retry-4xx", Level::Must),
+    ("transport/retry-bounded", Level::Must),
+    ("transport/retry-after-honoured", Level::Must),
+    ("stream/requested", Level::Must),
+    ("stream/executed-after-done", Level::Must),
+    ("stream/broken-not-answer", Level::Must),
+    ("background/requested", Level::Must),
+    ("background/polled-to-terminal", Level::Must),
+    ("program/caller-echoed", Level::Must),
+    ("program/replayed", Level::Must),
+    ("program/continued", Level::Must),
+    ("state/conversation", Level::Must),
     ("terminal/result-line", Level::Must),
     ("terminal/finished", Level::Must),
 ];
@@ -70,6 +87,10 @@ pub fn judge(scenario: &Scenario, state: StateMode, transcript: &Transcript) -> 
     checks.extend(authz::check(&facts));
     checks.extend(effects::check(&facts));
     checks.extend(budget::check(&facts));
+    checks.extend(transport::check(&facts));
+    checks.extend(stream::check(&facts));
+    checks.extend(background::check(&facts));
+    checks.extend(program::check(&facts));
     checks.extend(terminal::check(&facts, script_overrun));
     for check in &mut checks {
         let level = check.level.weakest(scenario.level);

@@ -25,7 +25,13 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             out.push(store_false(f));
             out.push(include_encrypted(f));
         }
-        _ => {}
+        StateMode::Conversation => {
+            out.push(conversation(f));
+            if f.requests.len() > 1 {
+                out.push(no_resend(f));
+            }
+        }
+        StateMode::PreviousResponseId => {}
     }
     out
 }
@@ -125,7 +131,9 @@ fn no_resend(f: &Facts) -> CheckResult {
     let mut problems = Vec::new();
     for position in 1..f.requests.len() {
         let request = f.requests[position];
-        if request.body.get("previous_response_id").is_none() {
+        if request.body.get("previous_response_id").is_none()
+            && request.body.get("conversation").is_none()
+        {
             continue;
         }
         let stored: BTreeSet<&str> = f
@@ -138,7 +146,7 @@ fn no_resend(f: &Facts) -> CheckResult {
             let repeated_output = item_id(item).is_some_and(|id| stored.contains(id));
             if repeated_output || task_input.contains(item) {
                 problems.push(format!(
-                    "{}: input[{index}] resends an item the chained response already holds ({}): with previous_response_id send only the new items",
+                    "{}: input[{index}] resends an item the server already holds ({}): with previous_response_id or a conversation send only the new items",
                     Facts::request_label(position),
                     item_id(item).unwrap_or("the user's first message")
                 ));
@@ -197,5 +205,42 @@ fn include_encrypted(f: &Facts) -> CheckResult {
         Level::Should,
         problems,
         "every request includes reasoning.encrypted_content",
+    )
+}
+
+fn conversation(f: &Facts) -> CheckResult {
+    let id_of = |body: &Value| -> Option<String> {
+        match body.get("conversation") {
+            Some(Value::String(id)) => Some(id.clone()),
+            Some(other) => other.get("id").and_then(Value::as_str).map(str::to_owned),
+            None => None,
+        }
+    };
+    let first = f.requests.first().and_then(|r| id_of(&r.body));
+    let mut problems = Vec::new();
+    for (position, request) in f.requests.iter().enumerate() {
+        let label = Facts::request_label(position);
+        match id_of(&request.body) {
+            None => problems.push(format!("{label} carries no `conversation`: in conversation mode every request names the conversation")),
+            Some(id) if Some(&id) != first.as_ref() => {
+                problems.push(format!("{label} names conversation {id}, not {} like the first request", first.as_deref().unwrap_or("?")))
+            }
+            Some(_) => {}
+        }
+        if request
+            .body
+            .get("previous_response_id")
+            .is_some_and(|v| !v.is_null())
+        {
+            problems.push(format!(
+                "{label} sends previous_response_id beside a conversation"
+            ));
+        }
+    }
+    CheckResult::judge(
+        "state/conversation",
+        Level::Must,
+        problems,
+        "every request continues the same conversation",
     )
 }

@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::oracle::{self, CaseVerdict, CheckResult};
-use crate::scenario::{Case, Level, StateMode};
+use crate::scenario::{Case, Level, OutputSpec, Scenario, StateMode};
 use crate::server::{RunningServer, Session};
 use crate::transcript::{ControllerResult, ProcessRecord, Transcript};
 
@@ -104,9 +104,28 @@ pub struct ControllerEnv {
     pub case: String,
 }
 
-/// The capability a state mode needs.
-fn required_capabilities(state: StateMode) -> Vec<&'static str> {
-    vec![state.as_str()]
+/// The capabilities a case needs in a state mode.
+pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'static str> {
+    let mut needed = vec![state.as_str()];
+    let task = &scenario.task;
+    if task.stream {
+        needed.push("stream");
+    }
+    if task.background {
+        needed.push("background");
+    }
+    if !task.approval_required.is_empty() {
+        needed.push("approvals");
+    }
+    let programmatic = scenario
+        .script
+        .iter()
+        .flat_map(|turn| &turn.output)
+        .any(|item| matches!(item, OutputSpec::Program(_)));
+    if programmatic {
+        needed.push("programmatic");
+    }
+    needed
 }
 
 fn unsupported(case: &Case, state: StateMode, missing: &[&str]) -> CaseReport {
@@ -216,7 +235,7 @@ pub async fn run_case(
     controller: &Controller,
     options: &RunOptions,
 ) -> CaseReport {
-    let missing: Vec<&str> = required_capabilities(state)
+    let missing: Vec<&str> = required_capabilities(&case.scenario, state)
         .into_iter()
         .filter(|c| !controller.supports.contains(*c))
         .collect();

@@ -27,8 +27,8 @@ pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
         "tools": tools,
         "approval_required": scenario.task.approval_required,
         "state": state.as_str(),
-        "stream": false,
-        "background": false,
+        "stream": scenario.task.stream,
+        "background": scenario.task.background,
         "max_rounds": scenario.task.max_rounds,
         "principal": scenario.task.principal,
     });

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::model::{FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef};
+use super::model::{FORMAT_VERSION, Outcome, OutputSpec, Scenario, StateMode, ToolRef};
 use crate::tools::fixtures;
 
 /// A scenario file that could not be loaded, with where and what was expected.
@@ -105,6 +105,17 @@ fn locate(text: &str, needle: &str) -> (u64, u64) {
     (1, 1)
 }
 
+/// Hosted (server-side) tool types a task may list beside its functions; they are not
+/// part of the controller's registry.
+const HOSTED_TOOLS: &[&str] = &[
+    "programmatic_tool_calling",
+    "web_search",
+    "web_search_preview",
+    "file_search",
+    "code_interpreter",
+    "image_generation",
+];
+
 /// The names of a task's tools.
 pub fn tool_names(scenario: &Scenario) -> Vec<String> {
     scenario
@@ -177,6 +188,18 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                 }
                 names.insert(name.clone());
             }
+            ToolRef::Inline(def) if def.get("type").and_then(Value::as_str) != Some("function") => {
+                let kind = def.get("type").and_then(Value::as_str).unwrap_or_default();
+                if !HOSTED_TOOLS.contains(&kind) {
+                    return err(
+                        "tools",
+                        format!(
+                            "inline tool of type '{kind}': expected `type: function` or a hosted tool ({})",
+                            HOSTED_TOOLS.join(", ")
+                        ),
+                    );
+                }
+            }
             ToolRef::Inline(def) => {
                 let Some(name) = def.get("name").and_then(Value::as_str) else {
                     return err("tools", "inline tool without a `name`: expected a function definition with `type`, `name` and `parameters`".to_owned());
@@ -220,6 +243,30 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
             "script",
             "empty `script`: expected at least one model turn".to_owned(),
         );
+    }
+    if scenario.task.background && scenario.states.contains(&StateMode::Stateless) {
+        return err("background", "a `background` task cannot run in the `stateless` state mode: background responses must be stored; list the other `states`".to_owned());
+    }
+    let mut programs = BTreeSet::new();
+    for item in scenario.script.iter().flat_map(|turn| &turn.output) {
+        let (label, what) = match item {
+            OutputSpec::Program(program) => {
+                programs.insert(program.label.clone());
+                continue;
+            }
+            OutputSpec::Call(call) => match &call.caller {
+                Some(label) => (label, "a call's `caller`"),
+                None => continue,
+            },
+            OutputSpec::ProgramOutput(output) => (&output.program, "a `program_output`"),
+            _ => continue,
+        };
+        if !programs.contains(label) {
+            return err(
+                label,
+                format!("{what} names program '{label}', which no earlier `program` item defines"),
+            );
+        }
     }
     let last = scenario.script.len() - 1;
     for (index, turn) in scenario.script.iter().enumerate() {

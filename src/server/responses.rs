@@ -85,7 +85,10 @@ impl Session {
                     None => match script.last() {
                         Some(last) if last.endless => last,
                         _ => {
-                            return Err(ApiError::script_exhausted(&self.scenario.id, script.len()));
+                            return Err(ApiError::script_exhausted(
+                                &self.scenario.id,
+                                script.len(),
+                            ));
                         }
                     },
                 };
@@ -187,7 +190,7 @@ impl Session {
             };
             (body, Some(rendered))
         } else if request.stream {
-            (ReplyBody::Stream(planned), None)
+            (ReplyBody::Stream(planned), Some(rendered))
         } else {
             (ReplyBody::Json(rendered), None)
         };
