@@ -48,6 +48,16 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             "no call with schema-violating arguments was executed",
         ));
     }
+    if has(|v| *v == CallValidity::CallerNotAllowed) {
+        out.push(not_dispatched(
+            f,
+            "dispatch/caller-allowed",
+            |v| *v == CallValidity::CallerNotAllowed,
+            0,
+            "comes from a caller the tool's allowed_callers excludes",
+            "no call from a caller outside allowed_callers was executed",
+        ));
+    }
     if f.calls.iter().any(|c| c.validity != CallValidity::Valid) {
         out.push(rejection_answered(f));
     }

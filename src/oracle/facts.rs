@@ -111,7 +111,11 @@ impl<'a> Facts<'a> {
                 calls.push(IssuedCall {
                     call_id: item["call_id"].as_str().unwrap_or_default().to_owned(),
                     item_id: item["id"].as_str().unwrap_or_default().to_owned(),
-                    validity: registry.judge_call(&name, &arguments),
+                    validity: registry.judge_call(
+                        &name,
+                        &arguments,
+                        item.get("caller").filter(|c| !c.is_null()),
+                    ),
                     parsed: serde_json::from_str(&arguments).ok(),
                     name,
                     arguments,

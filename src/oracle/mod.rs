@@ -40,6 +40,7 @@ pub const CHECKS: &[(&str, Level)] = &[
     ("dispatch/registered-only", Level::Must),
     ("dispatch/arguments-parsed", Level::Must),
     ("dispatch/schema-valid", Level::Must),
+    ("dispatch/caller-allowed", Level::Must),
     ("dispatch/rejection-answered", Level::Must),
     ("dispatch/valid-executed", Level::Must),
     ("authz/denial-relayed", Level::Must),

@@ -202,6 +202,12 @@ impl ReplyStream {
                 );
             }
             if planned.cut_after.is_some() {
+                // hyper drops whatever it has not written yet when the body fails, so let
+                // it take every queued frame and flush before breaking the connection.
+                while sender.capacity() < sender.max_capacity() && !sender.is_closed() {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 let _ = sender
                     .send(Err(std::io::Error::other("stream cut on purpose")))
                     .await;

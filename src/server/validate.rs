@@ -59,6 +59,48 @@ pub fn check_id_chars(param: &str, id: &str) -> Result<(), ApiError> {
     }
 }
 
+/// The keys an input item of this type may carry (the SDK's input param types); a
+/// client that replays an output item with extra keys of its own (e.g. a parsed copy of
+/// the arguments) gets E13, as the real API answers unknown parameters.
+fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "message" => &["type", "id", "role", "content", "status", "phase"],
+        "function_call" => &[
+            "type",
+            "id",
+            "call_id",
+            "name",
+            "arguments",
+            "status",
+            "namespace",
+            "caller",
+            "async",
+        ],
+        "function_call_output" => &[
+            "type",
+            "id",
+            "call_id",
+            "output",
+            "status",
+            "caller",
+            "name",
+            "namespace",
+        ],
+        "reasoning" => &[
+            "type",
+            "id",
+            "summary",
+            "encrypted_content",
+            "content",
+            "status",
+        ],
+        "item_reference" => &["type", "id"],
+        "program" => &["type", "id", "call_id", "code", "fingerprint"],
+        "program_output" => &["type", "id", "call_id", "result", "status"],
+        _ => return None,
+    })
+}
+
 /// The id prefix an input item of this type must carry.
 fn expected_prefix(kind: &str) -> Option<&'static str> {
     match kind {
@@ -82,6 +124,13 @@ pub fn resolve_input(
         if kind == "reasoning" && item.get("status").is_some_and(|s| !s.is_null()) {
             return Err(ApiError::unknown_parameter(&format!(
                 "input[{index}].status"
+            )));
+        }
+        if let (Some(allowed), Some(object)) = (input_keys(kind), item.as_object())
+            && let Some(unknown) = object.keys().find(|key| !allowed.contains(&key.as_str()))
+        {
+            return Err(ApiError::unknown_parameter(&format!(
+                "input[{index}].{unknown}"
             )));
         }
         if let Some(id) = item_id(item) {

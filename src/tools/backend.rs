@@ -87,14 +87,33 @@ pub enum CallValidity {
     MalformedArguments(String),
     /// Parses but violates the schema.
     SchemaViolation(String),
+    /// Made by a caller the tool's `allowed_callers` excludes (a program calling a
+    /// direct-only tool, or the model directly calling a program-only tool).
+    CallerNotAllowed,
 }
 
 impl Registry {
-    /// Judges a call the model issued.
-    pub fn judge_call(&self, name: &str, arguments: &str) -> CallValidity {
+    /// Judges a call the model issued; `caller` is the call's `caller` field.
+    pub fn judge_call(&self, name: &str, arguments: &str, caller: Option<&Value>) -> CallValidity {
         let Some(tool) = self.get(name) else {
             return CallValidity::UnknownTool;
         };
+        // WIRE.md 2.5: without `allowed_callers` only direct calls are allowed.
+        let kind = match caller.and_then(|c| c.get("type")).and_then(Value::as_str) {
+            Some("program") => "programmatic",
+            _ => "direct",
+        };
+        let allowed = match tool
+            .definition
+            .get("allowed_callers")
+            .and_then(Value::as_array)
+        {
+            Some(callers) => callers.iter().any(|c| c == kind),
+            None => kind == "direct",
+        };
+        if !allowed {
+            return CallValidity::CallerNotAllowed;
+        }
         let parsed: Value = match serde_json::from_str(arguments) {
             Ok(value @ Value::Object(_)) => value,
             Ok(_) => return CallValidity::MalformedArguments("not a JSON object".to_owned()),

@@ -55,6 +55,30 @@ pub enum Defect {
     WrongAnswerText,
     /// Keeps going after the final answer.
     ContinueAfterAnswer,
+    /// Executes a streamed call as soon as its first argument delta arrives.
+    ExecuteOnDeltas,
+    /// Takes whatever text a broken stream delivered as the answer.
+    BrokenStreamAsAnswer,
+    /// Never retries a failed model request.
+    NoRetry,
+    /// Retries client errors (400) too.
+    RetryClientErrors,
+    /// Retries at once, ignoring retry-after.
+    IgnoreRetryAfter,
+    /// Retries until it succeeds, without a bound.
+    RetryForever,
+    /// Re-executes the round's tools when the follow-up request fails, then retries.
+    ReexecuteOnRetry,
+    /// Takes a queued background response as the answer.
+    QueuedAsAnswer,
+    /// Drops `caller` from the outputs of program-owned calls.
+    DropCaller,
+    /// Stops at a program_output as though it were the answer.
+    ProgramOutputAsEnd,
+    /// Leaves program items out of a stateless replay.
+    StripProgram,
+    /// Names the conversation on the first request only, then chains responses instead.
+    ConversationDropped,
 }
 
 fn failed(reason: &str, detail: &str) -> Value {
@@ -108,10 +132,23 @@ impl Tools<'_> {
         let call_id = call["call_id"].as_str().unwrap_or_default();
         let raw = call["arguments"].as_str().unwrap_or_default();
         let parsed: Option<Value> = serde_json::from_str(raw).ok().filter(Value::is_object);
-        if self.defect != Defect::NoValidation {
+        if !matches!(self.defect, Defect::NoValidation | Defect::ExecuteOnDeltas) {
             let Some(tool) = self.tool(name) else {
                 return json!({"error": format!("unknown tool {name}")}).to_string();
             };
+            let kind = if call["caller"]["type"] == "program" {
+                "programmatic"
+            } else {
+                "direct"
+            };
+            let allowed = match tool["allowed_callers"].as_array() {
+                Some(callers) => callers.iter().any(|c| c == kind),
+                None => kind == "direct",
+            };
+            if !allowed {
+                return json!({"error": "Function caller is excluded by allowed_callers."})
+                    .to_string();
+            }
             let Some(arguments) = &parsed else {
                 return json!({"error": "arguments are not a JSON object"}).to_string();
             };
@@ -151,6 +188,174 @@ impl Tools<'_> {
     }
 }
 
+/// One SSE event's JSON from a block of `data:` lines.
+fn sse_event(block: &str) -> Option<Value> {
+    let data: Vec<&str> = block
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim_start)
+        .collect();
+    serde_json::from_str(&data.join("\n")).ok()
+}
+
+/// How one model request ended.
+enum Answer {
+    /// A response object (terminal, or queued when background polling was skipped).
+    Response(Value),
+    /// An error, with the text the controller saw so far (for a broken stream).
+    Failed(String, String),
+}
+
+struct Model<'a> {
+    http: &'a reqwest::Client,
+    env: &'a ControllerEnv,
+    tools: &'a Tools<'a>,
+    defect: Defect,
+    stream: bool,
+    background: bool,
+}
+
+impl Model<'_> {
+    /// Sends one request with retries, as the SDKs do unless a defect says otherwise.
+    async fn request(&self, body: &Value, previous_calls: &[Value]) -> Answer {
+        let max_attempts = match self.defect {
+            Defect::NoRetry => 1,
+            Defect::RetryForever => 20,
+            _ => 3,
+        };
+        let mut last = Answer::Failed("api_error".into(), String::new());
+        for attempt in 0..max_attempts {
+            if attempt > 0 && self.defect == Defect::ReexecuteOnRetry {
+                for call in previous_calls {
+                    let _ = self.tools.handle(call).await;
+                }
+            }
+            let sent = self
+                .http
+                .post(format!("{}/responses", self.env.base_url))
+                .bearer_auth(&self.env.api_key)
+                .header("x-stainless-retry-count", attempt.to_string())
+                .json(body)
+                .send()
+                .await;
+            let Ok(response) = sent else {
+                last = Answer::Failed("api_error".into(), String::new());
+                continue;
+            };
+            let status = response.status().as_u16();
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let wait_ms = header("retry-after-ms")
+                .and_then(|v| v.parse::<u64>().ok())
+                .or_else(|| {
+                    header("retry-after")
+                        .and_then(|v| v.parse::<f64>().ok())
+                        .map(|s| (s * 1000.0) as u64)
+                });
+            if status >= 400 {
+                let transient = matches!(status, 408 | 409 | 429) || status >= 500;
+                last = Answer::Failed("api_error".into(), String::new());
+                if !transient && self.defect != Defect::RetryClientErrors {
+                    return last;
+                }
+                if self.defect != Defect::IgnoreRetryAfter {
+                    tokio::time::sleep(std::time::Duration::from_millis(wait_ms.unwrap_or(20)))
+                        .await;
+                }
+                continue;
+            }
+            let answer = if self.stream {
+                self.read_stream(response).await
+            } else {
+                Answer::Response(response.json().await.unwrap_or(Value::Null))
+            };
+            return match answer {
+                Answer::Response(r)
+                    if self.background && !self.stream && self.defect != Defect::QueuedAsAnswer =>
+                {
+                    self.poll(r).await
+                }
+                other => other,
+            };
+        }
+        last
+    }
+
+    async fn poll(&self, mut response: Value) -> Answer {
+        for _ in 0..200 {
+            if !matches!(response["status"].as_str(), Some("queued" | "in_progress")) {
+                return Answer::Response(response);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            let url = format!(
+                "{}/responses/{}",
+                self.env.base_url,
+                response["id"].as_str().unwrap_or_default()
+            );
+            match self
+                .http
+                .get(url)
+                .bearer_auth(&self.env.api_key)
+                .send()
+                .await
+            {
+                Ok(answer) => response = answer.json().await.unwrap_or(Value::Null),
+                Err(_) => return Answer::Failed("api_error".into(), String::new()),
+            }
+        }
+        Answer::Failed("timeout".into(), String::new())
+    }
+
+    /// Reads events as they arrive; the terminal event's response is the answer.
+    async fn read_stream(&self, mut response: reqwest::Response) -> Answer {
+        let mut buffer = Vec::new();
+        let mut text = String::new();
+        let mut executed = std::collections::HashSet::new();
+        let mut items: Vec<Value> = Vec::new();
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) | Err(_) => return Answer::Failed("api_error".into(), text),
+            };
+            buffer.extend_from_slice(&chunk);
+            while let Some(end) = buffer.windows(2).position(|w| w == b"\n\n") {
+                let block: Vec<u8> = buffer.drain(..end + 2).collect();
+                let Some(event) = sse_event(&String::from_utf8_lossy(&block)) else {
+                    continue;
+                };
+                match event["type"].as_str().unwrap_or_default() {
+                    "response.output_item.added" => items.push(event["item"].clone()),
+                    "response.output_text.delta" => {
+                        text.push_str(event["delta"].as_str().unwrap_or_default())
+                    }
+                    "response.function_call_arguments.delta"
+                        if self.defect == Defect::ExecuteOnDeltas =>
+                    {
+                        let id = event["item_id"].clone();
+                        if let Some(item) = items.iter().find(|i| i["id"] == id)
+                            && executed.insert(id.to_string())
+                        {
+                            let mut partial = item.clone();
+                            partial["arguments"] = event["delta"].clone();
+                            let _ = self.tools.handle(&partial).await;
+                        }
+                    }
+                    "response.completed" | "response.incomplete" | "response.failed" => {
+                        return Answer::Response(event["response"].clone());
+                    }
+                    "error" => return Answer::Failed("api_error".into(), text),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
 /// Runs the task with one defect and returns the result object.
 pub async fn run(env: ControllerEnv, task: Value, defect: Defect) -> Value {
     let http = reqwest::Client::new();
@@ -160,7 +365,15 @@ pub async fn run(env: ControllerEnv, task: Value, defect: Defect) -> Value {
         task: &task,
         defect,
     };
-    let stateless = task["state"] == "stateless";
+    let model = Model {
+        http: &http,
+        env: &env,
+        tools: &tools,
+        defect,
+        stream: task["stream"] == true,
+        background: task["background"] == true,
+    };
+    let state = task["state"].as_str().unwrap_or_default().to_owned();
     let max_rounds = if defect == Defect::NoBudget {
         50
     } else {
@@ -170,55 +383,80 @@ pub async fn run(env: ControllerEnv, task: Value, defect: Defect) -> Value {
         Value::String(text) => vec![json!({"role": "user", "content": text})],
         other => other.as_array().cloned().unwrap_or_default(),
     };
-    let mut new_items: Vec<Value> = Vec::new();
+    let conversation = if state == "conversation" {
+        let created = http
+            .post(format!("{}/conversations", env.base_url))
+            .bearer_auth(&env.api_key)
+            .json(&json!({}))
+            .send()
+            .await;
+        match created {
+            Ok(answer) => answer.json::<Value>().await.unwrap_or(Value::Null)["id"].clone(),
+            Err(_) => return failed("api_error", "conversation"),
+        }
+    } else {
+        Value::Null
+    };
+    let mut new_items: Vec<Value> = history.clone();
     let mut previous: Option<String> = None;
     let mut first_response: Option<String> = None;
     let mut first_text: Option<String> = None;
     let mut answered: Option<String> = None;
+    let mut last_calls: Vec<Value> = Vec::new();
     for round in 1..=max_rounds {
         let mut body = json!({"model": task["model"], "tools": task["tools"]});
         if round == 1 || defect != Defect::InstructionsOnce {
             body["instructions"] = task["instructions"].clone();
         }
-        if stateless {
-            body["store"] = json!(defect == Defect::StoreInStateless);
-            body["include"] = json!(["reasoning.encrypted_content"]);
-            body["input"] = json!(history);
-        } else if let Some(previous) = &previous {
-            let chained_to = if defect == Defect::StalePreviousResponseId {
-                first_response.clone().unwrap_or_default()
-            } else {
-                previous.clone()
-            };
-            body["previous_response_id"] = json!(chained_to);
-            body["input"] = if defect == Defect::ResendHistory {
-                json!(history)
-            } else {
-                json!(new_items)
-            };
-        } else {
-            body["input"] = json!(history);
+        if model.stream {
+            body["stream"] = json!(true);
         }
-        let response = http
-            .post(format!("{}/responses", env.base_url))
-            .bearer_auth(&env.api_key)
-            .json(&body)
-            .send()
-            .await;
-        let Ok(response) = response else {
-            return failed("api_error", "request failed");
-        };
-        let status = response.status();
-        let response: Value = response.json().await.unwrap_or(Value::Null);
-        if !status.is_success() {
-            if let Some(text) = answered {
-                return json!({"status": "completed", "output_text": text});
+        if model.background {
+            body["background"] = json!(true);
+        }
+        match state.as_str() {
+            "stateless" => {
+                body["store"] = json!(defect == Defect::StoreInStateless);
+                body["include"] = json!(["reasoning.encrypted_content"]);
+                body["input"] = json!(history);
             }
-            return failed(
-                "api_error",
-                response["error"]["message"].as_str().unwrap_or_default(),
-            );
+            "conversation" => {
+                match (&previous, defect) {
+                    (Some(previous), Defect::ConversationDropped) => {
+                        body["previous_response_id"] = json!(previous)
+                    }
+                    _ => body["conversation"] = conversation.clone(),
+                }
+                body["input"] = json!(new_items);
+            }
+            _ => {
+                if let Some(previous) = &previous {
+                    let chained_to = if defect == Defect::StalePreviousResponseId {
+                        first_response.clone().unwrap_or_default()
+                    } else {
+                        previous.clone()
+                    };
+                    body["previous_response_id"] = json!(chained_to);
+                }
+                body["input"] = if defect == Defect::ResendHistory {
+                    json!(history)
+                } else {
+                    json!(new_items)
+                };
+            }
         }
+        let response = match model.request(&body, &last_calls).await {
+            Answer::Response(response) => response,
+            Answer::Failed(reason, text) => {
+                if let Some(text) = answered {
+                    return json!({"status": "completed", "output_text": text});
+                }
+                if defect == Defect::BrokenStreamAsAnswer {
+                    return json!({"status": "completed", "output_text": text});
+                }
+                return failed(&reason, "");
+            }
+        };
         let output = response["output"].as_array().cloned().unwrap_or_default();
         let text = message_text(&output);
         first_text.get_or_insert(text.clone());
@@ -226,18 +464,34 @@ pub async fn run(env: ControllerEnv, task: Value, defect: Defect) -> Value {
         previous = response["id"].as_str().map(str::to_owned);
         match response["status"].as_str() {
             Some("completed") => {}
+            Some("queued" | "in_progress") if defect == Defect::QueuedAsAnswer => {
+                return json!({"status": "completed", "output_text": text});
+            }
             Some("incomplete") if defect == Defect::IncompleteAsAnswer => {
                 return json!({"status": "completed", "output_text": text});
             }
             Some("incomplete") => return failed("incomplete", ""),
             _ => return failed("response_failed", ""),
         }
+        let refused = output.iter().any(|i| {
+            i["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|p| p["type"] == "refusal"))
+        });
         let mut calls: Vec<Value> = output
             .iter()
             .filter(|i| i["type"] == "function_call")
             .cloned()
             .collect();
-        if calls.is_empty() || (defect == Defect::MessageBesideCallsAsAnswer && !text.is_empty()) {
+        let program_pause = calls.is_empty()
+            && text.is_empty()
+            && output.iter().any(|i| i["type"] == "program_output");
+        if calls.is_empty() && !(program_pause && defect != Defect::ProgramOutputAsEnd)
+            || (defect == Defect::MessageBesideCallsAsAnswer && !text.is_empty())
+        {
+            if refused && text.is_empty() {
+                return failed("refusal", "");
+            }
             if defect == Defect::ContinueAfterAnswer && answered.is_none() {
                 answered = Some(text);
                 new_items.clear();
@@ -266,6 +520,7 @@ pub async fn run(env: ControllerEnv, task: Value, defect: Defect) -> Value {
         if round == max_rounds {
             return failed("max_rounds", "");
         }
+        last_calls = calls.clone();
         let outputs: Vec<Value> = calls
             .iter()
             .zip(results)
@@ -275,28 +530,38 @@ pub async fn run(env: ControllerEnv, task: Value, defect: Defect) -> Value {
                 } else {
                     &call["call_id"]
                 };
-                json!({"type": "function_call_output", "call_id": id, "output": output})
+                let mut item =
+                    json!({"type": "function_call_output", "call_id": id, "output": output});
+                if let Some(caller) = call
+                    .get("caller")
+                    .filter(|c| !c.is_null() && defect != Defect::DropCaller)
+                {
+                    item["caller"] = caller.clone();
+                }
+                item
             })
             .collect();
         for item in &output {
             let mut item = item.clone();
-            if item["type"] == "reasoning" {
-                match defect {
-                    Defect::DropReasoning | Defect::StripIdsAndDropReasoning => continue,
-                    Defect::ReasoningWithStatus => item["status"] = json!("completed"),
-                    Defect::AlterEncryptedContent => {
-                        let content = item["encrypted_content"].as_str().unwrap_or_default();
-                        item["encrypted_content"] =
-                            json!(format!("{}A", &content[..content.len().saturating_sub(1)]));
-                    }
-                    _ => {}
+            match (item["type"].as_str(), defect) {
+                (Some("reasoning"), Defect::DropReasoning | Defect::StripIdsAndDropReasoning) => {
+                    continue;
                 }
-            }
-            if item["type"] == "function_call"
-                && defect == Defect::StripIdsAndDropReasoning
-                && let Some(object) = item.as_object_mut()
-            {
-                object.remove("id");
+                (Some("program"), Defect::StripProgram) => continue,
+                (Some("reasoning"), Defect::ReasoningWithStatus) => {
+                    item["status"] = json!("completed")
+                }
+                (Some("reasoning"), Defect::AlterEncryptedContent) => {
+                    let content = item["encrypted_content"].as_str().unwrap_or_default();
+                    item["encrypted_content"] =
+                        json!(format!("{}A", &content[..content.len().saturating_sub(1)]));
+                }
+                (Some("function_call"), Defect::StripIdsAndDropReasoning) => {
+                    if let Some(object) = item.as_object_mut() {
+                        object.remove("id");
+                    }
+                }
+                _ => {}
             }
             history.push(item);
         }

@@ -987,3 +987,21 @@ async fn e7_items_of_a_deleted_response_are_gone() {
     assert_rejected(&session, "E7");
     finish_stateless(&session, &server, &key, &round).await;
 }
+
+#[tokio::test]
+async fn e13_unknown_key_on_a_replayed_call() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let mut input = round.full_replay();
+    input[2]["parsed_arguments"] = json!({"sku": "A7"});
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_error(
+        &reply,
+        400,
+        Some("unknown_parameter"),
+        Some("input[2].parsed_arguments"),
+        "Unknown parameter: 'input[2].parsed_arguments'.",
+    );
+    assert_rejected(&session, "E13");
+    finish_stateless(&session, &server, &key, &round).await;
+}

@@ -432,3 +432,173 @@ async fn terminal_request_after_the_answer() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn stream_call_executed_on_deltas() {
+    assert_fails(
+        "stream/delayed-call-executed-after-done",
+        Chained,
+        Defect::ExecuteOnDeltas,
+        "stream/executed-after-done",
+        "before its `response.output_item.done`",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn stream_cut_taken_as_answer() {
+    assert_fails(
+        "stream/cut-before-terminal",
+        Stateless,
+        Defect::BrokenStreamAsAnswer,
+        "stream/broken-not-answer",
+        "was cut after",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn stream_error_event_taken_as_answer() {
+    for id in ["stream/error-event-nested", "stream/error-event-flat"] {
+        assert_fails(
+            id,
+            Chained,
+            Defect::BrokenStreamAsAnswer,
+            "stream/broken-not-answer",
+            "ended in an `error` event",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn transport_transient_error_not_retried() {
+    assert_fails(
+        "transport/500-then-success",
+        Chained,
+        Defect::NoRetry,
+        "transport/retried",
+        "gave up after 1 attempt",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn transport_client_error_retried() {
+    assert_fails(
+        "transport/400-not-retried",
+        Stateless,
+        Defect::RetryClientErrors,
+        "transport/no-retry-4xx",
+        "which is not transient",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn transport_retry_after_ignored() {
+    assert_fails(
+        "transport/429-retry-after",
+        Chained,
+        Defect::IgnoreRetryAfter,
+        "transport/retry-after-honoured",
+        "asked to retry after",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn transport_unbounded_retries() {
+    assert_fails(
+        "transport/persistent-500",
+        Chained,
+        Defect::RetryForever,
+        "transport/retry-bounded",
+        "was attempted",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn effects_tools_rerun_when_the_follow_up_is_retried() {
+    assert_fails(
+        "transport/retry-after-tools-ran",
+        Stateless,
+        Defect::ReexecuteOnRetry,
+        "effects/at-most-once",
+        "executed 2 times",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn background_queued_response_taken_as_answer() {
+    assert_fails(
+        "background/polling",
+        Chained,
+        Defect::QueuedAsAnswer,
+        "background/polled-to-terminal",
+        "never saw a terminal status",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn program_caller_dropped() {
+    assert_fails(
+        "program/one-pause",
+        Chained,
+        Defect::DropCaller,
+        "program/caller-echoed",
+        "expected the call's caller",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn program_output_taken_as_the_end() {
+    assert_fails(
+        "program/output-without-final-message",
+        Stateless,
+        Defect::ProgramOutputAsEnd,
+        "program/continued",
+        "the controller stopped there",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn program_item_left_out_of_a_stateless_replay() {
+    assert_fails(
+        "program/stateless-replay",
+        Stateless,
+        Defect::StripProgram,
+        "program/replayed",
+        "does not replay program",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn conversation_not_carried() {
+    assert_fails(
+        "state/conversation-mode",
+        StateMode::Conversation,
+        Defect::ConversationDropped,
+        "state/conversation",
+        "carries no `conversation`",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn dispatch_call_from_a_caller_outside_allowed_callers() {
+    assert_fails(
+        "program/caller-not-allowed",
+        Chained,
+        Defect::NoValidation,
+        "dispatch/caller-allowed",
+        "allowed_callers excludes",
+    )
+    .await;
+}

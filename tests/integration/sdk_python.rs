@@ -1,12 +1,14 @@
-//! The official OpenAI Python SDK against the fake server: `tests/sdk/python_loop.py`, a
-//! contract-v1 controller that validates every raw response body with the SDK's
-//! `Response.model_validate`, must pass the whole embedded catalogue. A response shape the
-//! SDK's types reject fails its case with reason `sdk_parse_error`.
+//! The official OpenAI Python SDK against the fake server: `harness/python/loop.py`, the
+//! project's Python reference controller, must pass the whole embedded catalogue with every
+//! capability it declares, so no case may come out `unsupported`. It validates every
+//! response body with the SDK's `Response.model_validate` (for streams, the terminal
+//! event's response), so a response shape the SDK's types reject fails its case with reason
+//! `sdk_parse_error`.
 //!
 //! Needs a Python with `openai` and `jsonschema` importable: `LOOPCHECK_PYTHON`, else
 //! `.venv/bin/python` in the repository, which the test creates from
-//! `tests/sdk/requirements.txt` when it is missing. Without a usable Python the test is
-//! skipped with a note, except under `CI`, where it fails.
+//! `harness/python/requirements.txt` when it is missing. Without a usable Python the test
+//! is skipped with a note, except under `CI`, where it fails.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -14,6 +16,13 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::support::{loopcheck_bin, root};
+
+const REQUIREMENTS: &str = "harness/python/requirements.txt";
+
+/// Everything the controller supports (its README says the same); only `persistent` is
+/// left out.
+const CAPABILITIES: &str =
+    "previous_response_id,stateless,conversation,stream,background,programmatic,approvals";
 
 fn python() -> PathBuf {
     if let Some(python) = std::env::var_os("LOOPCHECK_PYTHON").filter(|p| !p.is_empty()) {
@@ -68,7 +77,7 @@ fn create_venv() -> Result<(), String> {
     )?;
     run(
         &venv.join("bin/pip"),
-        &["install", "--quiet", "-r", "tests/sdk/requirements.txt"],
+        &["install", "--quiet", "-r", REQUIREMENTS],
     )
 }
 
@@ -87,7 +96,7 @@ fn the_official_python_sdk_passes_the_catalogue() {
     if let Err(err) = sdk_importable(&python) {
         let message = format!(
             "{} cannot import openai and jsonschema ({err}); install them with \
-             `python3 -m venv .venv && .venv/bin/pip install -r tests/sdk/requirements.txt` \
+             `python3 -m venv .venv && .venv/bin/pip install -r {REQUIREMENTS}` \
              or point LOOPCHECK_PYTHON at a Python that has them",
             python.display()
         );
@@ -98,7 +107,7 @@ fn the_official_python_sdk_passes_the_catalogue() {
         return;
     }
 
-    let script = root().join("tests/sdk/python_loop.py");
+    let script = root().join("harness/python/loop.py");
     let controller = format!(
         "{} {}",
         shell_quote(&python.to_string_lossy()),
@@ -109,7 +118,7 @@ fn the_official_python_sdk_passes_the_catalogue() {
     let output = Command::new(loopcheck_bin())
         .arg("run")
         .args(["--controller", &controller])
-        .args(["--supports", "previous_response_id,stateless,approvals"])
+        .args(["--supports", CAPABILITIES])
         .arg("--report-json")
         .arg(&report_path)
         .args(["--jobs", "2"])
