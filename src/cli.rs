@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand};
 use globset::{Glob, GlobSetBuilder};
 
-use crate::report::{Summary, console, json};
+use crate::report::{Summary, console, json, matrix};
 use crate::runner::{self, CAPABILITIES, Controller, RunOptions};
 use crate::scenario::{self, Case, ScenarioError};
 
@@ -38,33 +38,70 @@ enum Command {
     List(ListArgs),
     /// Check scenario files without running anything.
     Lint(LintArgs),
+    /// Run the cases against several controllers and print a compliance table.
+    Matrix(MatrixArgs),
     /// Run the built-in Rust reference controller (contract v1, from the environment).
     #[command(hide = true)]
     ReferenceController,
 }
 
+/// Which cases to run.
 #[derive(Debug, Args)]
-struct RunArgs {
+struct Selection {
     /// Scenario files or directories (default: the embedded catalogue).
     paths: Vec<PathBuf>,
-    /// The controller command, run with `sh -c` (default: the Rust reference controller).
+    /// Only cases whose id matches one of these globs (e.g. `dispatch/*`).
     #[arg(long)]
-    controller: Option<String>,
-    /// Comma-separated capabilities the controller supports.
-    #[arg(long, value_delimiter = ',')]
-    supports: Option<Vec<String>>,
+    filter: Vec<String>,
+}
+
+/// How cases run.
+#[derive(Debug, Args)]
+struct Settings {
     /// Per-case timeout in seconds.
     #[arg(long, default_value_t = 30.0)]
     timeout: f64,
     /// Cases run at once (default: the number of cores).
     #[arg(long)]
     jobs: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    selection: Selection,
+    /// The controller command, run with `sh -c` (default: the Rust reference controller).
+    #[arg(long)]
+    controller: Option<String>,
+    /// Comma-separated capabilities the controller supports.
+    #[arg(long, value_delimiter = ',')]
+    supports: Option<Vec<String>>,
+    #[command(flatten)]
+    settings: Settings,
     /// Write the JSON report here.
     #[arg(long)]
     report_json: Option<PathBuf>,
-    /// Only cases whose id matches one of these globs (e.g. `dispatch/*`).
+}
+
+#[derive(Debug, Args)]
+struct MatrixArgs {
+    #[command(flatten)]
+    selection: Selection,
+    /// A controller as `NAME=COMMAND` (repeatable); `reference` alone is the built-in one.
+    #[arg(long = "controller", required = true)]
+    controllers: Vec<String>,
+    /// Capabilities of one controller as `NAME=LIST` (repeatable; default:
+    /// previous_response_id,stateless).
     #[arg(long)]
-    filter: Vec<String>,
+    supports: Vec<String>,
+    #[command(flatten)]
+    settings: Settings,
+    /// Write the matrix as JSON here.
+    #[arg(long)]
+    report_json: Option<PathBuf>,
+    /// Write the matrix as a Markdown table here.
+    #[arg(long)]
+    markdown: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -98,6 +135,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => runtime.block_on(run(args)),
         Command::List(args) => list(args),
         Command::Lint(args) => lint(args),
+        Command::Matrix(args) => runtime.block_on(matrix(args)),
         Command::ReferenceController => {
             let outcome = runtime.block_on(loopcheck_reference::run_from_env());
             println!("{}", loopcheck_reference::result_line(&outcome));
@@ -126,48 +164,55 @@ fn usage_error(message: String) -> u8 {
     exit::USAGE
 }
 
-fn controller_from(args: &RunArgs) -> Result<Controller, String> {
-    let supports = match &args.supports {
-        Some(words) => {
-            let words: BTreeSet<String> = words
-                .iter()
-                .map(|w| w.trim().to_owned())
-                .filter(|w| !w.is_empty())
-                .collect();
-            if let Some(unknown) = words.iter().find(|w| !CAPABILITIES.contains(&w.as_str())) {
-                return Err(format!(
-                    "unknown capability '{unknown}' in --supports: expected some of {}",
-                    CAPABILITIES.join(", ")
-                ));
-            }
-            words
-        }
-        None if args.controller.is_none() => CAPABILITIES
+/// Parses a comma-separated capability list.
+fn parse_capabilities<S: AsRef<str>>(words: &[S]) -> Result<BTreeSet<String>, String> {
+    let words: BTreeSet<String> = words
+        .iter()
+        .flat_map(|w| w.as_ref().split(','))
+        .map(|w| w.trim().to_owned())
+        .filter(|w| !w.is_empty())
+        .collect();
+    match words.iter().find(|w| !CAPABILITIES.contains(&w.as_str())) {
+        Some(unknown) => Err(format!(
+            "unknown capability '{unknown}': expected some of {}",
+            CAPABILITIES.join(", ")
+        )),
+        None => Ok(words),
+    }
+}
+
+/// The built-in Rust reference controller: this executable, which supports everything
+/// but persistent mode.
+fn reference_controller(name: &str) -> Result<Controller, String> {
+    let exe = std::env::current_exe()
+        .map_err(|err| format!("failed to find the loopcheck executable: {err}"))?;
+    Ok(Controller {
+        name: name.to_owned(),
+        command: format!(
+            "{} reference-controller",
+            shell_quote(&exe.to_string_lossy())
+        ),
+        supports: CAPABILITIES
             .iter()
             .filter(|c| **c != "persistent")
             .map(|s| s.to_string())
             .collect(),
-        None => runner::default_capabilities(),
-    };
-    match &args.controller {
-        Some(command) => Ok(Controller {
+    })
+}
+
+fn controller_from(args: &RunArgs) -> Result<Controller, String> {
+    let mut controller = match &args.controller {
+        Some(command) => Controller {
             name: command.clone(),
             command: command.clone(),
-            supports,
-        }),
-        None => {
-            let exe = std::env::current_exe()
-                .map_err(|err| format!("failed to find the loopcheck executable: {err}"))?;
-            Ok(Controller {
-                name: "reference (rust)".to_owned(),
-                command: format!(
-                    "{} reference-controller",
-                    shell_quote(&exe.to_string_lossy())
-                ),
-                supports,
-            })
-        }
+            supports: runner::default_capabilities(),
+        },
+        None => reference_controller("reference (rust)")?,
+    };
+    if let Some(words) = &args.supports {
+        controller.supports = parse_capabilities(words)?;
     }
+    Ok(controller)
 }
 
 /// Single-quotes a word for `sh`.
@@ -192,41 +237,56 @@ fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, String>
         .collect())
 }
 
-async fn run(args: RunArgs) -> u8 {
-    let cases = match load(&args.paths) {
-        Ok(cases) => cases,
-        Err(errors) => {
+impl Selection {
+    /// The selected cases, or the exit code after printing why there are none.
+    fn cases(&self) -> Result<Vec<Case>, u8> {
+        let cases = load(&self.paths).map_err(|errors| {
             print_scenario_errors(&errors);
-            return exit::USAGE;
+            exit::USAGE
+        })?;
+        let cases = filter_cases(cases, &self.filter).map_err(usage_error)?;
+        if cases.is_empty() {
+            return Err(usage_error("no case matches: nothing to run".to_owned()));
         }
-    };
-    let cases = match filter_cases(cases, &args.filter) {
-        Ok(cases) => cases,
-        Err(message) => return usage_error(message),
-    };
-    if cases.is_empty() {
-        return usage_error("no case matches: nothing to run".to_owned());
+        Ok(cases)
     }
+}
+
+impl Settings {
+    /// The run options, or the exit code after printing what is wrong.
+    fn options(&self) -> Result<RunOptions, u8> {
+        if !(self.timeout.is_finite() && self.timeout > 0.0) {
+            return Err(usage_error(format!(
+                "invalid --timeout {}: expected a positive number of seconds",
+                self.timeout
+            )));
+        }
+        let mut options = RunOptions {
+            timeout: Duration::from_secs_f64(self.timeout),
+            ..RunOptions::default()
+        };
+        match self.jobs {
+            Some(0) => {
+                return Err(usage_error(
+                    "invalid --jobs 0: expected at least 1".to_owned(),
+                ));
+            }
+            Some(jobs) => options.jobs = jobs,
+            None => {}
+        }
+        Ok(options)
+    }
+}
+
+async fn run(args: RunArgs) -> u8 {
+    let (cases, options) = match (args.selection.cases(), args.settings.options()) {
+        (Ok(cases), Ok(options)) => (cases, options),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
     let controller = match controller_from(&args) {
         Ok(controller) => controller,
         Err(message) => return usage_error(message),
     };
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        return usage_error(format!(
-            "invalid --timeout {}: expected a positive number of seconds",
-            args.timeout
-        ));
-    }
-    let mut options = RunOptions {
-        timeout: Duration::from_secs_f64(args.timeout),
-        ..RunOptions::default()
-    };
-    if let Some(jobs) = args.jobs {
-        if jobs == 0 {
-            return usage_error("invalid --jobs 0: expected at least 1".to_owned());
-        }
-        options.jobs = jobs;
-    }
     let runs = runner::plan(&cases).len();
     println!(
         "loopcheck {}: {} case(s), {runs} run(s) against {} ({} at a time)",
@@ -309,4 +369,92 @@ fn lint(args: LintArgs) -> u8 {
             exit::USAGE
         }
     }
+}
+
+/// Parses `--controller NAME=CMD` (or `reference`) and `--supports NAME=LIST` options.
+fn matrix_controllers(args: &MatrixArgs) -> Result<Vec<Controller>, String> {
+    let mut controllers = Vec::new();
+    for spec in &args.controllers {
+        let controller = match spec.split_once('=') {
+            Some((name, command)) if !name.trim().is_empty() && !command.trim().is_empty() => {
+                Controller {
+                    name: name.trim().to_owned(),
+                    command: command.to_owned(),
+                    supports: runner::default_capabilities(),
+                }
+            }
+            None if spec.trim() == "reference" => reference_controller("reference")?,
+            _ => {
+                return Err(format!(
+                    "invalid --controller '{spec}': expected NAME=COMMAND, or `reference`"
+                ));
+            }
+        };
+        if controllers
+            .iter()
+            .any(|c: &Controller| c.name == controller.name)
+        {
+            return Err(format!("two controllers are named '{}'", controller.name));
+        }
+        controllers.push(controller);
+    }
+    for spec in &args.supports {
+        let Some((name, list)) = spec.split_once('=') else {
+            return Err(format!("invalid --supports '{spec}': expected NAME=LIST"));
+        };
+        let Some(controller) = controllers.iter_mut().find(|c| c.name == name.trim()) else {
+            return Err(format!(
+                "--supports names '{name}', which no --controller defines"
+            ));
+        };
+        controller.supports = parse_capabilities(&[list])?;
+    }
+    Ok(controllers)
+}
+
+async fn matrix(args: MatrixArgs) -> u8 {
+    let (cases, options) = match (args.selection.cases(), args.settings.options()) {
+        (Ok(cases), Ok(options)) => (cases, options),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let controllers = match matrix_controllers(&args) {
+        Ok(controllers) => controllers,
+        Err(message) => return usage_error(message),
+    };
+    let mut columns = Vec::new();
+    for controller in &controllers {
+        eprintln!(
+            "loopcheck matrix: running {} case(s) against {}",
+            cases.len(),
+            controller.name
+        );
+        let reports = runner::run_all(&cases, controller, &options, |_| {}).await;
+        columns.push((controller.name.clone(), reports));
+    }
+    let table = matrix::Matrix::new(&columns);
+    print!("{}", table.text());
+    let written = [
+        args.report_json
+            .as_ref()
+            .map(|path| (path, runner::write_atomic(path, &table.json()))),
+        args.markdown.as_ref().map(|path| {
+            (
+                path,
+                runner::write_bytes_atomic(path, table.markdown().as_bytes()),
+            )
+        }),
+    ];
+    for (path, result) in written.into_iter().flatten() {
+        if let Err(err) = result {
+            eprintln!("error: failed to write {}: {err}", path.display());
+            return exit::FAILURES;
+        }
+    }
+    // A matrix compares controllers; their failures are its content, not an error. Only
+    // cases loopcheck itself could not run make it fail.
+    let errors = columns
+        .iter()
+        .flat_map(|(_, r)| r)
+        .any(|r| r.verdict == crate::oracle::CaseVerdict::Error);
+    if errors { exit::FAILURES } else { exit::OK }
 }

@@ -11,16 +11,7 @@ pub fn render(controller: &str, reports: &[CaseReport]) -> Value {
     json!({
         "loopcheck": env!("CARGO_PKG_VERSION"),
         "controller": controller,
-        "summary": {
-            "cases": summary.cases,
-            "passed": summary.passed,
-            "failed": summary.failed,
-            "non_strict": summary.non_strict,
-            "unsupported": summary.unsupported,
-            "timeout": summary.timeout,
-            "crashed": summary.crashed,
-            "errors": summary.errors,
-        },
+        "summary": summary.to_json(),
         "cases": reports.iter().map(case).collect::<Vec<_>>(),
     })
 }

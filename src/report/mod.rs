@@ -2,6 +2,7 @@
 
 pub mod console;
 pub mod json;
+pub mod matrix;
 
 use crate::oracle::CaseVerdict;
 use crate::runner::CaseReport;
@@ -51,6 +52,20 @@ impl Summary {
     /// True when the run exits 0.
     pub fn ok(&self) -> bool {
         self.failed + self.timeout + self.crashed + self.errors == 0
+    }
+
+    /// The counts as the JSON reports write them.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "cases": self.cases,
+            "passed": self.passed,
+            "failed": self.failed,
+            "non_strict": self.non_strict,
+            "unsupported": self.unsupported,
+            "timeout": self.timeout,
+            "crashed": self.crashed,
+            "errors": self.errors,
+        })
     }
 
     /// `N passed, N failed` plus the other counts.

@@ -197,3 +197,39 @@ fn usage_errors_exit_2() {
     let (code, _, _) = run(&["--filter", "no-such-area/*"]);
     assert_eq!(code, Some(2));
 }
+
+#[test]
+fn matrix_compares_controllers_case_by_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let json_path = dir.path().join("matrix.json");
+    let markdown_path = dir.path().join("matrix.md");
+    let output = Command::new(loopcheck_bin())
+        .args(["matrix", "--controller", "reference", "--controller", "broken=echo nonsense"])
+        .args(["--supports", "broken=stateless", "--filter", "correlation/single-call"])
+        .arg("--report-json")
+        .arg(&json_path)
+        .arg("--markdown")
+        .arg(&markdown_path)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "a controller's failures are the matrix's content:\n{stdout}");
+    let matrix: Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    assert_eq!(matrix["controllers"], serde_json::json!(["reference", "broken"]));
+    let cases = matrix["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for case in cases {
+        assert_eq!(case["verdicts"]["reference"], "pass", "{case}");
+        let expected = if case["state"] == "stateless" { "crashed" } else { "unsupported" };
+        assert_eq!(case["verdicts"]["broken"], expected, "{case}");
+    }
+    assert_eq!(matrix["summary"]["broken"]["crashed"], 1);
+    let markdown = std::fs::read_to_string(&markdown_path).unwrap();
+    assert!(markdown.starts_with("| case | reference | broken |"), "{markdown}");
+    assert!(markdown.contains("| `correlation/single-call [stateless]` | pass | crashed |"), "{markdown}");
+    assert!(stdout.contains("broken: 2 cases: 0 passed"), "{stdout}");
+
+    let output = Command::new(loopcheck_bin()).args(["matrix", "--controller", "nameless"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}

@@ -1,0 +1,132 @@
+//! The compliance matrix: cases by controllers, a verdict per cell, as text, Markdown
+//! and JSON.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use super::Summary;
+use crate::runner::CaseReport;
+
+/// Reports of several controllers over the same cases.
+pub struct Matrix<'a> {
+    columns: &'a [(String, Vec<CaseReport>)],
+}
+
+impl<'a> Matrix<'a> {
+    /// A matrix of `(controller name, reports in plan order)` columns.
+    pub fn new(columns: &'a [(String, Vec<CaseReport>)]) -> Self {
+        Self { columns }
+    }
+
+    fn rows(&self) -> Vec<(String, Vec<&'static str>)> {
+        let Some((_, first)) = self.columns.first() else {
+            return Vec::new();
+        };
+        first
+            .iter()
+            .enumerate()
+            .map(|(i, report)| {
+                let label = format!("{} [{}]", report.id, report.state);
+                let cells = self
+                    .columns
+                    .iter()
+                    .map(|(_, reports)| reports.get(i).map_or("-", |r| r.verdict.as_str()))
+                    .collect();
+                (label, cells)
+            })
+            .collect()
+    }
+
+    /// Aligned columns for the terminal, with a summary row per controller.
+    pub fn text(&self) -> String {
+        let rows = self.rows();
+        let width = rows
+            .iter()
+            .map(|(label, _)| label.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let widths: Vec<usize> = self
+            .columns
+            .iter()
+            .map(|(name, _)| name.len().max(11))
+            .collect();
+        let mut out = format!("{:<width$}", "case");
+        for ((name, _), w) in self.columns.iter().zip(&widths) {
+            let _ = write!(out, "  {name:<w$}");
+        }
+        out.push('\n');
+        for (label, cells) in &rows {
+            let _ = write!(out, "{label:<width$}");
+            for (cell, w) in cells.iter().zip(&widths) {
+                let _ = write!(out, "  {cell:<w$}");
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+        for (name, reports) in self.columns {
+            let _ = writeln!(out, "{name}: {}", Summary::of(reports).line());
+        }
+        out
+    }
+
+    /// A Markdown table, for a README.
+    pub fn markdown(&self) -> String {
+        let mut out = String::from("| case |");
+        for (name, _) in self.columns {
+            let _ = write!(out, " {name} |");
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(self.columns.len()));
+        out.push('\n');
+        for (label, cells) in self.rows() {
+            let _ = write!(out, "| `{label}` |");
+            for cell in cells {
+                let _ = write!(out, " {cell} |");
+            }
+            out.push('\n');
+        }
+        out.push_str("| **passed** |");
+        for (_, reports) in self.columns {
+            let summary = Summary::of(reports);
+            let _ = write!(out, " {}/{} |", summary.passed, summary.cases);
+        }
+        out.push('\n');
+        out
+    }
+
+    /// `{"loopcheck", "controllers", "cases": [{"id", "state", "verdicts": {name: v}}],
+    /// "summary": {name: counts}}`.
+    pub fn json(&self) -> Value {
+        let cases: Vec<Value> = self
+            .columns
+            .first()
+            .map(|(_, first)| {
+                first
+                    .iter()
+                    .enumerate()
+                    .map(|(i, report)| {
+                        let verdicts: serde_json::Map<String, Value> = self
+                            .columns
+                            .iter()
+                            .map(|(name, reports)| (name.clone(), json!(reports.get(i).map(|r| r.verdict.as_str()))))
+                            .collect();
+                        json!({"id": report.id, "state": report.state.as_str(), "verdicts": verdicts})
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let summary: serde_json::Map<String, Value> = self
+            .columns
+            .iter()
+            .map(|(name, reports)| (name.clone(), Summary::of(reports).to_json()))
+            .collect();
+        json!({
+            "loopcheck": env!("CARGO_PKG_VERSION"),
+            "controllers": self.columns.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+            "cases": cases,
+            "summary": summary,
+        })
+    }
+}
