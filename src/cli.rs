@@ -200,13 +200,61 @@ fn reference_controller(name: &str) -> Result<Controller, String> {
     })
 }
 
+/// The capabilities in a controller manifest next to a file the command names
+/// (`<file>.loopcheck.json`, else `loopcheck.json` in its folder: `{"supports": [...]}`);
+/// the interpreter in `python3 loop.py` has none, the script may.
+fn manifest_capabilities(command: &str) -> Result<Option<BTreeSet<String>>, String> {
+    let manifest = command
+        .split_whitespace()
+        .map(std::path::Path::new)
+        .filter(|p| p.is_file())
+        .flat_map(|file| {
+            let name = file.file_name().unwrap_or_default().to_string_lossy();
+            [
+                file.with_file_name(format!("{name}.loopcheck.json")),
+                file.with_file_name("loopcheck.json"),
+            ]
+        })
+        .find(|p| p.is_file());
+    let Some(manifest) = manifest else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&manifest)
+        .map_err(|err| format!("failed to read {}: {err}", manifest.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|err| format!("{}: {err}", manifest.display()))?;
+    let words: Vec<String> = value["supports"]
+        .as_array()
+        .ok_or_else(|| {
+            format!(
+                "{}: expected {{\"supports\": [capabilities]}}",
+                manifest.display()
+            )
+        })?
+        .iter()
+        .map(|w| {
+            w.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("{}: capabilities are strings", manifest.display()))
+        })
+        .collect::<Result<_, _>>()?;
+    parse_capabilities(&words)
+        .map(Some)
+        .map_err(|err| format!("{}: {err}", manifest.display()))
+}
+
+/// A controller given by command, with its capabilities from its manifest, if any.
+fn command_controller(name: &str, command: &str) -> Result<Controller, String> {
+    Ok(Controller {
+        name: name.to_owned(),
+        command: command.to_owned(),
+        supports: manifest_capabilities(command)?.unwrap_or_else(runner::default_capabilities),
+    })
+}
+
 fn controller_from(args: &RunArgs) -> Result<Controller, String> {
     let mut controller = match &args.controller {
-        Some(command) => Controller {
-            name: command.clone(),
-            command: command.clone(),
-            supports: runner::default_capabilities(),
-        },
+        Some(command) => command_controller(command, command)?,
         None => reference_controller("reference (rust)")?,
     };
     if let Some(words) = &args.supports {
@@ -377,11 +425,7 @@ fn matrix_controllers(args: &MatrixArgs) -> Result<Vec<Controller>, String> {
     for spec in &args.controllers {
         let controller = match spec.split_once('=') {
             Some((name, command)) if !name.trim().is_empty() && !command.trim().is_empty() => {
-                Controller {
-                    name: name.trim().to_owned(),
-                    command: command.to_owned(),
-                    supports: runner::default_capabilities(),
-                }
+                command_controller(name.trim(), command)?
             }
             None if spec.trim() == "reference" => reference_controller("reference")?,
             _ => {

@@ -204,8 +204,19 @@ fn matrix_compares_controllers_case_by_case() {
     let json_path = dir.path().join("matrix.json");
     let markdown_path = dir.path().join("matrix.md");
     let output = Command::new(loopcheck_bin())
-        .args(["matrix", "--controller", "reference", "--controller", "broken=echo nonsense"])
-        .args(["--supports", "broken=stateless", "--filter", "correlation/single-call"])
+        .args([
+            "matrix",
+            "--controller",
+            "reference",
+            "--controller",
+            "broken=echo nonsense",
+        ])
+        .args([
+            "--supports",
+            "broken=stateless",
+            "--filter",
+            "correlation/single-call",
+        ])
         .arg("--report-json")
         .arg(&json_path)
         .arg("--markdown")
@@ -214,22 +225,61 @@ fn matrix_compares_controllers_case_by_case() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(0), "a controller's failures are the matrix's content:\n{stdout}");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "a controller's failures are the matrix's content:\n{stdout}"
+    );
     let matrix: Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
-    assert_eq!(matrix["controllers"], serde_json::json!(["reference", "broken"]));
+    assert_eq!(
+        matrix["controllers"],
+        serde_json::json!(["reference", "broken"])
+    );
     let cases = matrix["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 2);
     for case in cases {
         assert_eq!(case["verdicts"]["reference"], "pass", "{case}");
-        let expected = if case["state"] == "stateless" { "crashed" } else { "unsupported" };
+        let expected = if case["state"] == "stateless" {
+            "crashed"
+        } else {
+            "unsupported"
+        };
         assert_eq!(case["verdicts"]["broken"], expected, "{case}");
     }
     assert_eq!(matrix["summary"]["broken"]["crashed"], 1);
     let markdown = std::fs::read_to_string(&markdown_path).unwrap();
-    assert!(markdown.starts_with("| case | reference | broken |"), "{markdown}");
-    assert!(markdown.contains("| `correlation/single-call [stateless]` | pass | crashed |"), "{markdown}");
+    assert!(
+        markdown.starts_with("| case | reference | broken |"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| `correlation/single-call [stateless]` | pass | crashed |"),
+        "{markdown}"
+    );
     assert!(stdout.contains("broken: 2 cases: 0 passed"), "{stdout}");
 
-    let output = Command::new(loopcheck_bin()).args(["matrix", "--controller", "nameless"]).output().unwrap();
+    let output = Command::new(loopcheck_bin())
+        .args(["matrix", "--controller", "nameless"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn a_manifest_beside_the_controller_declares_its_capabilities() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("ctl.sh");
+    std::fs::write(&script, format!("exec '{}' reference-controller\n", loopcheck_bin().display())).unwrap();
+    let manifest = dir.path().join("ctl.sh.loopcheck.json");
+    std::fs::write(&manifest, r#"{"supports": ["stateless"]}"#).unwrap();
+    let command = format!("sh {}", script.display());
+    let (code, stdout, report) = run(&["--controller", &command, "--filter", "correlation/single-call"]);
+    assert_eq!(code, Some(0), "{stdout}");
+    for case in report["cases"].as_array().unwrap() {
+        let expected = if case["state"] == "stateless" { "pass" } else { "unsupported" };
+        assert_eq!(case["verdict"], expected, "{case}");
+    }
+    std::fs::write(&manifest, r#"{"supports": ["telepathy"]}"#).unwrap();
+    let (code, _, _) = run(&["--controller", &command, "--filter", "correlation/single-call"]);
+    assert_eq!(code, Some(2), "a bad manifest is a usage error");
 }
