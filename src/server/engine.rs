@@ -116,6 +116,8 @@ pub(super) struct Handled {
     pub turn: Option<usize>,
     pub fault: Option<FaultRecord>,
     pub final_response: Option<Value>,
+    /// The `x-request-id` to answer with, when the body already names it (E16).
+    pub request_id: Option<String>,
 }
 
 impl Handled {
@@ -128,6 +130,7 @@ impl Handled {
             turn: None,
             fault: None,
             final_response: None,
+            request_id: None,
         }
     }
 }
@@ -322,7 +325,10 @@ impl Session {
             ),
         };
         inner.seq += 1;
-        let request_id = inner.ids.request_id();
+        let request_id = match &handled.request_id {
+            Some(id) => id.clone(),
+            None => inner.ids.request_id(),
+        };
         let (recorded, stream) = match &handled.body {
             ReplyBody::Json(value) => (value.clone(), None),
             ReplyBody::Raw { text, .. } => (Value::String(text.clone()), None),

@@ -95,6 +95,8 @@ impl Session {
                 let fault = turn.faults.get(inner.attempts).cloned();
                 inner.attempts += 1;
                 if let Some(fault) = fault.as_ref().filter(|f| !f.is_delay_only()) {
+                    // An SDK retry of this attempt retries the fault, not the last turn.
+                    inner.last_served = None;
                     return Ok(fault_reply(fault, &mut inner.ids));
                 }
                 (index, fault)
@@ -202,6 +204,7 @@ impl Session {
             turn: Some(index),
             fault: None,
             final_response,
+            request_id: None,
         })
     }
 
@@ -298,9 +301,8 @@ fn background_snapshot(terminal: &Value, status: &str) -> Value {
     snapshot["completed_at"] = Value::Null;
     snapshot["error"] = Value::Null;
     snapshot["incomplete_details"] = Value::Null;
-    if status != "cancelled" {
-        snapshot["usage"] = Value::Null;
-    }
+    // Nothing ran yet (or ever, once cancelled): no tokens to report.
+    snapshot["usage"] = Value::Null;
     snapshot
 }
 
@@ -348,6 +350,8 @@ fn fault_reply(fault: &Fault, ids: &mut IdGen) -> Handled {
         headers.push(("x-should-retry".to_owned(), retry.to_string()));
     }
     let status = fault.status.unwrap_or(500);
+    // The E16 message names the request id, so the reply's `x-request-id` is this one.
+    let request_id = ids.request_id();
     let body = if fault.drop {
         ReplyBody::Drop
     } else if let Some(text) = &fault.body {
@@ -361,7 +365,7 @@ fn fault_reply(fault: &Fault, ids: &mut IdGen) -> Handled {
                 content_type: "text/html",
                 text: "<html><head><title>503 Service Temporarily Unavailable</title></head><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>\n".to_owned(),
             },
-            _ => ReplyBody::Json(ApiError::for_status(status, &ids.request_id()).body()),
+            _ => ReplyBody::Json(ApiError::for_status(status, &request_id).body()),
         }
     };
     Handled {
@@ -372,5 +376,6 @@ fn fault_reply(fault: &Fault, ids: &mut IdGen) -> Handled {
         turn: None,
         fault: Some(record),
         final_response: None,
+        request_id: Some(request_id),
     }
 }

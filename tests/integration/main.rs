@@ -9,3 +9,5 @@ mod families;
 mod process;
 mod scenario_errors;
 mod sdk_python;
+mod sdk_rust;
+mod surface;
