@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::facts::{Facts, output_text};
 use super::verdict::CheckResult;
 use crate::scenario::Level;
+use crate::tools::json_equal;
 use crate::wire::request::{call_id, item_type};
 
 /// The `call-id` checks.
@@ -115,7 +116,12 @@ fn executed_as_issued(f: &Facts) -> Option<CheckResult> {
     for call in &f.calls {
         for execution in f.executions_of(&call.call_id) {
             judged += 1;
-            if execution.name != call.name || Some(&execution.arguments) != call.parsed.as_ref() {
+            if execution.name != call.name
+                || !call
+                    .parsed
+                    .as_ref()
+                    .is_some_and(|p| json_equal(p, &execution.arguments))
+            {
                 problems.push(format!(
                     "the backend was asked to run {} {} under {}, which the model issued as {} {}",
                     execution.name, execution.arguments, call.call_id, call.name, call.arguments
@@ -159,12 +165,14 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
             judged += 1;
             let text = output_text(output);
             let actual: Option<Value> = serde_json::from_str(&text).ok();
-            if actual.as_ref() == Some(expected) {
+            if actual.as_ref().is_some_and(|a| json_equal(a, expected)) {
                 continue;
             }
             let whose = results
                 .iter()
-                .find(|(id, result)| *id != call.call_id && Some(result) == actual.as_ref())
+                .find(|(id, result)| {
+                    *id != call.call_id && actual.as_ref().is_some_and(|a| json_equal(a, result))
+                })
                 .map(|(id, _)| format!(" (that is the result of {id})"))
                 .unwrap_or_default();
             problems.push(format!(

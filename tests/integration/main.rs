@@ -8,6 +8,7 @@ mod emulation;
 mod families;
 mod process;
 mod scenario_errors;
+mod sdk_node;
 mod sdk_python;
 mod sdk_rust;
 mod surface;

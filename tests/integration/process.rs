@@ -269,17 +269,38 @@ fn matrix_compares_controllers_case_by_case() {
 fn a_manifest_beside_the_controller_declares_its_capabilities() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("ctl.sh");
-    std::fs::write(&script, format!("exec '{}' reference-controller\n", loopcheck_bin().display())).unwrap();
+    std::fs::write(
+        &script,
+        format!(
+            "exec '{}' reference-controller\n",
+            loopcheck_bin().display()
+        ),
+    )
+    .unwrap();
     let manifest = dir.path().join("ctl.sh.loopcheck.json");
     std::fs::write(&manifest, r#"{"supports": ["stateless"]}"#).unwrap();
     let command = format!("sh {}", script.display());
-    let (code, stdout, report) = run(&["--controller", &command, "--filter", "correlation/single-call"]);
+    let (code, stdout, report) = run(&[
+        "--controller",
+        &command,
+        "--filter",
+        "correlation/single-call",
+    ]);
     assert_eq!(code, Some(0), "{stdout}");
     for case in report["cases"].as_array().unwrap() {
-        let expected = if case["state"] == "stateless" { "pass" } else { "unsupported" };
+        let expected = if case["state"] == "stateless" {
+            "pass"
+        } else {
+            "unsupported"
+        };
         assert_eq!(case["verdict"], expected, "{case}");
     }
     std::fs::write(&manifest, r#"{"supports": ["telepathy"]}"#).unwrap();
-    let (code, _, _) = run(&["--controller", &command, "--filter", "correlation/single-call"]);
+    let (code, _, _) = run(&[
+        "--controller",
+        &command,
+        "--filter",
+        "correlation/single-call",
+    ]);
     assert_eq!(code, Some(2), "a bad manifest is a usage error");
 }

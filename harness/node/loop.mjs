@@ -1,0 +1,365 @@
+// loopcheck's Node.js reference controller: a contract-v1 Responses tool loop on the
+// official `openai` npm package (CONTRACT.md; the wire rules are WIRE.md's). It behaves
+// like harness/python/loop.py, in the idiom of the Node SDK.
+//
+// One round is one model request. A completed response's `function_call` items each get
+// exactly one `function_call_output` (same `call_id`, same `caller`) in the next request; a
+// response without calls is the final answer, unless a program just finished
+// (`program_output`, no message): then the model answers in one more request.
+//
+// Every piece is exported and the loop calls the pieces through the mutable `impl` object,
+// so a test (harness/mutants/*.mjs) can import this module, replace exactly one piece and
+// run `main()`: ESM bindings are read-only from outside, an object's properties are not.
+
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import Ajv from 'ajv';
+import OpenAI from 'openai';
+
+export const TERMINAL_EVENTS = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+/** Ends the loop with a failed result (CONTRACT.md section 4). */
+export class Stop extends Error {
+  constructor(reason, detail) {
+    super(detail);
+    this.reason = reason;
+    this.detail = detail;
+  }
+}
+
+// stdout is reserved for the result line.
+export const log = (...args) => console.error(...args);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+export const errorOutput = (message) => JSON.stringify({ error: String(message) });
+
+/** POST JSON to the fixture backend: {status, text, body (parsed, or null)}. Throws on transport errors. */
+export async function postJson(url, body) {
+  const answer = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await answer.text();
+  try {
+    return { status: answer.status, text, body: JSON.parse(text) };
+  } catch {
+    return { status: answer.status, text, body: null };
+  }
+}
+
+/** The task's registry: its function tools only. Hosted tools such as
+ * {"type": "programmatic_tool_calling"} are sent to the API but run nothing here. */
+export function makeTools(task, toolsUrl) {
+  // strict: false because task schemas may use keywords Ajv's strict mode refuses;
+  // validateFormats: false because `format` is an annotation (as in Python's jsonschema).
+  const ajv = new Ajv({ strict: false, validateFormats: false });
+  const registry = new Map();
+  for (const tool of task.tools) {
+    if (tool.type !== 'function') continue;
+    const validate = tool.parameters == null ? null : ajv.compile(tool.parameters);
+    registry.set(tool.name, { validate, allowedCallers: tool.allowed_callers ?? ['direct'] });
+  }
+  return {
+    url: toolsUrl.replace(/\/+$/, ''),
+    principal: task.principal,
+    approvalRequired: new Set(task.approval_required ?? []),
+    registry,
+  };
+}
+
+/** The output to send for one call. Never throws: a rejected or failed call is answered
+ * with an error output so the model can go on, never dropped. */
+export async function handleCall(tools, call) {
+  // Everything the model sent is checked before anything is dispatched. The lookup is an
+  // exact Map key: no trimming, no namespace stripping.
+  const entry = tools.registry.get(call.name);
+  if (!entry) return errorOutput(`unknown tool: ${call.name}`);
+  const caller = call.caller?.type === 'program' ? 'programmatic' : 'direct';
+  if (!entry.allowedCallers.includes(caller)) {
+    return errorOutput('Function caller is excluded by allowed_callers.');
+  }
+  let args;
+  try {
+    args = JSON.parse(call.arguments);
+  } catch (err) {
+    return errorOutput(`invalid JSON arguments: ${err.message}`);
+  }
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    return errorOutput('invalid JSON arguments: expected a JSON object');
+  }
+  if (entry.validate && !entry.validate(args)) {
+    const [first] = entry.validate.errors;
+    return errorOutput(`arguments do not match the schema: ${first.instancePath || '/'} ${first.message}`);
+  }
+  const body = { call_id: call.call_id, arguments: args, principal: tools.principal };
+  let answer;
+  try {
+    if (tools.approvalRequired.has(call.name)) {
+      const approval = await postJson(`${tools.url}/approvals`, { ...body, name: call.name });
+      const decision = approval.body;
+      if (approval.status !== 200 || decision === null || typeof decision !== 'object') {
+        return errorOutput(`approval request failed: HTTP ${approval.status}`);
+      }
+      if (decision.approved === false) {
+        return errorOutput(`approval denied: ${decision.reason || 'no reason given'}`);
+      }
+      if (decision.approved !== true || !decision.approval) {
+        return errorOutput('approval request failed: malformed answer');
+      }
+      body.approval = decision.approval;
+    }
+    // 5xx is transient; resending with the same call_id is safe because the backend
+    // de-duplicates by it. 403 (denied), 409, 404 and 422 would fail again: relayed.
+    for (let attempt = 1; ; attempt++) {
+      answer = await postJson(`${tools.url}/call/${encodeURIComponent(call.name)}`, body);
+      if (answer.status < 500) break;
+      log(`tool ${call.name} (${call.call_id}): HTTP ${answer.status} on attempt ${attempt}`);
+      if (attempt === 3) return errorOutput('tool unavailable');
+      await sleep(50);
+    }
+  } catch (err) {
+    return errorOutput(`tool backend unreachable: ${err.message}`);
+  }
+  const { status } = answer;
+  const data = answer.body !== null && typeof answer.body === 'object' ? answer.body : {};
+  if (status === 200 && 'result' in data) return resultText(answer.text, data);
+  const error = data.error !== null && typeof data.error === 'object' ? data.error : {};
+  const code = status === 403 ? 'forbidden' : error.code || `HTTP ${status}`;
+  return errorOutput(`${code}: ${error.message || 'no message'}`);
+}
+
+/** The backend's `result` as the output string, relayed as the JSON text the backend wrote
+ * when the body is exactly {"result": ...}: a JSON.parse/JSON.stringify round trip is lossy
+ * in JavaScript (1200.0 comes back as 1200, integers beyond 2^53 are rounded), and the
+ * model should see the tool's data as the tool wrote it. */
+export function resultText(text, data) {
+  const raw = Object.keys(data).length === 1 ? /^\s*\{\s*"result"\s*:([\s\S]*)\}\s*$/.exec(text) : null;
+  return raw ? raw[1].trim() : JSON.stringify(data.result);
+}
+
+/** The function_call_output for a call. It echoes the call's `caller`: a program's child
+ * output without it is rejected, and the program never resumes. */
+export function outputItem(call, output) {
+  const item = { type: 'function_call_output', call_id: call.call_id, output };
+  if (call.caller != null) item.caller = call.caller;
+  return item;
+}
+
+/** One output per call, in the calls' order, each computed from that very call. Sequential,
+ * so approvals and side effects happen in the order the model issued them. */
+export async function answerCalls(tools, calls) {
+  const outputs = [];
+  for (const call of calls) {
+    const output = await impl.handleCall(tools, call);
+    log(`  ${call.call_id} ${call.name} -> ${output}`);
+    outputs.push(impl.outputItem(call, output));
+  }
+  return outputs;
+}
+
+/** A minimal shape check: the Node SDK returns the parsed JSON without validating it (its
+ * types exist only at compile time), so a body the loop cannot read must fail the case
+ * here, not as a TypeError deep inside. */
+export function checked(response) {
+  const fine =
+    response !== null && typeof response === 'object' && typeof response.id === 'string' &&
+    typeof response.status === 'string' && Array.isArray(response.output) &&
+    response.output.every((item) => typeof item?.type === 'string') &&
+    response.output
+      .filter((item) => item.type === 'function_call')
+      .every((c) => [c.call_id, c.name, c.arguments].every((field) => typeof field === 'string'));
+  if (!fine) {
+    throw new Stop('api_error', `malformed response body: ${JSON.stringify(response)?.slice(0, 500)}`);
+  }
+  return response;
+}
+
+/** A streamed model request: the SDK's stream helper, whose accumulator throws on any
+ * out-of-order event (a delta before its item, a changed id, ...), so a stream it accepts
+ * is well-formed. Calls are only read from the terminal event: items seen before it may
+ * still be cut short, and a response that never completes must run nothing. */
+export async function streamResponse(client, body) {
+  // The helper derives argument parsers from `params.tools`: given a strict tool there, it
+  // JSON.parses every call's arguments once the stream ends, so one malformed call would
+  // throw instead of getting an error output (dispatch/malformed-arguments-streamed). So
+  // the params carry no tools, and the wire body (the same JSON, tools included) is given
+  // as the request option `body`, which the SDK sends in place of the params.
+  const { tools, ...params } = body;
+  const stream = client.responses.stream(params, { body: { ...body, stream: true } });
+  for await (const event of stream) {
+    // Leaving the loop aborts the rest of the stream: nothing after the terminal event counts.
+    if (TERMINAL_EVENTS.has(event.type)) return checked(event.response);
+    // The helper throws APIError on every `error` event, flat or nested; kept in case it stops.
+    if (event.type === 'error') throw new Stop('api_error', `stream error ${event.code}: ${event.message}`);
+  }
+  throw new Stop('api_error', 'the stream ended before a terminal event');
+}
+
+/** One model request. The SDK retries it (maxRetries 2) on connection errors, 408, 409,
+ * 429 and 5xx, honouring retry-after(-ms) and x-should-retry, always with the same body;
+ * a stream is never retried once it has started. Background responses are polled with
+ * `retrieve` until they leave `queued`/`in_progress`. */
+export async function send(client, body) {
+  let response = body.stream
+    ? await impl.streamResponse(client, body)
+    : checked(await client.responses.create(body));
+  while (body.background && (response.status === 'queued' || response.status === 'in_progress')) {
+    await sleep(50);
+    response = checked(await client.responses.retrieve(response.id));
+  }
+  return response;
+}
+
+/** Only a completed response continues the loop; anything else ends the case. */
+export function checkStatus(response) {
+  const { status } = response;
+  if (status === 'incomplete') {
+    const reason = response.incomplete_details?.reason || 'no reason given';
+    throw new Stop('incomplete', `response incomplete: ${reason}`);
+  }
+  if (status === 'failed') {
+    throw new Stop('response_failed', `response failed: ${response.error?.message || 'no error message'}`);
+  }
+  if (status === 'cancelled') throw new Stop('cancelled', 'response was cancelled');
+  if (status !== 'completed') {
+    throw new Stop('api_error', `unexpected response status ${JSON.stringify(status)}`);
+  }
+}
+
+/** Whether a completed response ends the loop: no calls pending, and not a program's
+ * result alone (the model answers from it in one more request). */
+export function isFinal(response) {
+  const kinds = new Set(response.output.map((item) => item.type));
+  return !kinds.has('function_call') && (!kinds.has('program_output') || kinds.has('message'));
+}
+
+/** The answer: the text of every output_text part of every message (the SDKs' `output_text`,
+ * WIRE.md 2.6, computed here since stream events do not carry it). A refusal is no answer. */
+export function finalAnswer(response) {
+  const messages = response.output.filter((item) => item.type === 'message');
+  const parts = messages.at(-1)?.content ?? [];
+  const refusal = parts.find((part) => part.type === 'refusal');
+  if (refusal && !parts.some((part) => part.type === 'output_text')) {
+    throw new Stop('refusal', refusal.refusal);
+  }
+  return messages
+    .flatMap((item) => item.content ?? [])
+    .filter((part) => part.type === 'output_text')
+    .map((part) => part.text)
+    .join('');
+}
+
+/** A JSON value without its null-valued keys, at any depth (arrays keep their length). */
+const withoutNulls = (value) =>
+  Array.isArray(value)
+    ? value.map(withoutNulls)
+    : value !== null && typeof value === 'object'
+      ? Object.fromEntries(
+          Object.entries(value).filter(([, v]) => v != null).map(([k, v]) => [k, withoutNulls(v)]),
+        )
+      : value;
+
+/** Output items as stateless input: the keys the server sent (so `program` items keep
+ * their code and fingerprint verbatim), minus nulls (as Python's `exclude_none`) and
+ * `status` on reasoning, which the API rejects in input. */
+export function replayItems(output) {
+  return output.map((item) => {
+    const data = withoutNulls(item);
+    if (data.type === 'reasoning') delete data.status;
+    return data;
+  });
+}
+
+/** The loop's state before the first request. Neither previous_response_id nor a
+ * conversation carries instructions or tools: they go out with every request. */
+export async function initialState(task, client) {
+  const base = { model: task.model, tools: task.tools, parallel_tool_calls: true };
+  if (task.instructions != null) base.instructions = task.instructions;
+  if (task.stream) base.stream = true;
+  if (task.background) base.background = true;
+  const first = task.input;
+  const state = { mode: task.state, base, newItems: first, context: null, previousResponseId: null };
+  if (task.state === 'stateless') {
+    // Background responses are stored; stateless means store: false.
+    if (task.background) throw new Stop('unsupported', 'background needs stored responses');
+    Object.assign(base, { store: false, include: ['reasoning.encrypted_content'] });
+    state.context = typeof first === 'string' ? [{ role: 'user', content: first }] : [...first];
+  } else if (task.state === 'conversation') {
+    base.conversation = (await client.conversations.create()).id;
+  } else if (task.state !== 'previous_response_id') {
+    throw new Stop('unsupported', `state mode ${JSON.stringify(task.state)} is not supported`);
+  }
+  return state;
+}
+
+/** The next request's body: stateless replays the whole context, the other modes send
+ * only the new items (chained to the latest response, or added to the conversation). */
+export function requestBody(state) {
+  const body = { ...state.base, input: state.mode === 'stateless' ? state.context : state.newItems };
+  if (state.previousResponseId) body.previous_response_id = state.previousResponseId;
+  return body;
+}
+
+/** Carries the round into the state: the response's items plus our outputs. */
+export function advance(state, response, outputs) {
+  if (state.mode === 'stateless') state.context.push(...impl.replayItems(response.output), ...outputs);
+  else state.newItems = outputs;
+  if (state.mode === 'previous_response_id') state.previousResponseId = response.id;
+}
+
+/** The loop; returns the answer text or throws Stop. */
+export async function run(task, client, tools) {
+  const state = await impl.initialState(task, client);
+  const maxRounds = task.max_rounds ?? 10;
+  for (let round = 1; round <= maxRounds; round++) {
+    const response = await impl.send(client, impl.requestBody(state));
+    impl.checkStatus(response);
+    const calls = response.output.filter((item) => item.type === 'function_call');
+    const kinds = [...new Set(response.output.map((item) => item.type))].sort();
+    log(`round ${round}/${maxRounds}: ${calls.length} function call(s), items ${kinds}`);
+    if (impl.isFinal(response)) return impl.finalAnswer(response);
+    // These outputs (or the program's result) could never be sent back: execute nothing.
+    if (round === maxRounds) throw new Stop('max_rounds', 'model kept calling tools');
+    impl.advance(state, response, await impl.answerCalls(tools, calls));
+  }
+  throw new Stop('max_rounds', 'max_rounds allows no model request');
+}
+
+/** OPENAI_BASE_URL and OPENAI_API_KEY come from the environment. */
+export function makeClient() {
+  return new OpenAI({ maxRetries: 2 });
+}
+
+/** Reads the task, runs the loop, prints the result line; never throws. */
+export async function main() {
+  // A stray rejection (say, from a stream aborted after its terminal event) must not kill
+  // the process before it prints its result line.
+  process.on('unhandledRejection', (err) => log(`unhandled rejection: ${err?.stack ?? err}`));
+  let result;
+  try {
+    const task = JSON.parse(readFileSync(process.env.LOOPCHECK_TASK, 'utf8'));
+    const tools = impl.makeTools(task, process.env.LOOPCHECK_TOOLS_URL);
+    result = { status: 'completed', output_text: await impl.run(task, impl.makeClient(), tools) };
+  } catch (err) {
+    if (err instanceof Stop) {
+      result = { status: 'failed', reason: err.reason, detail: err.detail };
+    } else {
+      // OpenAI.APIError once the SDK's retries are spent (or from an in-stream error
+      // event), a broken stream, or a bug: still a result line.
+      log(`controller error: ${err?.stack ?? err}`);
+      const detail = `${err?.constructor?.name ?? 'Error'}: ${err?.message ?? err}`;
+      result = { status: 'failed', reason: 'api_error', detail };
+    }
+  }
+  // Exit once the line is written: idle keep-alive sockets must not hold the process open.
+  process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
+}
+
+/** Every piece the loop calls; replace one to inject a defect (see harness/mutants/). */
+export const impl = {
+  makeTools, handleCall, outputItem, answerCalls, streamResponse, send, checkStatus, isFinal,
+  finalAnswer, replayItems, initialState, requestBody, advance, run, makeClient,
+};
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();
