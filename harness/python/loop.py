@@ -9,6 +9,11 @@ response without calls is the final answer, unless a program just finished
 Every response body is validated strictly with `Response.model_validate`: the SDK
 otherwise builds its models leniently, and a shape its types reject must fail the case
 (reason `sdk_parse_error`), not slip through as half-filled attributes.
+
+Each step of the loop is a module-level function (or a `Tools` method) that `run` calls
+through the module, so a test can swap exactly one of them for a defective version
+(`loop.replay_items = ...`); harness/mutants/ does that to prove each check catches its
+defect.
 """
 
 import json
@@ -82,46 +87,91 @@ class Tools:
 
     def handle(self, call):
         # Everything the model sent is checked before anything is dispatched.
-        if call.name not in self.registry:
+        entry = self.lookup(call.name)
+        if entry is None:
             return error_output(f"unknown tool: {call.name}")
-        validator, allowed_callers = self.registry[call.name]
-        caller = "programmatic" if call.caller and call.caller.type == "program" else "direct"
-        if caller not in allowed_callers:
+        validator, allowed_callers = entry
+        if not self.caller_allowed(call, allowed_callers):
             return error_output("Function caller is excluded by allowed_callers.")
         try:
-            args = json.loads(call.arguments)
+            args = self.parse_arguments(call.arguments)
         except ValueError as err:
             return error_output(f"invalid JSON arguments: {err}")
-        if not isinstance(args, dict):
-            return error_output("invalid JSON arguments: expected a JSON object")
-        if validator is not None:
-            error = jsonschema.exceptions.best_match(validator.iter_errors(args))
-            if error is not None:
-                return error_output(f"arguments do not match the schema: {error.message}")
+        problem = self.schema_problem(validator, args)
+        if problem is not None:
+            return error_output(f"arguments do not match the schema: {problem}")
         body = {"call_id": call.call_id, "arguments": args, "principal": self.principal}
         try:
-            if call.name in self.approval_required:
-                status, answer = post_json(f"{self.url}/approvals", {**body, "name": call.name})
-                if status != 200 or not isinstance(answer, dict):
-                    return error_output(f"approval request failed: HTTP {status}")
-                if answer.get("approved") is False:
-                    reason = answer.get("reason") or "no reason given"
-                    return error_output(f"approval denied: {reason}")
-                if answer.get("approved") is not True or not answer.get("approval"):
-                    return error_output("approval request failed: malformed answer")
-                body["approval"] = answer["approval"]
-            # 5xx is transient; resending with the same call_id is safe because the backend
-            # de-duplicates by it. 403 (denied), 409, 404 and 422 would fail again: relayed.
-            for attempt in range(3):
-                status, answer = post_json(f"{self.url}/call/{call.name}", body)
-                if status < 500:
-                    break
-                log(f"tool {call.name} ({call.call_id}): HTTP {status} on attempt {attempt + 1}")
-                time.sleep(0.05)
-            else:
-                return error_output("tool unavailable")
+            if self.needs_approval(call.name):
+                approval, refusal = self.ask_approval(call, body)
+                if refusal is not None:
+                    return refusal
+                body["approval"] = approval
+            return self.execute(call, body)
         except OSError as err:  # urllib.error.URLError is an OSError
             return error_output(f"tool backend unreachable: {err}")
+
+    def lookup(self, name):
+        """The registry entry (schema validator or None, allowed callers); None if unknown."""
+        return self.registry.get(name)
+
+    @staticmethod
+    def caller_allowed(call, allowed_callers):
+        caller = "programmatic" if call.caller and call.caller.type == "program" else "direct"
+        return caller in allowed_callers
+
+    @staticmethod
+    def parse_arguments(text):
+        """The arguments as a dict; ValueError when they are not a JSON object."""
+        args = json.loads(text)
+        if not isinstance(args, dict):
+            raise ValueError("expected a JSON object")
+        return args
+
+    @staticmethod
+    def schema_problem(validator, args):
+        """What is wrong with the arguments under the tool's schema, or None."""
+        if validator is None:
+            return None
+        error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+        return None if error is None else error.message
+
+    def needs_approval(self, name):
+        return name in self.approval_required
+
+    def ask_approval(self, call, body):
+        """(approval token, None), or (None, the error output that answers the call)."""
+        status, answer = post_json(f"{self.url}/approvals", {**body, "name": call.name})
+        if status != 200 or not isinstance(answer, dict):
+            return None, error_output(f"approval request failed: HTTP {status}")
+        if answer.get("approved") is False:
+            reason = answer.get("reason") or "no reason given"
+            return None, error_output(f"approval denied: {reason}")
+        if answer.get("approved") is not True or not answer.get("approval"):
+            return None, error_output("approval request failed: malformed answer")
+        return answer["approval"], None
+
+    def execute(self, call, body):
+        """Runs the call on the backend; the output to send for it."""
+        # 5xx is transient; resending with the same call_id is safe because the backend
+        # de-duplicates by it. 403 (denied), 409, 404 and 422 would fail again: relayed.
+        for attempt in range(3):
+            status, answer = post_json(f"{self.url}/call/{call.name}", body)
+            if not self.retryable(status):
+                break
+            log(f"tool {call.name} ({call.call_id}): HTTP {status} on attempt {attempt + 1}")
+            time.sleep(0.05)
+        else:
+            return error_output("tool unavailable")
+        return self.output_for(status, answer)
+
+    @staticmethod
+    def retryable(status):
+        return status >= 500
+
+    @staticmethod
+    def output_for(status, answer):
+        """The backend's result, JSON-encoded, or an error output naming its refusal."""
         answer = answer if isinstance(answer, dict) else {}
         if status == 200 and "result" in answer:
             return json.dumps(answer["result"])
@@ -197,56 +247,122 @@ def replay(item):
     return data
 
 
-def run(task, client, tools):
-    state, background = task["state"], task.get("background", False)
-    # Neither previous_response_id nor a conversation carries instructions or tools:
-    # they go out with every request.
-    base = {"model": task["model"], "tools": task["tools"], "parallel_tool_calls": True}
+def replay_items(response):
+    """Every output item of a response, in order, as stateless input."""
+    return [replay(item) for item in response.output]
+
+
+def make_client():
+    # OPENAI_BASE_URL and OPENAI_API_KEY come from the environment.
+    return openai.OpenAI(max_retries=2)
+
+
+def round_budget(task):
+    return task.get("max_rounds", 10)
+
+
+def initial_config(task):
+    """What every request carries besides its input. Neither previous_response_id nor a
+    conversation carries instructions or tools: they go out with every request."""
+    config = {"model": task["model"], "tools": task["tools"], "parallel_tool_calls": True}
     if task.get("instructions") is not None:
-        base["instructions"] = task["instructions"]
-    if background:
-        base["background"] = True
+        config["instructions"] = task["instructions"]
+    if task.get("background", False):
+        config["background"] = True
+    if task["state"] == "stateless":
+        if task.get("background", False):  # background responses are stored
+            raise Stop("unsupported", "background needs stored responses")
+        config.update(store=False, include=["reasoning.encrypted_content"])
+    return config
+
+
+def poll(client, response):
+    """A background response, polled until it leaves `queued` and `in_progress`."""
+    while response.status in ("queued", "in_progress"):
+        time.sleep(0.05)
+        response = validated(client.responses.with_raw_response.retrieve(response.id).text)
+    return response
+
+
+def pending_calls(response):
+    return [item for item in response.output if item.type == "function_call"]
+
+
+def is_final(response, calls):
+    """No calls means the answer, unless a program just finished (`program_output`, no
+    message): then the model answers in one more request."""
+    kinds = {item.type for item in response.output}
+    return not calls and ("program_output" not in kinds or "message" in kinds)
+
+
+def has_room(round_, max_rounds):
+    """Whether a request may follow this round, to carry its outputs back."""
+    return round_ < max_rounds
+
+
+def answer(call, output):
+    """The function_call_output for a call."""
+    item = {"type": "function_call_output", "call_id": call.call_id, "output": output}
+    if call.caller is not None:  # a program's child call: the program resumes on it
+        item["caller"] = call.caller.to_dict(mode="json")
+    return item
+
+
+def answer_calls(calls, tools):
+    """One output per call, in the calls' order."""
+    outputs = []
+    for call in calls:
+        output = tools.handle(call)
+        log(f"  {call.call_id} {call.name} -> {output}")
+        outputs.append(answer(call, output))
+    return outputs
+
+
+def next_input(state, sent, response, outputs):
+    """The next request's input: stateless mode resends everything (the last input, every
+    output item of the response, the call outputs); the other modes only the new items."""
+    if state == "stateless":
+        return sent + replay_items(response) + outputs
+    return outputs
+
+
+def next_config(config, response, state):
+    """The next request's configuration: the same, chained to this response."""
+    if state == "previous_response_id":
+        return {**config, "previous_response_id": response.id}
+    return config
+
+
+def run(task, client, tools):
+    state = task["state"]
+    config = initial_config(task)
     first = task["input"]
     if state == "stateless":
-        if background:  # background responses are stored; stateless means store: false
-            raise Stop("unsupported", "background needs stored responses")
-        base.update(store=False, include=["reasoning.encrypted_content"])
-        context = [{"role": "user", "content": first}] if isinstance(first, str) else list(first)
+        sent = [{"role": "user", "content": first}] if isinstance(first, str) else list(first)
     elif state == "conversation":
-        base["conversation"] = client.conversations.create().id
-    elif state != "previous_response_id":
+        config["conversation"] = client.conversations.create().id
+        sent = first
+    elif state == "previous_response_id":
+        sent = first
+    else:
         raise Stop("unsupported", f"state mode {state!r} is not supported")
-    new_items = first  # what the next request adds (every mode but stateless)
 
-    max_rounds = task.get("max_rounds", 10)
+    max_rounds = round_budget(task)
     for round_ in range(1, max_rounds + 1):
-        kwargs = {**base, "input": context if state == "stateless" else new_items}
-        response = create(client, kwargs, task.get("stream", False))
-        while background and response.status in ("queued", "in_progress"):
-            time.sleep(0.05)
-            response = validated(client.responses.with_raw_response.retrieve(response.id).text)
+        response = create(client, {**config, "input": sent}, task.get("stream", False))
+        if task.get("background", False):
+            response = poll(client, response)
         check_status(response)
-        calls = [item for item in response.output if item.type == "function_call"]
-        kinds = {item.type for item in response.output}
-        log(f"round {round_}/{max_rounds}: {len(calls)} function call(s), items {sorted(kinds)}")
-        if not calls and ("program_output" not in kinds or "message" in kinds):
+        calls = pending_calls(response)
+        kinds = sorted({item.type for item in response.output})
+        log(f"round {round_}/{max_rounds}: {len(calls)} function call(s), items {kinds}")
+        if is_final(response, calls):
             return final_answer(response)
-        if round_ == max_rounds:  # these outputs (or the program's result) could never be sent
+        if not has_room(round_, max_rounds):  # outputs (or a program's result) never sent
             raise Stop("max_rounds", "model kept calling tools")
-        outputs = []
-        for call in calls:
-            output = tools.handle(call)
-            log(f"  {call.call_id} {call.name} -> {output}")
-            item = {"type": "function_call_output", "call_id": call.call_id, "output": output}
-            if call.caller is not None:  # a program's child call: the program resumes on it
-                item["caller"] = call.caller.to_dict(mode="json")
-            outputs.append(item)
-        if state == "stateless":
-            context += [replay(item) for item in response.output] + outputs
-        else:
-            new_items = outputs
-        if state == "previous_response_id":
-            base["previous_response_id"] = response.id
+        outputs = answer_calls(calls, tools)
+        sent = next_input(state, sent, response, outputs)
+        config = next_config(config, response, state)
     raise Stop("max_rounds", "max_rounds allows no model request")
 
 
@@ -254,8 +370,7 @@ def main():
     try:
         with open(os.environ["LOOPCHECK_TASK"]) as f:
             task = json.load(f)
-        # OPENAI_BASE_URL and OPENAI_API_KEY come from the environment.
-        client = openai.OpenAI(max_retries=2)
+        client = make_client()
         tools = Tools(task, os.environ["LOOPCHECK_TOOLS_URL"])
         result = {"status": "completed", "output_text": run(task, client, tools)}
     except Stop as stop:

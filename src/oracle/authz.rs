@@ -4,7 +4,7 @@
 use super::facts::Facts;
 use super::verdict::CheckResult;
 use crate::scenario::Level;
-use crate::tools::CallValidity;
+use crate::tools::{CallValidity, json_equal};
 use crate::transcript::ToolRequestKind;
 
 /// The `authz` checks.
@@ -45,6 +45,12 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             "every call to an approval-required tool was put to the approver",
         ));
         out.push(approval_before_execution(f));
+    }
+    if !f.tools.is_empty() {
+        out.push(principal_forwarded(f));
+    }
+    if f.tools.iter().any(|t| t.kind == ToolRequestKind::Approval) {
+        out.push(approval_request_matches(f));
     }
     if f.tools
         .iter()
@@ -143,5 +149,67 @@ fn approval_denied(f: &Facts) -> CheckResult {
         Level::Must,
         problems,
         "refused calls were not executed and were answered with an error output",
+    )
+}
+
+/// Tools run for the task's principal: the backend decides authorization by it.
+fn principal_forwarded(f: &Facts) -> CheckResult {
+    let principal = &f.scenario.task.principal;
+    let problems = f
+        .tools
+        .iter()
+        .filter(|t| t.principal.as_ref() != Some(principal))
+        .map(|t| {
+            format!(
+                "the {} request for '{}' ({}) carries principal {}: expected the task's principal '{principal}'",
+                match t.kind {
+                    ToolRequestKind::Call => "tool",
+                    ToolRequestKind::Approval => "approval",
+                },
+                t.name,
+                t.call_id.as_deref().unwrap_or("no call_id"),
+                t.principal.as_deref().map_or("(none)".to_owned(), |p| format!("'{p}'"))
+            )
+        })
+        .collect();
+    CheckResult::judge(
+        "authz/principal-forwarded",
+        Level::Must,
+        problems,
+        "every tool and approval request carries the task's principal",
+    )
+}
+
+/// What the approver is asked must be the call it authorises: its tool and arguments.
+fn approval_request_matches(f: &Facts) -> CheckResult {
+    let mut problems = Vec::new();
+    for request in f
+        .tools
+        .iter()
+        .filter(|t| t.kind == ToolRequestKind::Approval)
+    {
+        let Some(call) = request.call_id.as_deref().and_then(|id| f.call_by_id(id)) else {
+            problems.push(format!(
+                "an approval was asked for call_id {}, which the model never issued",
+                request.call_id.as_deref().unwrap_or("(none)")
+            ));
+            continue;
+        };
+        let same_arguments = call
+            .parsed
+            .as_ref()
+            .is_some_and(|p| json_equal(p, &request.arguments));
+        if request.name != call.name || !same_arguments {
+            problems.push(format!(
+                "the approval asked for {} names '{}' with {}: expected the call's own tool and arguments, {} {}",
+                call.call_id, request.name, request.arguments, call.name, call.arguments
+            ));
+        }
+    }
+    CheckResult::judge(
+        "authz/approval-request-matches",
+        Level::Must,
+        problems,
+        "every approval request names its call's tool and arguments",
     )
 }

@@ -300,35 +300,27 @@ pub fn identity(item: &Value) -> Option<String> {
         .or_else(|| call_id(item).map(|c| format!("{}:{c}", item_type(item))))
 }
 
-/// Words by which an output tells the model its call did not succeed.
-const ERROR_WORDS: &[&str] = &[
-    "error",
-    "denied",
-    "deny",
-    "forbidden",
-    "refus",
-    "reject",
-    "not allowed",
-    "not authori",
-    "unauthori",
-    "permission",
-    "invalid",
-    "unknown",
-    "fail",
-    "not found",
-    "cannot",
-    "can't",
-    "unable",
-    "not permitted",
-    "approval",
-];
-
-/// Whether an output reads as an error: it names the failure in words, or repeats the
-/// backend's own message. `null`, `{}` or a success-shaped result do not.
-pub fn looks_like_error(output: &str, backend_message: Option<&str>) -> bool {
-    let lower = output.to_lowercase();
-    backend_message.is_some_and(|m| !m.is_empty() && output.contains(m))
-        || ERROR_WORDS.iter().any(|word| lower.contains(word))
+/// Whether an output can tell the model its call did not run: anything with content.
+/// Blank outputs and bare JSON values (`null`, `{}`, `[]`, `""`, `true`) say nothing, and
+/// an object that claims success (`"ok": true`, `"success": true`) says the opposite.
+/// `said` (the backend's or approver's message) is accepted whatever its form.
+pub fn looks_like_error(output: &str, said: Option<&str>) -> bool {
+    if said.is_some_and(|m| !m.is_empty() && output.contains(m)) {
+        return true;
+    }
+    match serde_json::from_str::<Value>(output.trim()) {
+        Ok(Value::Null | Value::Bool(_)) => false,
+        Ok(Value::String(text)) => !text.trim().is_empty(),
+        Ok(Value::Array(items)) => !items.is_empty(),
+        Ok(Value::Object(fields)) => {
+            let claims_success = ["ok", "success"]
+                .iter()
+                .any(|key| fields.get(*key) == Some(&Value::Bool(true)));
+            !fields.is_empty() && !claims_success
+        }
+        Ok(Value::Number(_)) => false,
+        Err(_) => !output.trim().is_empty(),
+    }
 }
 
 /// Groups create attempts into rounds: an attempt that resends the previous attempt's

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::facts::Facts;
 use super::verdict::CheckResult;
 use crate::scenario::{Level, StateMode, tool_names};
+use crate::tools::json_equal;
 use crate::wire::request::item_id;
 
 /// The `state` checks.
@@ -24,6 +25,9 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         StateMode::Stateless => {
             out.push(store_false(f));
             out.push(include_encrypted(f));
+            if f.requests.len() > 1 {
+                out.push(input_replayed(f));
+            }
         }
         StateMode::Conversation => {
             out.push(conversation(f));
@@ -71,13 +75,42 @@ fn config_resent(f: &Facts) -> CheckResult {
                 missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
             ));
         }
+        let extra: Vec<&String> = sent.difference(&expected).collect();
+        if !extra.is_empty() {
+            problems.push(format!(
+                "{label} offers the model tool(s) the task does not: {} (the task's tools are the whole registry)",
+                extra.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        for tool in request
+            .body
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = tool["name"].as_str().unwrap_or_default();
+            if let Some(registered) = f.registry.get(name)
+                && !json_equal(&tool["parameters"], &registered.definition["parameters"])
+            {
+                problems.push(format!("{label} sends tool '{name}' with parameters that differ from the task's definition"));
+            }
+        }
+        match request.body.get("model").and_then(Value::as_str) {
+            Some(model) if model == task.model => {}
+            other => problems.push(format!(
+                "{label} asks for model {}: the task's model is '{}'",
+                other.map_or("(none)".to_owned(), |m| format!("'{m}'")),
+                task.model
+            )),
+        }
     }
     CheckResult::judge(
         "state/config-resent",
         Level::Must,
         problems,
         format!(
-            "all {} request(s) carry the task's instructions and tools",
+            "all {} request(s) carry the task's model, instructions and tools",
             f.requests.len()
         ),
     )
@@ -242,5 +275,54 @@ fn conversation(f: &Facts) -> CheckResult {
         Level::Must,
         problems,
         "every request continues the same conversation",
+    )
+}
+
+/// The text of a user message item, whatever its form (string content or text parts).
+fn user_text(item: &Value) -> Option<String> {
+    if item.get("role").and_then(Value::as_str) != Some("user") {
+        return None;
+    }
+    match item.get("content") {
+        Some(Value::String(text)) => Some(text.clone()),
+        Some(Value::Array(parts)) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .concat(),
+        ),
+        _ => None,
+    }
+}
+
+/// Stateless: every request carries the task's own input again; without it the model
+/// answers a conversation that never asked anything.
+fn input_replayed(f: &Facts) -> CheckResult {
+    let task_input = match &f.scenario.task.input {
+        Value::String(text) => vec![serde_json::json!({"role": "user", "content": text})],
+        Value::Array(items) => items.clone(),
+        _ => Vec::new(),
+    };
+    let expected: Vec<String> = task_input.iter().filter_map(user_text).collect();
+    let mut problems = Vec::new();
+    for (position, request) in f.requests.iter().enumerate().skip(1) {
+        let sent: Vec<String> = Facts::input_of(request)
+            .iter()
+            .filter_map(user_text)
+            .collect();
+        for text in expected.iter().filter(|t| !sent.contains(t)) {
+            problems.push(format!(
+                "{} does not replay the task's user input {:?}: in stateless mode every request carries the whole conversation",
+                Facts::request_label(position),
+                crate::transcript::clip(text, 60)
+            ));
+        }
+    }
+    CheckResult::judge(
+        "state/input-replayed",
+        Level::Must,
+        problems,
+        "every request replays the task's input",
     )
 }

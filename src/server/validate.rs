@@ -126,6 +126,11 @@ pub fn resolve_input(
                 "input[{index}].status"
             )));
         }
+        if kind == "function_call_output"
+            && !matches!(item.get("output"), Some(Value::String(_) | Value::Array(_)))
+        {
+            return Err(ApiError::output_type(index, item.get("output")));
+        }
         if let (Some(allowed), Some(object)) = (input_keys(kind), item.as_object())
             && let Some(unknown) = object.keys().find(|key| !allowed.contains(&key.as_str()))
         {
@@ -189,6 +194,14 @@ fn is_follower(item: &Value, follower: &super::script::Follower) -> bool {
 /// Context-wide checks: E4, E5, E3, E2. `chain` is the stored context the request
 /// continues (empty without `previous_response_id`); `input` is already resolved.
 pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Result<(), ApiError> {
+    let chain_ids: HashSet<&str> = chain.iter().filter_map(item_id).collect();
+    if let Some(id) = input
+        .iter()
+        .filter_map(item_id)
+        .find(|id| chain_ids.contains(id))
+    {
+        return Err(ApiError::duplicate_item(id));
+    }
     let context_ids: HashSet<&str> = chain.iter().chain(input).filter_map(item_id).collect();
     for item in input {
         if item_type(item) == "function_call"

@@ -208,6 +208,28 @@ impl ApiError {
         )
     }
 
+    /// A `function_call_output` whose `output` is neither a string nor content parts
+    /// (message inferred from the API's other type errors).
+    pub fn output_type(index: usize, output: Option<&serde_json::Value>) -> Self {
+        let param = format!("input[{index}].output");
+        let got = match output {
+            None | Some(serde_json::Value::Null) => "null",
+            Some(serde_json::Value::Object(_)) => "an object",
+            Some(serde_json::Value::Bool(_)) => "a boolean",
+            Some(serde_json::Value::Number(_)) => "a number",
+            Some(_) => "another type",
+        };
+        Self::invalid(
+            400,
+            "output-type",
+            format!(
+                "Invalid type for '{param}': expected one of a string or an array of input content items, but got {got} instead."
+            ),
+            Some(&param),
+            Some("invalid_type"),
+        )
+    }
+
     /// An input item id with the wrong prefix for its type.
     pub fn invalid_item_id(index: usize, id: &str, prefix: &str) -> Self {
         let param = format!("input[{index}].id");

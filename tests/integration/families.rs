@@ -237,7 +237,9 @@ async fn state_store_true_in_stateless_mode() {
 }
 
 #[tokio::test]
-async fn state_history_resent_with_previous_response_id_is_non_strict() {
+async fn state_history_resent_with_previous_response_id() {
+    // A SHOULD of its own; the real API also rejects resent stored items (E6), so the
+    // case fails on wire/accepted too.
     let report = assert_caught(
         "correlation/three-rounds",
         Chained,
@@ -247,12 +249,25 @@ async fn state_history_resent_with_previous_response_id_is_non_strict() {
         "resends an item",
     )
     .await;
+    let accepted = report
+        .checks
+        .iter()
+        .find(|c| c.id == "wire/accepted")
+        .unwrap();
     assert_eq!(
-        report.verdict,
-        CaseVerdict::NonStrict,
+        accepted.verdict,
+        CheckVerdict::Fail,
         "{}",
         describe(&report)
     );
+    assert!(
+        accepted
+            .message
+            .contains("(E6, HTTP 400): Duplicate item found with id"),
+        "{}",
+        accepted.message
+    );
+    assert_eq!(report.verdict, CaseVerdict::Fail);
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ mod support;
 mod catalogue;
 mod emulation;
 mod families;
+mod mutants;
 mod process;
 mod scenario_errors;
 mod sdk_node;

@@ -1,0 +1,16 @@
+# loopcheck-mutant
+# defect: never validates arguments against the tool schema, so schema-violating calls are dispatched
+# caught-by: dispatch/schema-valid
+# cases: dispatch/schema-violation, dispatch/missing-required-field
+# supports: previous_response_id
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import loop  # noqa: E402
+
+
+loop.Tools.schema_problem = staticmethod(lambda validator, args: None)
+
+loop.main()

@@ -1,0 +1,464 @@
+//! Every deliberately defective controller in `harness/mutants/` is caught by the check
+//! it names. A mutant is a file whose header starts with `loopcheck-mutant` (Python `# `,
+//! Node `// `):
+//!
+//! ```text
+//! # loopcheck-mutant
+//! # defect: <one line: what is wrong>
+//! # caught-by: <check id expected to fail>
+//! # cases: <comma-separated case-id globs to run it on>
+//! # supports: <comma-separated capabilities>
+//! ```
+//!
+//! Each one is run with `loopcheck run --filter <glob>... --supports <caps>`, a few at a
+//! time, and must have at least one case where the named check fails (`fail`, or
+//! `non-strict` when the case or the check is a SHOULD). `terminal/result-line` is caught
+//! by a `crashed` case. The mutants' README must list every mutant (and every documented
+//! gap, `loopcheck-gap`) in a table with its caught-by check, so the table cannot drift.
+//!
+//! Python mutants run on the Python the SDK test uses (`LOOPCHECK_PYTHON`, else
+//! `.venv/bin/python`); Node mutants on `node`, when `harness/node/node_modules` exists.
+//! A missing interpreter skips its mutants with a note, except under `CI`, where it fails.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{loopcheck_bin, root};
+
+/// loopcheck processes at once (each runs its cases with `--jobs 2`).
+const PARALLEL: usize = 3;
+
+const MUTANTS: &str = "harness/mutants";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lang {
+    Python,
+    Node,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Must be caught by its check.
+    Mutant,
+    /// A documented defect the suite does not catch yet: listed in the README, not run.
+    Gap,
+}
+
+#[derive(Debug, Clone)]
+struct Mutant {
+    file: String,
+    path: PathBuf,
+    lang: Lang,
+    kind: Kind,
+    caught_by: String,
+    cases: Vec<String>,
+    supports: String,
+}
+
+/// The header of a mutant file, or None for a file without the marker; a file with the
+/// marker but a broken header is an error.
+fn parse_header(path: &Path) -> Result<Option<Mutant>, String> {
+    let file = path.file_name().unwrap().to_string_lossy().into_owned();
+    let (lang, prefix) = match path.extension().and_then(|e| e.to_str()) {
+        Some("py") => (Lang::Python, "#"),
+        Some("mjs") => (Lang::Node, "//"),
+        _ => return Ok(None),
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: {e}"))?;
+    let mut lines = text.lines().map(|line| {
+        line.strip_prefix(prefix)
+            .map(|rest| rest.strip_prefix(' ').unwrap_or(rest).trim_end())
+    });
+    let kind = match lines.next().flatten() {
+        Some("loopcheck-mutant") => Kind::Mutant,
+        Some("loopcheck-gap") => Kind::Gap,
+        _ => return Ok(None),
+    };
+    let mut fields = BTreeMap::new();
+    for line in lines {
+        let Some(line) = line else { break };
+        let Some((key, value)) = line.split_once(':') else {
+            break;
+        };
+        fields.insert(key.trim().to_owned(), value.trim().to_owned());
+    }
+    let field = |key: &str| -> Result<String, String> {
+        fields
+            .get(key)
+            .filter(|v| !v.is_empty())
+            .cloned()
+            .ok_or_else(|| format!("{file}: the header has no `{prefix} {key}: ...` line"))
+    };
+    field("defect")?;
+    let split = |value: String| -> Vec<String> {
+        value
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let (caught_by, cases) = (field("caught-by")?, split(field("cases")?));
+    let supports = split(field("supports")?).join(",");
+    Ok(Some(Mutant {
+        file,
+        path: path.to_owned(),
+        lang,
+        kind,
+        caught_by,
+        cases,
+        supports,
+    }))
+}
+
+fn discover() -> Vec<Mutant> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join(MUTANTS))
+        .expect("harness/mutants exists")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.is_file())
+        .collect();
+    paths.sort();
+    let (mutants, errors): (Vec<_>, Vec<_>) = paths
+        .iter()
+        .map(|path| parse_header(path))
+        .partition(Result::is_ok);
+    let errors: Vec<String> = errors.into_iter().map(Result::unwrap_err).collect();
+    assert!(
+        errors.is_empty(),
+        "broken mutant headers:\n{}",
+        errors.join("\n")
+    );
+    mutants.into_iter().filter_map(Result::unwrap).collect()
+}
+
+/// Single-quotes a word for `sh`.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+fn python() -> PathBuf {
+    std::env::var_os("LOOPCHECK_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join(".venv/bin/python"))
+}
+
+/// Whether `program args...` runs and exits 0; the reason otherwise.
+fn runs(program: &Path, args: &[&str]) -> Result<(), String> {
+    match Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+    {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+/// The interpreter for a language, or why it is unusable.
+fn interpreter(lang: Lang) -> Result<PathBuf, String> {
+    match lang {
+        Lang::Python => {
+            let python = python();
+            runs(&python, &["-c", "import openai, jsonschema"])
+                .map(|()| python.clone())
+                .map_err(|err| {
+                    format!(
+                        "{} cannot import openai and jsonschema ({err}); create .venv as \
+                         harness/python/README.md says or set LOOPCHECK_PYTHON",
+                        python.display()
+                    )
+                })
+        }
+        Lang::Node => {
+            let modules = root().join("harness/node/node_modules");
+            if !modules.is_dir() {
+                return Err(format!(
+                    "{} is missing (npm ci in harness/node)",
+                    modules.display()
+                ));
+            }
+            let node = PathBuf::from("node");
+            runs(&node, &["--version"])
+                .map(|()| node)
+                .map_err(|err| format!("node does not run: {err}"))
+        }
+    }
+}
+
+/// What one mutant run found.
+struct Outcome {
+    mutant: Mutant,
+    elapsed: Duration,
+    /// None when caught; what went wrong otherwise.
+    problem: Option<String>,
+}
+
+fn run_mutant(mutant: &Mutant, interpreter: &Path) -> Outcome {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let report_path = dir.path().join("report.json");
+    let controller = format!(
+        "{} {}",
+        shell_quote(&interpreter.to_string_lossy()),
+        shell_quote(&mutant.path.to_string_lossy())
+    );
+    let mut command = Command::new(loopcheck_bin());
+    command
+        .arg("run")
+        .args(["--controller", &controller])
+        .args(["--supports", &mutant.supports])
+        .args(["--jobs", "2"])
+        .arg("--report-json")
+        .arg(&report_path)
+        .current_dir(root())
+        .stdin(Stdio::null());
+    for glob in &mutant.cases {
+        command.args(["--filter", glob]);
+    }
+    let output = command.output().expect("loopcheck runs");
+    let problem = match std::fs::read(&report_path) {
+        Err(err) => Some(format!(
+            "no JSON report ({err}); loopcheck exited with {}\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )),
+        Ok(bytes) => {
+            let report: Value = serde_json::from_slice(&bytes).expect("the JSON report parses");
+            judge(mutant, &report)
+        }
+    };
+    Outcome {
+        mutant: mutant.clone(),
+        elapsed: started.elapsed(),
+        problem,
+    }
+}
+
+/// None when some case failed the mutant's check; otherwise what the run did fail.
+fn judge(mutant: &Mutant, report: &Value) -> Option<String> {
+    let cases = report["cases"].as_array().cloned().unwrap_or_default();
+    let caught = cases.iter().any(|case| {
+        (mutant.caught_by == "terminal/result-line" && case["verdict"] == "crashed")
+            || case["checks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|check| {
+                    check["id"] == mutant.caught_by.as_str()
+                        && matches!(check["verdict"].as_str(), Some("fail" | "non-strict"))
+                })
+    });
+    if caught {
+        return None;
+    }
+    let mut lines = Vec::new();
+    for case in &cases {
+        lines.push(format!(
+            "  {} [{}]: {}",
+            case["id"].as_str().unwrap_or("?"),
+            case["state"].as_str().unwrap_or("?"),
+            case["verdict"].as_str().unwrap_or("?")
+        ));
+        for check in case["checks"].as_array().into_iter().flatten() {
+            if !matches!(check["verdict"].as_str(), Some("pass" | "info")) {
+                lines.push(format!(
+                    "      {} ({}): {}",
+                    check["id"].as_str().unwrap_or("?"),
+                    check["verdict"].as_str().unwrap_or("?"),
+                    check["message"].as_str().unwrap_or("")
+                ));
+            }
+        }
+    }
+    let ran = cases.iter().any(|c| c["verdict"] != "unsupported");
+    Some(format!(
+        "{} was not caught by {} on {} (--supports {}){}:\n{}",
+        mutant.file,
+        mutant.caught_by,
+        mutant.cases.join(", "),
+        mutant.supports,
+        if ran {
+            ""
+        } else {
+            "; no case ran, check its cases and supports"
+        },
+        if lines.is_empty() {
+            "  (no case matched)".to_owned()
+        } else {
+            lines.join("\n")
+        }
+    ))
+}
+
+#[test]
+fn every_mutant_is_caught_by_its_check() {
+    let started = Instant::now();
+    let all = discover();
+    let mutants: Vec<Mutant> = all
+        .iter()
+        .filter(|m| m.kind == Kind::Mutant)
+        .cloned()
+        .collect();
+    assert!(!mutants.is_empty(), "no mutant found in {MUTANTS}");
+
+    let mut queue = VecDeque::new();
+    for lang in [Lang::Python, Lang::Node] {
+        let of_lang: Vec<&Mutant> = mutants.iter().filter(|m| m.lang == lang).collect();
+        if of_lang.is_empty() {
+            continue;
+        }
+        match interpreter(lang) {
+            Ok(program) => queue.extend(of_lang.into_iter().map(|m| (m.clone(), program.clone()))),
+            Err(err) if std::env::var_os("CI").is_some() => {
+                panic!("CI must run the {lang:?} mutants: {err}")
+            }
+            Err(err) => {
+                eprintln!("note: skipping {} {lang:?} mutant(s): {err}", of_lang.len());
+            }
+        }
+    }
+
+    let total = queue.len();
+    let queue = Arc::new(Mutex::new(queue));
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..PARALLEL)
+        .map(|_| {
+            let queue = Arc::clone(&queue);
+            let outcomes = Arc::clone(&outcomes);
+            std::thread::spawn(move || {
+                loop {
+                    let Some((mutant, program)) = queue.lock().unwrap().pop_front() else {
+                        break;
+                    };
+                    let outcome = run_mutant(&mutant, &program);
+                    eprintln!(
+                        "{} {:<40} {:<34} {:>5.1} s",
+                        if outcome.problem.is_none() {
+                            "caught"
+                        } else {
+                            "MISSED"
+                        },
+                        outcome.mutant.file,
+                        outcome.mutant.caught_by,
+                        outcome.elapsed.as_secs_f64()
+                    );
+                    outcomes.lock().unwrap().push(outcome);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("a mutant worker");
+    }
+    let outcomes = std::mem::take(&mut *outcomes.lock().unwrap());
+    eprintln!(
+        "{total} mutant(s) run in {:.1} s ({} gap(s) documented, not run)",
+        started.elapsed().as_secs_f64(),
+        all.iter().filter(|m| m.kind == Kind::Gap).count()
+    );
+    let missed: Vec<&str> = outcomes
+        .iter()
+        .filter_map(|o| o.problem.as_deref())
+        .collect();
+    assert!(
+        missed.is_empty(),
+        "{} of {total} mutant(s) escaped their check:\n\n{}",
+        missed.len(),
+        missed.join("\n\n")
+    );
+}
+
+/// The cells of a markdown table row, without the outer pipes.
+fn cells(line: &str) -> Option<Vec<String>> {
+    let inner = line.trim().strip_prefix('|')?.strip_suffix('|')?;
+    Some(
+        inner
+            .split('|')
+            .map(|cell| {
+                let cell = cell.trim().trim_matches('`');
+                // `[file](file)` links name the file by their text.
+                cell.strip_prefix('[')
+                    .and_then(|rest| rest.split_once(']'))
+                    .map_or(cell, |(text, _)| text.trim_matches('`'))
+                    .to_owned()
+            })
+            .collect(),
+    )
+}
+
+/// `file -> caught-by` from every README table with a `file` and a `caught-by` column.
+fn readme_rows(readme: &str) -> Vec<(String, String)> {
+    let mut rows = Vec::new();
+    let mut columns: Option<(usize, usize)> = None;
+    for line in readme.lines() {
+        let Some(row) = cells(line) else {
+            columns = None;
+            continue;
+        };
+        if row
+            .iter()
+            .all(|c| c.chars().all(|ch| matches!(ch, '-' | ':' | ' ')))
+        {
+            continue; // the separator row
+        }
+        let header = |name: &str| row.iter().position(|c| c.eq_ignore_ascii_case(name));
+        if let (Some(file), Some(check)) = (header("file"), header("caught-by")) {
+            columns = Some((file, check));
+            continue;
+        }
+        if let Some((file, check)) = columns
+            && let (Some(f), Some(c)) = (row.get(file), row.get(check))
+        {
+            rows.push((f.clone(), c.clone()));
+        }
+    }
+    rows
+}
+
+#[test]
+fn the_mutants_readme_lists_every_mutant_with_its_check() {
+    let path = root().join(MUTANTS).join("README.md");
+    let readme = std::fs::read_to_string(&path).expect("harness/mutants/README.md exists");
+    let rows = readme_rows(&readme);
+    let mutants = discover();
+    let mut problems = Vec::new();
+    for mutant in &mutants {
+        match rows.iter().find(|(file, _)| *file == mutant.file) {
+            None => problems.push(format!(
+                "{} is not in the README table (expected a row `| {} | ... | {} |`)",
+                mutant.file, mutant.file, mutant.caught_by
+            )),
+            Some((_, check)) if *check != mutant.caught_by => problems.push(format!(
+                "{}: the README says it is caught by {check}, its header says {}",
+                mutant.file, mutant.caught_by
+            )),
+            Some(_) => {}
+        }
+    }
+    for (file, _) in &rows {
+        if !mutants.iter().any(|m| m.file == *file) {
+            problems.push(format!(
+                "the README lists {file}, which is not a mutant file in {MUTANTS}"
+            ));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (file, _) in &rows {
+        if !seen.insert(file) {
+            problems.push(format!("the README lists {file} twice"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} is out of date:\n{}",
+        path.display(),
+        problems.join("\n")
+    );
+}
