@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: treats any answer from the approver as a yes, so a refused call is dispatched anyway
 # caught-by: authz/approval-denied
-# cases: authz/approval-denied
+# cases: authz/02-approval-denied
 # supports: previous_response_id,approvals
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: asks the approver with the call_id and arguments but no tool name; the approver cannot tell what it approves, grants, and the refund runs
 # caught-by: authz/approval-request-matches
-# cases: authz/approval-denied, authz/injected-instructions
+# cases: authz/02-approval-denied, authz/04-injected-instructions
 # supports: previous_response_id,approvals
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: never asks the approver, so approval-required tools are dispatched without an approval
 # caught-by: authz/approval-asked
-# cases: authz/approval-granted
+# cases: authz/03-approval-granted
 # supports: previous_response_id,approvals
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: asks the approver once per tool name and reuses that approval token for every later call to the tool
 # caught-by: authz/approval-before-execution
-# cases: authz/two-approvals
+# cases: authz/06-two-approvals
 # supports: previous_response_id,approvals
 
 import os

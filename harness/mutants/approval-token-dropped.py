@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: asks the approver but dispatches the call without the approval token it was granted
 # caught-by: authz/approval-before-execution
-# cases: authz/approval-granted
+# cases: authz/03-approval-granted
 # supports: previous_response_id,approvals
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: uses the queued snapshot a background create returns instead of polling it to a terminal status
 # caught-by: background/polled-to-terminal
-# cases: background/polling
+# cases: background/01-polling
 # supports: previous_response_id,background
 
 import os

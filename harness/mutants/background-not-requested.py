@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: never sends background: true, whatever the task asks
 # caught-by: background/requested
-# cases: background/polling
+# cases: background/01-polling
 # supports: previous_response_id,background
 
 import os

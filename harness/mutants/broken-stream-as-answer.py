@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: accumulates streamed text and, when the stream breaks (error event, cut connection), reports what arrived as the answer
 # caught-by: stream/broken-not-answer
-# cases: stream/error-event-flat, stream/cut-before-terminal
+# cases: stream/04-error-event-flat, stream/02-cut-before-terminal
 # supports: previous_response_id,stream
 
 import os

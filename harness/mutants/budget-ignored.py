@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: reads the round budget from a misspelt key, so the task's max_rounds is ignored (its own default of 10 applies)
 # caught-by: budget/max-rounds
-# cases: budget/endless-tool-calls
+# cases: budget/01-endless-tool-calls
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: stops one round early (counts the first request as round 0), failing a loop that is within its budget
 # caught-by: terminal/outcome
-# cases: budget/final-on-last-round
+# cases: budget/02-final-on-last-round
 # supports: previous_response_id
 
 import os

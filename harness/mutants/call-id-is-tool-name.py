@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: answers a call under its tool name (the Chat Completions habit) instead of its call_id
 # caught-by: call-id/own-id
-# cases: correlation/single-call
+# cases: correlation/01-single-call
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 // loopcheck-mutant
 // defect: function_call_output items never carry the call's `caller`, so a program's child outputs lose it
 // caught-by: program/caller-echoed
-// cases: program/one-pause
+// cases: program/01-one-pause
 // supports: previous_response_id,stateless,programmatic
 import { impl, main } from '../node/loop.mjs';
 

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: answers a program child call without echoing its caller
 # caught-by: program/caller-echoed
-# cases: program/one-pause
+# cases: program/01-one-pause
 # supports: previous_response_id,programmatic
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: ignores allowed_callers, so a program may call a tool only the model may call
 # caught-by: dispatch/caller-allowed
-# cases: program/caller-not-allowed
+# cases: program/03-caller-not-allowed
 # supports: previous_response_id,programmatic
 
 import os

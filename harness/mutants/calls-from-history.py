@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: collects the calls of every response so far, not only the latest, so earlier calls run again
 # caught-by: effects/at-most-once
-# cases: correlation/three-rounds
+# cases: correlation/06-three-rounds
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: on an incomplete response, executes the calls whose arguments parse before stopping with reason incomplete
 # caught-by: terminal/unfinished-not-executed
-# cases: terminal/incomplete-with-whole-call
+# cases: terminal/07-incomplete-with-whole-call
 # supports: previous_response_id
 
 import os

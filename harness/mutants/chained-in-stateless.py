@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: sends previous_response_id in stateless mode too, pointing at a response that was never stored
 # caught-by: wire/accepted
-# cases: correlation/single-call
+# cases: correlation/01-single-call
 # supports: stateless
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: asks the model again whenever a final turn holds reasoning ("still thinking"), going on past the answer
 # caught-by: terminal/stopped-at-answer
-# cases: terminal/final-answer-after-reasoning
+# cases: terminal/04-final-answer-after-reasoning
 # supports: previous_response_id
 
 import os

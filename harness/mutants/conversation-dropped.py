@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: names the conversation on the first request only and then chains responses with previous_response_id
 # caught-by: state/conversation
-# cases: state/conversation-mode
+# cases: state/02-conversation-mode
 # supports: conversation
 
 import os

@@ -1,7 +1,7 @@
 // loopcheck-mutant
 // defect: a stream that dies before its terminal event (cut, or an error event the SDK throws on) is taken as finished, with the text so far as the answer
 // caught-by: stream/broken-not-answer
-// cases: stream/cut-before-terminal, stream/error-event-*
+// cases: stream/02-cut-before-terminal, stream/??-error-event-*
 // supports: previous_response_id,stateless,stream
 import { TERMINAL_EVENTS, checked, impl, main } from '../node/loop.mjs';
 

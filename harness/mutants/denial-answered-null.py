@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: answers a call the backend denied (403) with the missing result, "null", as if it had succeeded with nothing
 # caught-by: authz/denial-relayed
-# cases: authz/cross-tenant-denied
+# cases: authz/01-cross-tenant-denied
 # supports: previous_response_id
 
 import os

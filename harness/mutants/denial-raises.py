@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: raises on a backend 403 (raise_for_status style), ending the whole loop instead of answering the call
 # caught-by: authz/denial-relayed
-# cases: authz/cross-tenant-denied
+# cases: authz/01-cross-tenant-denied
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: retries every failed tool call, a backend 403 denial included
 # caught-by: authz/denial-relayed
-# cases: authz/cross-tenant-denied
+# cases: authz/01-cross-tenant-denied
 # supports: previous_response_id
 
 import os

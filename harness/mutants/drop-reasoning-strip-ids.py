@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: the stateless replay leaves out reasoning items and strips the fc_ ids of calls, which the API accepts silently
 # caught-by: reasoning/replayed
-# cases: reasoning/encrypted-retention
+# cases: reasoning/01-encrypted-retention
 # supports: stateless
 
 import os

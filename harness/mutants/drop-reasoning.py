@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: the stateless replay leaves out every reasoning item (fc_ ids kept), so the API rejects the follow-up
 # caught-by: reasoning/replayed
-# cases: reasoning/encrypted-retention
+# cases: reasoning/01-encrypted-retention
 # supports: stateless
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: replays reasoning items without their encrypted_content, to keep the context small
 # caught-by: reasoning/replayed
-# cases: reasoning/encrypted-retention
+# cases: reasoning/01-encrypted-retention
 # supports: stateless
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: executes the calls of the last round its budget allows, whose outputs can never be sent back
 # caught-by: budget/last-round-idle
-# cases: budget/single-round
+# cases: budget/03-single-round
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 // loopcheck-mutant
 // defect: runs a streamed call as soon as its accumulated argument deltas parse as JSON, before the call's output_item.done
 // caught-by: stream/executed-after-done
-// cases: stream/delayed-call-executed-after-done
+// cases: stream/03-delayed-call-executed-after-done
 // supports: previous_response_id,stateless,stream
 import { readFileSync } from 'node:fs';
 import { TERMINAL_EVENTS, checked, impl, main } from '../node/loop.mjs';

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: sends its global tool catalogue to the model beside the task's tools, so the model is offered tools the task never allowed
 # caught-by: state/config-resent
-# cases: correlation/single-call
+# cases: correlation/01-single-call
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: checks for incomplete but not for failed, so a failed response is reported as an (empty) answer
 # caught-by: terminal/outcome
-# cases: terminal/failed-status
+# cases: terminal/03-failed-status
 # supports: previous_response_id
 
 import os

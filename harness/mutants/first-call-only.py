@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: reads only the first function_call of a response, leaving its parallel siblings unanswered
 # caught-by: call-id/answered
-# cases: correlation/parallel-different-tools
+# cases: correlation/04-parallel-different-tools
 # supports: previous_response_id
 
 import os

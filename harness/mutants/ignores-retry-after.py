@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: retries after a fixed 20 ms whatever retry-after(-ms) the server asked for
 # caught-by: transport/retry-after-honoured
-# cases: transport/429-retry-after
+# cases: transport/03-429-retry-after
 # supports: previous_response_id
 
 import os

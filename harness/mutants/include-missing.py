@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: does not ask for reasoning.encrypted_content in stateless mode
 # caught-by: state/include-encrypted
-# cases: reasoning/encrypted-retention
+# cases: reasoning/01-encrypted-retention
 # supports: stateless
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: takes an incomplete response (cut at max_output_tokens) for a complete one and reports its partial text
 # caught-by: terminal/outcome
-# cases: terminal/incomplete-partial-text
+# cases: terminal/05-incomplete-partial-text
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: sends the instructions with the first request only, as if previous_response_id carried them
 # caught-by: state/config-resent
-# cases: state/instructions-every-request
+# cases: state/01-instructions-every-request
 # supports: previous_response_id
 
 import os

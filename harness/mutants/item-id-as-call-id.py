@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: answers a call with its fc_ item id instead of its call_id
 # caught-by: call-id/own-id
-# cases: correlation/call-id-distinct
+# cases: correlation/02-call-id-distinct
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: exits on arguments that are not valid JSON, so the process ends without a result line
 # caught-by: terminal/result-line
-# cases: dispatch/malformed-arguments
+# cases: dispatch/04-malformed-arguments
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: takes any response with a message as the answer, even when calls arrive beside it
 # caught-by: terminal/calls-beside-message
-# cases: terminal/message-beside-calls
+# cases: terminal/01-message-beside-calls
 # supports: previous_response_id
 
 import os

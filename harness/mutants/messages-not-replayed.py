@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: replays only reasoning and calls in stateless mode, dropping assistant messages (preambles) from the context
 # caught-by: reasoning/items-in-order
-# cases: correlation/mixed-items
+# cases: correlation/03-mixed-items
 # supports: stateless
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: normalises tool names (drops a "functions." prefix) before the registry lookup, so a near-miss name runs
 # caught-by: dispatch/registered-only
-# cases: dispatch/near-miss-name
+# cases: dispatch/06-near-miss-name
 # supports: previous_response_id
 
 import os

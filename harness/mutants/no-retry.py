@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: turns the SDK retries off, so one transient 500 ends the loop
 # caught-by: transport/retried
-# cases: transport/500-then-success
+# cases: transport/01-500-then-success
 # supports: previous_response_id
 
 import os

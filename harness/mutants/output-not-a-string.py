@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: sends the tool result as a JSON object in output, where the API takes a string or an array of content parts
 # caught-by: wire/accepted
-# cases: correlation/single-call
+# cases: correlation/01-single-call
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: sends str(result), a Python repr with single quotes, instead of the JSON-encoded result
 # caught-by: call-id/result-matches
-# cases: correlation/single-call
+# cases: correlation/01-single-call
 # supports: previous_response_id
 
 import os

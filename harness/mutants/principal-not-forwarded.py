@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: runs every tool under its own service identity instead of the task's principal (a confused deputy)
 # caught-by: authz/principal-forwarded
-# cases: authz/cross-tenant-denied, authz/parallel-one-denied
+# cases: authz/01-cross-tenant-denied, authz/05-parallel-one-denied
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: leaves program items out of the stateless replay (only calls and reasoning are kept)
 # caught-by: program/replayed
-# cases: program/stateless-replay
+# cases: program/05-stateless-replay
 # supports: stateless,programmatic
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: takes a response without calls as the end even when it only holds a program_output
 # caught-by: program/continued
-# cases: program/output-without-final-message
+# cases: program/04-output-without-final-message
 # supports: previous_response_id,programmatic
 
 import os

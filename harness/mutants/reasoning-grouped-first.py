@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: replays a response's reasoning items first and its other items after, breaking each reasoning/item pairing
 # caught-by: reasoning/items-in-order
-# cases: reasoning/two-reasoning-items-one-turn
+# cases: reasoning/02-two-reasoning-items-one-turn
 # supports: stateless
 
 import os

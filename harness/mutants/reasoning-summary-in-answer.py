@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: reports every text of the final turn as the answer, reasoning summaries included
 # caught-by: terminal/outcome
-# cases: terminal/final-answer-after-reasoning
+# cases: terminal/04-final-answer-after-reasoning
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: rebuilds replayed reasoning items from its own record, stamping the output-only status "completed" on them
 # caught-by: reasoning/input-shape
-# cases: reasoning/encrypted-retention
+# cases: reasoning/01-encrypted-retention
 # supports: stateless
 
 import os

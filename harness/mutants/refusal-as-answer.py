@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: reports a refusal as a completed answer (with the empty output_text)
 # caught-by: terminal/outcome
-# cases: terminal/refusal
+# cases: terminal/09-refusal
 # supports: previous_response_id
 
 import os

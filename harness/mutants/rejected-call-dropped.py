@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: leaves rejected calls out of the next request instead of answering them with an error output
 # caught-by: dispatch/rejection-answered
-# cases: dispatch/unknown-tool
+# cases: dispatch/01-unknown-tool
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: answers rejected calls with an empty output, which tells the model nothing went wrong
 # caught-by: dispatch/rejection-answered
-# cases: dispatch/unknown-tool
+# cases: dispatch/01-unknown-tool
 # supports: previous_response_id
 
 import os

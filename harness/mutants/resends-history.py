@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: resends the whole history beside previous_response_id, duplicating items the server already holds
 # caught-by: state/no-resend
-# cases: correlation/three-rounds
+# cases: correlation/06-three-rounds
 # supports: previous_response_id
 
 import os

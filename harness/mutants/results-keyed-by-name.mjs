@@ -1,7 +1,7 @@
 // loopcheck-mutant
 // defect: runs the calls with Promise.all and stores each result under the tool's name, so parallel calls to one tool all get the last result
 // caught-by: call-id/result-matches
-// cases: correlation/parallel-same-tool
+// cases: correlation/05-parallel-same-tool
 // supports: previous_response_id,stateless
 import { impl, main } from '../node/loop.mjs';
 

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: keeps results in a dict keyed by tool name, so parallel calls to one tool all get the last result
 # caught-by: call-id/result-matches
-# cases: correlation/parallel-same-tool
+# cases: correlation/05-parallel-same-tool
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: pairs results with calls by position, in reverse order, so parallel calls swap results
 # caught-by: call-id/result-matches
-# cases: correlation/parallel-same-tool
+# cases: correlation/05-parallel-same-tool
 # supports: previous_response_id
 
 import os

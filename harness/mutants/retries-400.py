@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: retries every failed model request, client errors (400) included
 # caught-by: transport/no-retry-4xx
-# cases: transport/400-not-retried
+# cases: transport/02-400-not-retried
 # supports: previous_response_id
 
 import os

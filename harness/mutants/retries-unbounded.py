@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: retries a failing model request far too often (max_retries=10, quick backoff) against an API that is down
 # caught-by: transport/retry-bounded
-# cases: transport/persistent-500
+# cases: transport/06-persistent-500
 # supports: previous_response_id
 
 import os

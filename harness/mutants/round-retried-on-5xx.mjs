@@ -1,7 +1,7 @@
 // loopcheck-mutant
 // defect: SDK retries are off and a 5xx on a request redoes the whole round: the previous response's tool calls run again before the resend
 // caught-by: effects/at-most-once
-// cases: transport/retry-after-tools-ran
+// cases: transport/07-retry-after-tools-ran
 // supports: previous_response_id,stateless
 import { readFileSync } from 'node:fs';
 import { impl, main } from '../node/loop.mjs';

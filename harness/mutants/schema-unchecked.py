@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: never validates arguments against the tool schema, so schema-violating calls are dispatched
 # caught-by: dispatch/schema-valid
-# cases: dispatch/schema-violation, dispatch/missing-required-field
+# cases: dispatch/09-schema-violation, dispatch/05-missing-required-field
 # supports: previous_response_id
 
 import os

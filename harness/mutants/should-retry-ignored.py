@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: retries every 5xx by status code alone, ignoring an x-should-retry: false header
 # caught-by: transport/no-retry-4xx
-# cases: transport/should-retry-false
+# cases: transport/08-should-retry-false
 # supports: previous_response_id
 
 import os

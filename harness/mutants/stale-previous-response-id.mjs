@@ -1,7 +1,7 @@
 // loopcheck-mutant
 // defect: previous_response_id is set from the first response only (`??=`), so later rounds chain to a stale response
 // caught-by: state/chained
-// cases: correlation/three-rounds
+// cases: correlation/06-three-rounds
 // supports: previous_response_id
 import { impl, main } from '../node/loop.mjs';
 

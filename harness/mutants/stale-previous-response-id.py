@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: chains every follow-up to the first response instead of the latest one
 # caught-by: state/chained
-# cases: correlation/three-rounds
+# cases: correlation/06-three-rounds
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: rebuilds the stateless context from the model output items and call outputs only, dropping the user's own input
 # caught-by: state/input-replayed
-# cases: correlation/three-rounds
+# cases: correlation/06-three-rounds
 # supports: stateless
 
 import os

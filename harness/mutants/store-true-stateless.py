@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: sends store: true in stateless mode (the replayed context is stored server-side anyway)
 # caught-by: state/store-false
-# cases: correlation/single-call
+# cases: correlation/01-single-call
 # supports: stateless
 
 import os

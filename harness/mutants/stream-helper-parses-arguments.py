@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: passes tools= to the SDK stream helper, which json.loads strict calls' arguments and aborts the whole loop on a malformed call
 # caught-by: dispatch/rejection-answered
-# cases: dispatch/malformed-arguments-streamed
+# cases: dispatch/03-malformed-arguments-streamed
 # supports: previous_response_id,stream
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: never streams, whatever the task asks
 # caught-by: stream/requested
-# cases: stream/single-call
+# cases: stream/01-single-call
 # supports: previous_response_id,stream
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: looks tools up by whatever name the model emits, so an unknown tool is dispatched to the backend
 # caught-by: dispatch/registered-only
-# cases: dispatch/unknown-tool
+# cases: dispatch/01-unknown-tool
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: ignores the task's model and sends a hard-coded one (gpt-4o)
 # caught-by: state/config-resent
-# cases: correlation/single-call
+# cases: correlation/01-single-call
 # supports: previous_response_id
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: reports an incomplete response as failed with reason "truncated" instead of the recognised word "incomplete"
 # caught-by: terminal/reason
-# cases: terminal/incomplete-partial-text
+# cases: terminal/05-incomplete-partial-text
 # supports: previous_response_id
 
 import os

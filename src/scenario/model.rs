@@ -93,7 +93,7 @@ fn default_states() -> Vec<StateMode> {
 pub struct Scenario {
     /// Must equal [`FORMAT_VERSION`].
     pub format: u32,
-    /// Stable id, `area/name` (e.g. `correlation/parallel-same-tool`).
+    /// Stable id, `area/name` (e.g. `correlation/05-parallel-same-tool`).
     pub id: String,
     /// What the case probes and why it matters.
     pub summary: String,

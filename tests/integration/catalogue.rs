@@ -25,6 +25,18 @@ fn catalogue_ids_match_their_paths_and_cover_every_area() {
             "{} has no summary",
             case.scenario.id
         );
+        let name = case
+            .scenario
+            .id
+            .split_once('/')
+            .map_or("", |(_, name)| name);
+        let numbered =
+            name.len() > 3 && name[..2].bytes().all(|b| b.is_ascii_digit()) && &name[2..3] == "-";
+        assert!(
+            numbered,
+            "{}: catalogue ids are numbered within their area (`area/NN-name`)",
+            case.scenario.id
+        );
     }
     let areas: BTreeSet<&str> = cases.iter().map(|c| c.scenario.area()).collect();
     for area in [

@@ -100,7 +100,7 @@ fn verdict_of(report: &CaseReport, check: &str) -> Option<CheckVerdict> {
 async fn call_id_item_id_instead_of_call_id() {
     for state in [Chained, Stateless] {
         assert_fails(
-            "correlation/call-id-distinct",
+            "correlation/02-call-id-distinct",
             state,
             Defect::ItemIdAsCallId,
             "call-id/own-id",
@@ -113,7 +113,7 @@ async fn call_id_item_id_instead_of_call_id() {
 #[tokio::test]
 async fn call_id_results_keyed_by_position() {
     let report = assert_fails(
-        "correlation/parallel-same-tool",
+        "correlation/05-parallel-same-tool",
         Chained,
         Defect::ResultsReversed,
         "call-id/result-matches",
@@ -131,7 +131,7 @@ async fn call_id_results_keyed_by_position() {
 #[tokio::test]
 async fn call_id_only_first_parallel_call_answered() {
     assert_fails(
-        "correlation/parallel-same-tool",
+        "correlation/05-parallel-same-tool",
         Stateless,
         Defect::FirstCallOnly,
         "call-id/answered",
@@ -143,7 +143,7 @@ async fn call_id_only_first_parallel_call_answered() {
 #[tokio::test]
 async fn reasoning_dropped_is_rejected_and_judged() {
     let report = assert_fails(
-        "reasoning/encrypted-retention",
+        "reasoning/01-encrypted-retention",
         Stateless,
         Defect::DropReasoning,
         "reasoning/replayed",
@@ -160,7 +160,7 @@ async fn reasoning_dropped_is_rejected_and_judged() {
 #[tokio::test]
 async fn reasoning_dropped_with_ids_stripped_passes_the_api_but_not_the_oracle() {
     let report = assert_fails(
-        "reasoning/encrypted-retention",
+        "reasoning/01-encrypted-retention",
         Stateless,
         Defect::StripIdsAndDropReasoning,
         "reasoning/replayed",
@@ -177,7 +177,7 @@ async fn reasoning_dropped_with_ids_stripped_passes_the_api_but_not_the_oracle()
 #[tokio::test]
 async fn reasoning_replayed_with_output_only_status() {
     assert_fails(
-        "reasoning/encrypted-retention",
+        "reasoning/01-encrypted-retention",
         Stateless,
         Defect::ReasoningWithStatus,
         "reasoning/input-shape",
@@ -189,7 +189,7 @@ async fn reasoning_replayed_with_output_only_status() {
 #[tokio::test]
 async fn reasoning_encrypted_content_altered() {
     assert_fails(
-        "reasoning/encrypted-retention",
+        "reasoning/01-encrypted-retention",
         Stateless,
         Defect::AlterEncryptedContent,
         "reasoning/replayed",
@@ -201,7 +201,7 @@ async fn reasoning_encrypted_content_altered() {
 #[tokio::test]
 async fn state_stale_previous_response_id() {
     assert_fails(
-        "correlation/three-rounds",
+        "correlation/06-three-rounds",
         Chained,
         Defect::StalePreviousResponseId,
         "state/chained",
@@ -214,7 +214,7 @@ async fn state_stale_previous_response_id() {
 async fn state_instructions_not_resent() {
     for state in [Chained, Stateless] {
         assert_fails(
-            "state/instructions-every-request",
+            "state/01-instructions-every-request",
             state,
             Defect::InstructionsOnce,
             "state/config-resent",
@@ -227,7 +227,7 @@ async fn state_instructions_not_resent() {
 #[tokio::test]
 async fn state_store_true_in_stateless_mode() {
     assert_fails(
-        "correlation/single-call",
+        "correlation/01-single-call",
         Stateless,
         Defect::StoreInStateless,
         "state/store-false",
@@ -241,7 +241,7 @@ async fn state_history_resent_with_previous_response_id() {
     // A SHOULD of its own; the real API also rejects resent stored items (E6), so the
     // case fails on wire/accepted too.
     let report = assert_caught(
-        "correlation/three-rounds",
+        "correlation/06-three-rounds",
         Chained,
         Defect::ResendHistory,
         "state/no-resend",
@@ -273,7 +273,7 @@ async fn state_history_resent_with_previous_response_id() {
 #[tokio::test]
 async fn dispatch_unknown_tool_executed() {
     assert_fails(
-        "dispatch/unknown-tool",
+        "dispatch/01-unknown-tool",
         Chained,
         Defect::NoValidation,
         "dispatch/registered-only",
@@ -285,7 +285,7 @@ async fn dispatch_unknown_tool_executed() {
 #[tokio::test]
 async fn dispatch_malformed_arguments_executed() {
     assert_fails(
-        "dispatch/malformed-arguments",
+        "dispatch/04-malformed-arguments",
         Stateless,
         Defect::NoValidation,
         "dispatch/arguments-parsed",
@@ -297,7 +297,7 @@ async fn dispatch_malformed_arguments_executed() {
 #[tokio::test]
 async fn dispatch_schema_violation_executed() {
     assert_fails(
-        "dispatch/schema-violation",
+        "dispatch/09-schema-violation",
         Chained,
         Defect::NoValidation,
         "dispatch/schema-valid",
@@ -309,7 +309,7 @@ async fn dispatch_schema_violation_executed() {
 #[tokio::test]
 async fn authz_denial_retried() {
     assert_fails(
-        "authz/cross-tenant-denied",
+        "authz/01-cross-tenant-denied",
         Chained,
         Defect::RetryDenied,
         "authz/denial-relayed",
@@ -321,7 +321,7 @@ async fn authz_denial_retried() {
 #[tokio::test]
 async fn authz_denial_swallowed() {
     assert_fails(
-        "authz/cross-tenant-denied",
+        "authz/01-cross-tenant-denied",
         Stateless,
         Defect::SwallowDenial,
         "authz/denial-relayed",
@@ -333,7 +333,7 @@ async fn authz_denial_swallowed() {
 #[tokio::test]
 async fn authz_approval_skipped() {
     let report = assert_fails(
-        "authz/approval-granted",
+        "authz/03-approval-granted",
         Chained,
         Defect::SkipApproval,
         "authz/approval-asked",
@@ -349,7 +349,7 @@ async fn authz_approval_skipped() {
 #[tokio::test]
 async fn authz_approval_refusal_ignored() {
     assert_fails(
-        "authz/approval-denied",
+        "authz/02-approval-denied",
         Stateless,
         Defect::IgnoreApprovalRefusal,
         "authz/approval-denied",
@@ -361,7 +361,7 @@ async fn authz_approval_refusal_ignored() {
 #[tokio::test]
 async fn effects_call_executed_twice() {
     assert_fails(
-        "correlation/single-call",
+        "correlation/01-single-call",
         Chained,
         Defect::ExecuteTwice,
         "effects/at-most-once",
@@ -373,7 +373,7 @@ async fn effects_call_executed_twice() {
 #[tokio::test]
 async fn budget_ignored() {
     assert_fails(
-        "budget/endless-tool-calls",
+        "budget/01-endless-tool-calls",
         Chained,
         Defect::NoBudget,
         "budget/max-rounds",
@@ -385,7 +385,7 @@ async fn budget_ignored() {
 #[tokio::test]
 async fn budget_tool_executed_on_last_round() {
     assert_fails(
-        "budget/endless-tool-calls",
+        "budget/01-endless-tool-calls",
         Stateless,
         Defect::ExecuteOnLastRound,
         "budget/last-round-idle",
@@ -397,7 +397,7 @@ async fn budget_tool_executed_on_last_round() {
 #[tokio::test]
 async fn terminal_incomplete_taken_as_answer() {
     assert_fails(
-        "terminal/incomplete-partial-text",
+        "terminal/05-incomplete-partial-text",
         Chained,
         Defect::IncompleteAsAnswer,
         "terminal/outcome",
@@ -409,7 +409,7 @@ async fn terminal_incomplete_taken_as_answer() {
 #[tokio::test]
 async fn terminal_message_beside_calls_taken_as_answer() {
     assert_fails(
-        "terminal/message-beside-calls",
+        "terminal/01-message-beside-calls",
         Stateless,
         Defect::MessageBesideCallsAsAnswer,
         "terminal/calls-beside-message",
@@ -421,7 +421,7 @@ async fn terminal_message_beside_calls_taken_as_answer() {
 #[tokio::test]
 async fn terminal_wrong_answer_text_has_a_diff() {
     let report = assert_fails(
-        "correlation/three-rounds",
+        "correlation/06-three-rounds",
         Chained,
         Defect::WrongAnswerText,
         "terminal/outcome",
@@ -439,7 +439,7 @@ async fn terminal_wrong_answer_text_has_a_diff() {
 #[tokio::test]
 async fn terminal_request_after_the_answer() {
     assert_fails(
-        "correlation/single-call",
+        "correlation/01-single-call",
         Chained,
         Defect::ContinueAfterAnswer,
         "terminal/stopped-at-answer",
@@ -451,7 +451,7 @@ async fn terminal_request_after_the_answer() {
 #[tokio::test]
 async fn stream_call_executed_on_deltas() {
     assert_fails(
-        "stream/delayed-call-executed-after-done",
+        "stream/03-delayed-call-executed-after-done",
         Chained,
         Defect::ExecuteOnDeltas,
         "stream/executed-after-done",
@@ -463,7 +463,7 @@ async fn stream_call_executed_on_deltas() {
 #[tokio::test]
 async fn stream_cut_taken_as_answer() {
     assert_fails(
-        "stream/cut-before-terminal",
+        "stream/02-cut-before-terminal",
         Stateless,
         Defect::BrokenStreamAsAnswer,
         "stream/broken-not-answer",
@@ -474,7 +474,7 @@ async fn stream_cut_taken_as_answer() {
 
 #[tokio::test]
 async fn stream_error_event_taken_as_answer() {
-    for id in ["stream/error-event-nested", "stream/error-event-flat"] {
+    for id in ["stream/05-error-event-nested", "stream/04-error-event-flat"] {
         assert_fails(
             id,
             Chained,
@@ -489,7 +489,7 @@ async fn stream_error_event_taken_as_answer() {
 #[tokio::test]
 async fn transport_transient_error_not_retried() {
     assert_fails(
-        "transport/500-then-success",
+        "transport/01-500-then-success",
         Chained,
         Defect::NoRetry,
         "transport/retried",
@@ -501,7 +501,7 @@ async fn transport_transient_error_not_retried() {
 #[tokio::test]
 async fn transport_client_error_retried() {
     assert_fails(
-        "transport/400-not-retried",
+        "transport/02-400-not-retried",
         Stateless,
         Defect::RetryClientErrors,
         "transport/no-retry-4xx",
@@ -513,7 +513,7 @@ async fn transport_client_error_retried() {
 #[tokio::test]
 async fn transport_retry_after_ignored() {
     assert_fails(
-        "transport/429-retry-after",
+        "transport/03-429-retry-after",
         Chained,
         Defect::IgnoreRetryAfter,
         "transport/retry-after-honoured",
@@ -525,7 +525,7 @@ async fn transport_retry_after_ignored() {
 #[tokio::test]
 async fn transport_unbounded_retries() {
     assert_fails(
-        "transport/persistent-500",
+        "transport/06-persistent-500",
         Chained,
         Defect::RetryForever,
         "transport/retry-bounded",
@@ -537,7 +537,7 @@ async fn transport_unbounded_retries() {
 #[tokio::test]
 async fn effects_tools_rerun_when_the_follow_up_is_retried() {
     assert_fails(
-        "transport/retry-after-tools-ran",
+        "transport/07-retry-after-tools-ran",
         Stateless,
         Defect::ReexecuteOnRetry,
         "effects/at-most-once",
@@ -549,7 +549,7 @@ async fn effects_tools_rerun_when_the_follow_up_is_retried() {
 #[tokio::test]
 async fn background_queued_response_taken_as_answer() {
     assert_fails(
-        "background/polling",
+        "background/01-polling",
         Chained,
         Defect::QueuedAsAnswer,
         "background/polled-to-terminal",
@@ -561,7 +561,7 @@ async fn background_queued_response_taken_as_answer() {
 #[tokio::test]
 async fn program_caller_dropped() {
     assert_fails(
-        "program/one-pause",
+        "program/01-one-pause",
         Chained,
         Defect::DropCaller,
         "program/caller-echoed",
@@ -573,7 +573,7 @@ async fn program_caller_dropped() {
 #[tokio::test]
 async fn program_output_taken_as_the_end() {
     assert_fails(
-        "program/output-without-final-message",
+        "program/04-output-without-final-message",
         Stateless,
         Defect::ProgramOutputAsEnd,
         "program/continued",
@@ -585,7 +585,7 @@ async fn program_output_taken_as_the_end() {
 #[tokio::test]
 async fn program_item_left_out_of_a_stateless_replay() {
     assert_fails(
-        "program/stateless-replay",
+        "program/05-stateless-replay",
         Stateless,
         Defect::StripProgram,
         "program/replayed",
@@ -597,7 +597,7 @@ async fn program_item_left_out_of_a_stateless_replay() {
 #[tokio::test]
 async fn conversation_not_carried() {
     assert_fails(
-        "state/conversation-mode",
+        "state/02-conversation-mode",
         StateMode::Conversation,
         Defect::ConversationDropped,
         "state/conversation",
@@ -609,7 +609,7 @@ async fn conversation_not_carried() {
 #[tokio::test]
 async fn dispatch_call_from_a_caller_outside_allowed_callers() {
     assert_fails(
-        "program/caller-not-allowed",
+        "program/03-caller-not-allowed",
         Chained,
         Defect::NoValidation,
         "dispatch/caller-allowed",

@@ -50,7 +50,7 @@ fn a_hanging_controller_times_out_and_its_process_group_is_killed() {
         "--timeout",
         "1",
         "--filter",
-        "correlation/single-call",
+        "correlation/01-single-call",
     ]);
     assert_eq!(code, Some(1), "{stdout}");
     assert!(
@@ -69,7 +69,7 @@ fn a_crashing_controller_is_crashed_with_its_stderr_in_the_report() {
         "--controller",
         "echo 'Traceback: boom' >&2; exit 3",
         "--filter",
-        "correlation/single-call",
+        "correlation/01-single-call",
     ]);
     assert_eq!(code, Some(1));
     for (_, verdict) in verdicts(&report) {
@@ -102,7 +102,7 @@ fn garbage_output_is_crashed_and_names_what_was_printed() {
         "--controller",
         "echo '{not json'",
         "--filter",
-        "correlation/single-call",
+        "correlation/01-single-call",
     ]);
     assert_eq!(code, Some(1));
     let case = &report["cases"][0];
@@ -124,7 +124,7 @@ fn garbage_output_is_crashed_and_names_what_was_printed() {
         "--controller",
         "echo '{\"status\": \"done\"}'",
         "--filter",
-        "correlation/single-call",
+        "correlation/01-single-call",
     ]);
     let message = report["cases"][0]["checks"]
         .as_array()
@@ -143,7 +143,7 @@ fn a_bad_controller_does_not_harm_the_other_cases() {
     // One command, two behaviours: hang on one case, behave on the others.
     let reference = format!("'{}' reference-controller", loopcheck_bin().display());
     let controller = format!(
-        "if [ \"$LOOPCHECK_CASE\" = correlation/single-call ]; then sleep 30; else {reference}; fi"
+        "if [ \"$LOOPCHECK_CASE\" = correlation/01-single-call ]; then sleep 30; else {reference}; fi"
     );
     let (code, _, report) = run(&[
         "--controller",
@@ -157,7 +157,7 @@ fn a_bad_controller_does_not_harm_the_other_cases() {
     ]);
     assert_eq!(code, Some(1));
     for (id, verdict) in verdicts(&report) {
-        let expected = if id == "correlation/single-call" {
+        let expected = if id == "correlation/01-single-call" {
             "timeout"
         } else {
             "pass"
@@ -175,7 +175,7 @@ fn unsupported_state_modes_are_reported_as_unsupported_not_passed() {
         "--supports",
         "stateless",
         "--filter",
-        "correlation/single-call",
+        "correlation/01-single-call",
     ]);
     assert_eq!(code, Some(0), "unsupported is not a failure");
     let cases = report["cases"].as_array().unwrap();
@@ -215,7 +215,7 @@ fn matrix_compares_controllers_case_by_case() {
             "--supports",
             "broken=stateless",
             "--filter",
-            "correlation/single-call",
+            "correlation/01-single-call",
         ])
         .arg("--report-json")
         .arg(&json_path)
@@ -253,7 +253,7 @@ fn matrix_compares_controllers_case_by_case() {
         "{markdown}"
     );
     assert!(
-        markdown.contains("| `correlation/single-call [stateless]` | pass | crashed |"),
+        markdown.contains("| `correlation/01-single-call [stateless]` | pass | crashed |"),
         "{markdown}"
     );
     assert!(stdout.contains("broken: 2 cases: 0 passed"), "{stdout}");
@@ -284,7 +284,7 @@ fn a_manifest_beside_the_controller_declares_its_capabilities() {
         "--controller",
         &command,
         "--filter",
-        "correlation/single-call",
+        "correlation/01-single-call",
     ]);
     assert_eq!(code, Some(0), "{stdout}");
     for case in report["cases"].as_array().unwrap() {
@@ -300,7 +300,7 @@ fn a_manifest_beside_the_controller_declares_its_capabilities() {
         "--controller",
         &command,
         "--filter",
-        "correlation/single-call",
+        "correlation/01-single-call",
     ]);
     assert_eq!(code, Some(2), "a bad manifest is a usage error");
 }

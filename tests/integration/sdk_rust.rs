@@ -279,7 +279,7 @@ async fn async_openai_parses_every_response_and_stream_event_of_the_catalogue() 
         by_slot[slot] = Some(findings);
     }
 
-    // Case runs without a 200 (e.g. transport/400-not-retried, transport/persistent-500)
+    // Case runs without a 200 (e.g. transport/02-400-not-retried, transport/06-persistent-500)
     // have nothing to check; coverage is asserted over the whole catalogue instead.
     let mut total = Findings::default();
     for findings in by_slot {
