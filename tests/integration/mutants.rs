@@ -13,7 +13,7 @@
 //! Each one is run with `loopcheck run --filter <glob>... --supports <caps>`, a few at a
 //! time, and must have at least one case where the named check fails (`fail`, or
 //! `non-strict` when the case or the check is a SHOULD). `terminal/result-line` is caught
-//! by a `crashed` case. The mutants' README must list every mutant (and every documented
+//! by a `crashed` case. The project README must list every mutant (and every documented
 //! gap, `loopcheck-gap`) in a table with its caught-by check, so the table cannot drift.
 //!
 //! Python mutants run on the Python the SDK test uses (`LOOPCHECK_PYTHON`, else
@@ -423,9 +423,9 @@ fn readme_rows(readme: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn the_mutants_readme_lists_every_mutant_with_its_check() {
-    let path = root().join(MUTANTS).join("README.md");
-    let readme = std::fs::read_to_string(&path).expect("harness/mutants/README.md exists");
+fn the_readme_lists_every_mutant_with_its_check() {
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path).expect("the project README exists");
     let rows = readme_rows(&readme);
     let mutants = discover();
     let mut problems = Vec::new();
