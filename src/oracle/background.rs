@@ -14,18 +14,10 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if !f.scenario.task.background || f.requests.is_empty() {
         return Vec::new();
     }
-    let problems = f
-        .requests
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.body.get("background") != Some(&Value::Bool(true)))
-        .map(|(position, _)| {
-            format!(
-                "{} does not send `background: true`: the task asks for background mode",
-                Facts::request_label(position)
-            )
-        })
-        .collect();
+    let problems = f.requests_lacking(
+        |body| body.get("background") == Some(&Value::Bool(true)),
+        "does not send `background: true`: the task asks for background mode",
+    );
     let mut out = vec![CheckResult::judge(
         "background/requested",
         Level::Must,

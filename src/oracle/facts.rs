@@ -268,6 +268,17 @@ impl<'a> Facts<'a> {
         }
     }
 
+    /// One problem per model request whose body lacks what `holds` asks for: `why` is
+    /// appended to "request N ".
+    pub fn requests_lacking(&self, holds: impl Fn(&Value) -> bool, why: &str) -> Vec<String> {
+        self.requests
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !holds(&r.body))
+            .map(|(position, _)| format!("{} {why}", Self::request_label(position)))
+            .collect()
+    }
+
     /// The 1-based request number used in messages.
     pub fn request_label(position: usize) -> String {
         format!("request {}", position + 1)

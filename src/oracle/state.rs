@@ -195,18 +195,10 @@ fn no_resend(f: &Facts) -> CheckResult {
 }
 
 fn store_false(f: &Facts) -> CheckResult {
-    let problems = f
-        .requests
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.body.get("store") != Some(&Value::Bool(false)))
-        .map(|(position, _)| {
-            format!(
-                "{} does not send `store: false`: in stateless mode nothing may be stored",
-                Facts::request_label(position)
-            )
-        })
-        .collect();
+    let problems = f.requests_lacking(
+        |body| body.get("store") == Some(&Value::Bool(false)),
+        "does not send `store: false`: in stateless mode nothing may be stored",
+    );
     CheckResult::judge(
         "state/store-false",
         Level::Must,
@@ -216,23 +208,14 @@ fn store_false(f: &Facts) -> CheckResult {
 }
 
 fn include_encrypted(f: &Facts) -> CheckResult {
-    let problems = f
-        .requests
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| {
-            !r.body
-                .get("include")
+    let problems = f.requests_lacking(
+        |body| {
+            body.get("include")
                 .and_then(Value::as_array)
                 .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"))
-        })
-        .map(|(position, _)| {
-            format!(
-                "{} does not ask for `include: [\"reasoning.encrypted_content\"]`: without it a store:false response may carry no reasoning to replay",
-                Facts::request_label(position)
-            )
-        })
-        .collect();
+        },
+        "does not ask for `include: [\"reasoning.encrypted_content\"]`: without it a store:false response may carry no reasoning to replay",
+    );
     CheckResult::judge(
         "state/include-encrypted",
         Level::Should,

@@ -13,18 +13,10 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let problems = f
-        .requests
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.body.get("stream") != Some(&Value::Bool(true)))
-        .map(|(position, _)| {
-            format!(
-                "{} does not send `stream: true`: the task asks for streaming",
-                Facts::request_label(position)
-            )
-        })
-        .collect();
+    let problems = f.requests_lacking(
+        |body| body.get("stream") == Some(&Value::Bool(true)),
+        "does not send `stream: true`: the task asks for streaming",
+    );
     out.push(CheckResult::judge(
         "stream/requested",
         Level::Must,

@@ -181,7 +181,7 @@ impl Session {
                     done: request.stream,
                 },
             );
-            let queued = background_snapshot(&rendered, "queued");
+            let queued = stream::snapshot(&rendered, "queued");
             if let Some(stored) = inner.responses.get_mut(&id) {
                 stored.response = queued.clone();
             }
@@ -246,7 +246,7 @@ impl Session {
                 background.polls_left -= 1;
                 return Ok(Handled::json(
                     200,
-                    background_snapshot(&background.terminal, "in_progress"),
+                    stream::snapshot(&background.terminal, "in_progress"),
                 ));
             }
             background.done = true;
@@ -268,7 +268,7 @@ impl Session {
         if !background.done {
             background.done = true;
             background.polls_left = 0;
-            background.terminal = background_snapshot(&background.terminal, "cancelled");
+            background.terminal = stream::snapshot(&background.terminal, "cancelled");
             stored.response = background.terminal.clone();
         }
         Ok(Handled::json(200, stored.response.clone()))
@@ -291,19 +291,6 @@ impl Session {
             json!({"id": id, "object": "response", "deleted": true}),
         ))
     }
-}
-
-/// A background response as polls see it before it ends (or once cancelled).
-fn background_snapshot(terminal: &Value, status: &str) -> Value {
-    let mut snapshot = terminal.clone();
-    snapshot["status"] = json!(status);
-    snapshot["output"] = json!([]);
-    snapshot["completed_at"] = Value::Null;
-    snapshot["error"] = Value::Null;
-    snapshot["incomplete_details"] = Value::Null;
-    // Nothing ran yet (or ever, once cancelled): no tokens to report.
-    snapshot["usage"] = Value::Null;
-    snapshot
 }
 
 /// An input item as stored: with an id when it had none (as listings show them).

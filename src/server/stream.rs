@@ -93,8 +93,8 @@ impl Builder<'_> {
     }
 }
 
-/// The response as it looks while in progress: no output, no usage.
-fn snapshot(response: &Value, status: &str) -> Value {
+/// The response as it looks before it ends (or once cancelled): no output, no usage.
+pub fn snapshot(response: &Value, status: &str) -> Value {
     let mut snapshot = response.clone();
     snapshot["status"] = json!(status);
     snapshot["output"] = json!([]);

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{loopcheck_bin, root};
+use crate::support::{loopcheck_bin, root, shell_quote};
 
 /// loopcheck processes at once (each runs its cases with `--jobs 2`).
 const PARALLEL: usize = 3;
@@ -133,11 +133,6 @@ fn discover() -> Vec<Mutant> {
         errors.join("\n")
     );
     mutants.into_iter().filter_map(Result::unwrap).collect()
-}
-
-/// Single-quotes a word for `sh`.
-fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 fn python() -> PathBuf {

@@ -47,3 +47,80 @@ pub async fn serve(case: &Case, state: StateMode) -> (Arc<Session>, RunningServe
 pub fn loopcheck_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_loopcheck"))
 }
+
+/// Single-quotes a word for `sh`.
+pub fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// A missing SDK: a failure under CI (which must install it), a skip with a note
+/// elsewhere. Returns when the caller should skip.
+pub fn missing_sdk(what: &str, message: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("CI must install the {what}: {message}");
+    }
+    eprintln!("note: skipping the {what} test: {message}");
+}
+
+/// Runs the whole embedded catalogue against `controller` and asserts that every case
+/// passes (no `fail`, no `unsupported`, nothing else) and loopcheck exits 0.
+pub fn assert_passes_catalogue(controller: &str, supports: &str, who: &str) {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let report_path = dir.path().join("report.json");
+    let output = Command::new(loopcheck_bin())
+        .args([
+            "run",
+            "--controller",
+            controller,
+            "--supports",
+            supports,
+            "--jobs",
+            "2",
+        ])
+        .arg("--report-json")
+        .arg(&report_path)
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .output()
+        .expect("loopcheck runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report: serde_json::Value = match std::fs::read(&report_path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).expect("the JSON report parses"),
+        Err(err) => panic!(
+            "no JSON report ({err}); loopcheck exited with {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            output.status
+        ),
+    };
+    let cases = report["cases"].as_array().expect("the report lists cases");
+    assert!(!cases.is_empty(), "the run covered no case:\n{stdout}");
+    let failures: Vec<String> = cases
+        .iter()
+        .filter(|case| case["verdict"] != "pass")
+        .map(|case| {
+            let mut line = format!("{} [{}]: {}", case["id"], case["state"], case["verdict"]);
+            for check in case["checks"].as_array().into_iter().flatten() {
+                if check["verdict"] != "pass" && check["verdict"] != "info" {
+                    line.push_str(&format!(
+                        "\n    {} ({}): {}",
+                        check["id"], check["verdict"], check["message"]
+                    ));
+                }
+            }
+            line
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} case(s) did not pass with {who}:\n{}\n\nloopcheck output:\n{stdout}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    assert!(
+        output.status.success(),
+        "loopcheck exited with {}\n{stdout}",
+        output.status
+    );
+}
