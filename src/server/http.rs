@@ -2,7 +2,6 @@
 //! hyper directly (not a framework) because a fault must be able to close a connection
 //! without any answer, and a stream must go out event by event and break off midway.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -233,7 +232,3 @@ impl Body for ReplyStream {
         SizeHint::default()
     }
 }
-
-// Keeps the `Infallible` import meaningful for readers: hyper needs the service error to
-// be convertible into a boxed error, which `DropConnection` is.
-const _: fn(Infallible) -> DropConnection = |never| match never {};
