@@ -9,7 +9,7 @@ use loopcheck::scenario::StateMode;
 use loopcheck::server::{RunningServer, Session};
 use serde_json::{Value, json};
 
-use crate::support::{case_from_yaml, serve};
+use crate::support::{case_from_yaml, response_text, serve};
 
 /// Turn 1: one reasoning item, then two parallel calls. Turn 2: the final answer.
 const SCENARIO: &str = r#"
@@ -210,22 +210,10 @@ fn assert_rejected(session: &Session, rule: &str) {
     assert_eq!(last.turn, None);
 }
 
-/// The text of the response's message items.
-fn final_text(response: &Value) -> String {
-    response["output"]
-        .as_array()
-        .expect("output")
-        .iter()
-        .filter(|item| item["type"] == "message")
-        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
-        .filter_map(|part| part["text"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// Asserts `reply` is turn 2 (the final answer) and the transcript says so.
 fn assert_turn2(session: &Session, reply: &(u16, Value)) {
     assert_eq!(reply.0, 200, "{}", reply.1);
-    assert_eq!(final_text(&reply.1), FINAL);
+    assert_eq!(response_text(&reply.1), FINAL);
     let transcript = session.transcript();
     let last = transcript.model.last().expect("an exchange");
     assert_eq!(last.rejected_by, None);

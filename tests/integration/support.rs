@@ -124,3 +124,15 @@ pub fn assert_passes_catalogue(controller: &str, supports: &str, who: &str) {
         output.status
     );
 }
+
+/// The text of a response's message items (what the SDKs call `output_text`).
+pub fn response_text(response: &serde_json::Value) -> String {
+    response["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .filter(|item| item["type"] == "message")
+        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|part| part["text"].as_str().map(str::to_owned))
+        .collect()
+}

@@ -14,7 +14,7 @@ use loopcheck::transcript::{FaultRecord, ModelExchange, StreamRecord};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{case_from_yaml, serve};
+use crate::support::{case_from_yaml, response_text, serve};
 
 const INVALID: &str = "invalid_request_error";
 const STREAM_TERMINALS: &[&str] = &[
@@ -318,17 +318,6 @@ fn is_request_id(id: &str) -> bool {
         .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-fn message_text(response: &Value) -> String {
-    response["output"]
-        .as_array()
-        .expect("output")
-        .iter()
-        .filter(|item| item["type"] == "message")
-        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
-        .filter_map(|part| part["text"].as_str().map(str::to_owned))
-        .collect()
-}
-
 fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
     value[key]
         .as_str()
@@ -370,6 +359,26 @@ fn stream_request(extra: Value) -> Value {
         }
     }
     body
+}
+
+/// The fault record of an answer with `status` and nothing else.
+fn fault_status(status: u16) -> FaultRecord {
+    FaultRecord {
+        status: Some(status),
+        retry_after_ms: None,
+        should_retry: None,
+        dropped: false,
+        delay_ms: 0,
+    }
+}
+
+/// The fault record of a dropped connection.
+fn fault_dropped() -> FaultRecord {
+    FaultRecord {
+        status: None,
+        dropped: true,
+        ..fault_status(0)
+    }
 }
 
 #[tokio::test]
@@ -833,7 +842,7 @@ async fn incomplete_and_failed_turns_end_with_their_terminal_event() {
     assert_eq!(terminal["completed_at"], Value::Null);
     assert_eq!(terminal["error"], Value::Null);
     assert_eq!(terminal["output"][0]["status"], "incomplete");
-    assert_eq!(message_text(terminal), "The report says");
+    assert_eq!(response_text(terminal), "The report says");
     assert_items_not_interleaved(&events, &served);
 
     let streamed = fake.stream(&body).await;
@@ -965,7 +974,7 @@ async fn assert_retry_served(fake: &Fake, record: FaultRecord) {
         )
         .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
-    assert_eq!(message_text(&reply.json()), "Hello there.");
+    assert_eq!(response_text(&reply.json()), "Hello there.");
     let transcript = fake.session.transcript();
     let [faulted, served] = transcript.model.as_slice() else {
         panic!("expected two exchanges, got {}", transcript.model.len());
@@ -1002,11 +1011,8 @@ async fn fault_429_with_retry_after_ms() {
     assert_retry_served(
         &fake,
         FaultRecord {
-            status: Some(429),
             retry_after_ms: Some(250),
-            should_retry: None,
-            dropped: false,
-            delay_ms: 0,
+            ..fault_status(429)
         },
     )
     .await;
@@ -1027,11 +1033,8 @@ async fn fault_429_with_retry_after_seconds() {
     assert_retry_served(
         &fake,
         FaultRecord {
-            status: Some(429),
             retry_after_ms: Some(1000),
-            should_retry: None,
-            dropped: false,
-            delay_ms: 0,
+            ..fault_status(429)
         },
     )
     .await;
@@ -1060,17 +1063,7 @@ async fn fault_500_names_the_request_id_of_its_header() {
             "{SERVER_ERROR_MESSAGE} Please include the request ID {request_id} in your message."
         ),
     );
-    assert_retry_served(
-        &fake,
-        FaultRecord {
-            status: Some(500),
-            retry_after_ms: None,
-            should_retry: None,
-            dropped: false,
-            delay_ms: 0,
-        },
-    )
-    .await;
+    assert_retry_served(&fake, fault_status(500)).await;
 }
 
 #[tokio::test]
@@ -1088,17 +1081,7 @@ async fn fault_503_is_an_html_page() {
         reply.text,
         "<html><head><title>503 Service Temporarily Unavailable</title></head><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>\n"
     );
-    assert_retry_served(
-        &fake,
-        FaultRecord {
-            status: Some(503),
-            retry_after_ms: None,
-            should_retry: None,
-            dropped: false,
-            delay_ms: 0,
-        },
-    )
-    .await;
+    assert_retry_served(&fake, fault_status(503)).await;
 }
 
 #[tokio::test]
@@ -1115,11 +1098,8 @@ async fn fault_with_should_retry_false() {
     assert_retry_served(
         &fake,
         FaultRecord {
-            status: Some(500),
-            retry_after_ms: None,
             should_retry: Some(false),
-            dropped: false,
-            delay_ms: 0,
+            ..fault_status(500)
         },
     )
     .await;
@@ -1139,17 +1119,7 @@ async fn fault_drop_closes_the_connection_without_an_answer() {
         .expect_err("no answer to a dropped connection");
     assert_eq!(error.status(), None);
     assert!(error.is_request(), "{error:?}");
-    assert_retry_served(
-        &fake,
-        FaultRecord {
-            status: None,
-            retry_after_ms: None,
-            should_retry: None,
-            dropped: true,
-            delay_ms: 0,
-        },
-    )
-    .await;
+    assert_retry_served(&fake, fault_dropped()).await;
 }
 
 #[tokio::test]
@@ -1171,11 +1141,8 @@ async fn fault_delay_holds_the_answer_back() {
     assert_retry_served(
         &fake,
         FaultRecord {
-            status: Some(500),
-            retry_after_ms: None,
-            should_retry: None,
-            dropped: false,
             delay_ms: 300,
+            ..fault_status(500)
         },
     )
     .await;
@@ -1195,7 +1162,7 @@ async fn fault_delay_holds_the_answer_back() {
         started.elapsed()
     );
     assert_eq!(reply.status, 200, "{}", reply.text);
-    assert_eq!(message_text(&reply.json()), "Hello there.");
+    assert_eq!(response_text(&reply.json()), "Hello there.");
     let exchange = fake.last();
     assert_eq!(exchange.turn, Some(0));
     assert_eq!(exchange.fault, None);
@@ -1231,12 +1198,12 @@ async fn sdk_retry_of_the_last_body_is_served_the_same_turn() {
     };
 
     let first = fake.create(&body).await.json();
-    assert_eq!(message_text(&first), "First.");
+    assert_eq!(response_text(&first), "First.");
     assert_eq!(fake.last().turn, Some(0));
 
     // The SDK's retry of the same body: the same turn, fresh ids.
     let again = fake.send(retry("1")).await.json();
-    assert_eq!(message_text(&again), "First.");
+    assert_eq!(response_text(&again), "First.");
     assert_eq!(fake.last().turn, Some(0));
     assert_eq!(fake.last().retry_count(), Some(1));
     assert_ne!(again["id"], first["id"]);
@@ -1244,11 +1211,11 @@ async fn sdk_retry_of_the_last_body_is_served_the_same_turn() {
 
     // A retry count of 0 is a first attempt, not a retry.
     let second = fake.send(retry("0")).await.json();
-    assert_eq!(message_text(&second), "Second.");
+    assert_eq!(response_text(&second), "Second.");
     assert_eq!(fake.last().turn, Some(1));
 
     let again = fake.send(retry("2")).await.json();
-    assert_eq!(message_text(&again), "Second.");
+    assert_eq!(response_text(&again), "Second.");
     assert_eq!(fake.last().turn, Some(1));
     assert_ne!(again["id"], second["id"]);
 
@@ -1298,7 +1265,7 @@ async fn sdk_retry_after_a_fault_is_not_a_re_serve() {
     let fake = Fake::start(SERVED_THEN_FAULT, StateMode::Stateless).await;
     let body = json!({"model": "gpt-5", "input": "Hello?", "store": false});
     let first = fake.create(&body).await.json();
-    assert_eq!(message_text(&first), "First.");
+    assert_eq!(response_text(&first), "First.");
 
     let reply = fake
         .send(
@@ -1316,7 +1283,7 @@ async fn sdk_retry_after_a_fault_is_not_a_re_serve() {
         )
         .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
-    assert_eq!(message_text(&reply.json()), "Second.");
+    assert_eq!(response_text(&reply.json()), "Second.");
     assert_eq!(fake.last().turn, Some(1));
 }
 
@@ -1384,7 +1351,7 @@ async fn background_runs_poll_cancel_and_replay() {
         .expect("the terminal response");
     assert_eq!(terminal["status"], "completed");
     assert_eq!(terminal["id"], json!(id));
-    assert_eq!(message_text(&terminal), "Background answer.");
+    assert_eq!(response_text(&terminal), "Background answer.");
 
     // In progress for `polls` polls, then the terminal response, from then on.
     let path = format!("/v1/responses/{id}");
@@ -1577,7 +1544,7 @@ async fn conversations_hold_items_and_responses_append_to_them() {
     assert_eq!(reply.status, 200, "{}", reply.text);
     let response = reply.json();
     assert_eq!(response["conversation"], json!({"id": id}));
-    assert_eq!(message_text(&response), "Paris.");
+    assert_eq!(response_text(&response), "Paris.");
     let items = fake.get(&format!("{path}/items?order=asc")).await.json();
     let data = items["data"].as_array().expect("data").clone();
     assert_eq!(data.len(), 4);
@@ -1750,7 +1717,7 @@ fn assert_program_output(fake: &Fake, reply: &Reply, program: &Value) {
     assert_eq!(program_output["call_id"], program["call_id"]);
     assert_eq!(program_output["result"], "8");
     assert_eq!(program_output["status"], "completed");
-    assert_eq!(message_text(&response), "8 units in total.");
+    assert_eq!(response_text(&response), "8 units in total.");
     let exchange = fake.last();
     assert_eq!(exchange.turn, Some(1));
     assert_eq!(exchange.rejected_by, None);
