@@ -380,24 +380,21 @@ impl Session {
 
     /// Records that event `index` of the stream of exchange `exchange` was written.
     pub fn stream_event_sent(&self, exchange: usize, index: usize, call_done: Option<&str>) {
-        let mut inner = self.lock();
-        inner.seq += 1;
-        let seq = inner.seq;
-        if let Some(record) = inner
-            .transcript
-            .model
-            .get_mut(exchange)
-            .and_then(|m| m.stream.as_mut())
-        {
+        self.update_stream(exchange, |record, seq| {
             record.sent = record.sent.max(index + 1);
             if let Some(call_id) = call_done {
                 record.call_done_seq.insert(call_id.to_owned(), seq);
             }
-        }
+        });
     }
 
     /// Records that the stream of exchange `exchange` ended.
     pub fn stream_ended(&self, exchange: usize) {
+        self.update_stream(exchange, |record, seq| record.ended_seq = Some(seq));
+    }
+
+    /// Takes the next order number and updates the stream record of an exchange with it.
+    fn update_stream(&self, exchange: usize, update: impl FnOnce(&mut StreamRecord, u64)) {
         let mut inner = self.lock();
         inner.seq += 1;
         let seq = inner.seq;
@@ -407,7 +404,7 @@ impl Session {
             .get_mut(exchange)
             .and_then(|m| m.stream.as_mut())
         {
-            record.ended_seq = Some(seq);
+            update(record, seq);
         }
     }
 
