@@ -366,21 +366,31 @@ def run(task, client, tools):
     raise Stop("max_rounds", "max_rounds allows no model request")
 
 
-def main():
+def run_case(task):
+    """One case, from the task and the environment, to its result object."""
     try:
-        with open(os.environ["LOOPCHECK_TASK"]) as f:
-            task = json.load(f)
         client = make_client()
         tools = Tools(task, os.environ["LOOPCHECK_TOOLS_URL"])
-        result = {"status": "completed", "output_text": run(task, client, tools)}
+        return {"status": "completed", "output_text": run(task, client, tools)}
     except Stop as stop:
-        result = {"status": "failed", "reason": stop.reason, "detail": stop.detail}
+        return {"status": "failed", "reason": stop.reason, "detail": stop.detail}
     except Exception as err:  # openai.APIError once the SDK's retries are spent (or from a
         # nested in-stream error event), a broken stream, or a bug: still a result line.
         log(f"controller error: {err!r}")
-        detail = f"{type(err).__name__}: {err}"
-        result = {"status": "failed", "reason": "api_error", "detail": detail}
-    print(json.dumps(result), flush=True)
+        return {"status": "failed", "reason": "api_error", "detail": f"{type(err).__name__}: {err}"}
+
+
+def main():
+    if "LOOPCHECK_TASK" in os.environ:  # one process per case (CONTRACT.md section 1)
+        with open(os.environ["LOOPCHECK_TASK"]) as f:
+            print(json.dumps(run_case(json.load(f))), flush=True)
+        return
+    # Persistent mode (section 6): one case per line on stdin, one result line each.
+    for line in sys.stdin:
+        if line.strip():
+            request = json.loads(line)
+            os.environ.update(request["env"])
+            print(json.dumps(run_case(request["task"])), flush=True)
 
 
 if __name__ == "__main__":

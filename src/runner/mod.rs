@@ -2,6 +2,7 @@
 //! group and ledger (CONTRACT.md sections 1, 2, 4, 5); `--jobs` of them at a time. Also a
 //! library API that runs a case against an in-process async closure.
 
+mod persistent;
 mod process;
 pub mod task;
 
@@ -11,7 +12,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::oracle::{self, CaseVerdict, CheckResult};
@@ -228,6 +228,46 @@ async fn start_session(
     }
 }
 
+/// A case ready to run: its server is up, its task and environment are built.
+struct Prepared {
+    session: Arc<Session>,
+    server: RunningServer,
+    task: Value,
+    /// The contract's environment, without `LOOPCHECK_TASK` (persistent controllers get
+    /// the task inline).
+    vars: Vec<(String, String)>,
+    started: Instant,
+}
+
+/// The `unsupported` report when the controller lacks a capability the case needs.
+fn unsupported_by(case: &Case, state: StateMode, controller: &Controller) -> Option<CaseReport> {
+    let missing: Vec<&str> = required_capabilities(&case.scenario, state)
+        .into_iter()
+        .filter(|c| !controller.supports.contains(*c))
+        .collect();
+    (!missing.is_empty()).then(|| unsupported(case, state, &missing))
+}
+
+async fn prepare(case: &Case, state: StateMode) -> Result<Prepared, Box<CaseReport>> {
+    let started = Instant::now();
+    let (session, server) = start_session(case, state).await?;
+    let env = controller_env(&server, &session, &case.scenario.id);
+    let vars = vec![
+        ("OPENAI_BASE_URL".to_owned(), env.base_url),
+        ("OPENAI_API_KEY".to_owned(), env.api_key),
+        ("LOOPCHECK_TOOLS_URL".to_owned(), env.tools_url),
+        ("LOOPCHECK_CASE".to_owned(), env.case),
+    ];
+    let task = task::task_json(&case.scenario, state);
+    Ok(Prepared {
+        session,
+        server,
+        task,
+        vars,
+        started,
+    })
+}
+
 /// Runs one case in one state mode against a controller process.
 pub async fn run_case(
     case: &Case,
@@ -235,16 +275,11 @@ pub async fn run_case(
     controller: &Controller,
     options: &RunOptions,
 ) -> CaseReport {
-    let missing: Vec<&str> = required_capabilities(&case.scenario, state)
-        .into_iter()
-        .filter(|c| !controller.supports.contains(*c))
-        .collect();
-    if !missing.is_empty() {
-        return unsupported(case, state, &missing);
+    if let Some(report) = unsupported_by(case, state, controller) {
+        return report;
     }
-    let started = Instant::now();
-    let (session, server) = match start_session(case, state).await {
-        Ok(started) => started,
+    let mut prepared = match prepare(case, state).await {
+        Ok(prepared) => prepared,
         Err(report) => return *report,
     };
     let dir = match tempfile::Builder::new().prefix("loopcheck-case-").tempdir() {
@@ -258,27 +293,26 @@ pub async fn run_case(
         }
     };
     let task_path = dir.path().join("task.json");
-    let task = task::task_json(&case.scenario, state);
-    if let Err(err) = write_atomic(&task_path, &task) {
+    if let Err(err) = write_atomic(&task_path, &prepared.task) {
         return error_report(case, state, format!("failed to write the task file: {err}"));
     }
-    let env = controller_env(&server, &session, &case.scenario.id);
-    let vars = vec![
-        ("OPENAI_BASE_URL".to_owned(), env.base_url.clone()),
-        ("OPENAI_API_KEY".to_owned(), env.api_key.clone()),
-        (
-            "LOOPCHECK_TASK".to_owned(),
-            task_path.to_string_lossy().into_owned(),
-        ),
-        ("LOOPCHECK_TOOLS_URL".to_owned(), env.tools_url.clone()),
-        ("LOOPCHECK_CASE".to_owned(), env.case.clone()),
-    ];
-    let record = process::run(&controller.command, &vars, options.timeout).await;
-    server.shutdown().await;
+    prepared.vars.push((
+        "LOOPCHECK_TASK".to_owned(),
+        task_path.to_string_lossy().into_owned(),
+    ));
+    let record = process::run(&controller.command, &prepared.vars, options.timeout).await;
+    prepared.server.shutdown().await;
     match record {
         Ok(record) => {
             let result = ControllerResult::from_stdout(&record.stdout);
-            finish(case, state, &session, Some(record), result, started)
+            finish(
+                case,
+                state,
+                &prepared.session,
+                Some(record),
+                result,
+                prepared.started,
+            )
         }
         Err(err) => error_report(
             case,
@@ -289,6 +323,64 @@ pub async fn run_case(
             ),
         ),
     }
+}
+
+/// Runs one case on a persistent worker, starting one if needed; the worker is dropped
+/// when the case leaves it unusable.
+async fn run_case_persistent(
+    case: &Case,
+    state: StateMode,
+    controller: &Controller,
+    options: &RunOptions,
+    worker: &mut Option<persistent::Worker>,
+) -> CaseReport {
+    if let Some(report) = unsupported_by(case, state, controller) {
+        return report;
+    }
+    let prepared = match prepare(case, state).await {
+        Ok(prepared) => prepared,
+        Err(report) => return *report,
+    };
+    if worker.is_none() {
+        match persistent::Worker::start(&controller.command).await {
+            Ok(started) => *worker = Some(started),
+            Err(err) => {
+                prepared.server.shutdown().await;
+                return error_report(
+                    case,
+                    state,
+                    format!(
+                        "failed to start the controller `{}`: {err}",
+                        controller.command
+                    ),
+                );
+            }
+        }
+    }
+    let Some(running) = worker.as_mut() else {
+        return error_report(case, state, "no persistent worker".to_owned());
+    };
+    let answer = running
+        .run(
+            &case.scenario.id,
+            &prepared.vars,
+            &prepared.task,
+            options.timeout,
+        )
+        .await;
+    if !answer.healthy {
+        *worker = None;
+    }
+    prepared.server.shutdown().await;
+    let result = ControllerResult::from_stdout(&answer.record.stdout);
+    finish(
+        case,
+        state,
+        &prepared.session,
+        Some(answer.record),
+        result,
+        prepared.started,
+    )
 }
 
 fn controller_env(server: &RunningServer, session: &Session, case: &str) -> ControllerEnv {
@@ -344,34 +436,59 @@ pub async fn run_all(
     on_done: impl Fn(&CaseReport),
 ) -> Vec<CaseReport> {
     let plan = plan(cases);
+    let queue: Arc<std::sync::Mutex<std::collections::VecDeque<(usize, usize, StateMode)>>> =
+        Arc::new(std::sync::Mutex::new(
+            plan.iter()
+                .copied()
+                .enumerate()
+                .map(|(slot, (index, state))| (slot, index, state))
+                .collect(),
+        ));
     let cases = Arc::new(cases.to_vec());
     let controller = Arc::new(controller.clone());
     let options = Arc::new(options.clone());
-    let permits = Arc::new(Semaphore::new(options.jobs.max(1)));
+    let persistent = controller.supports.contains("persistent");
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let mut set = JoinSet::new();
-    for (slot, (index, state)) in plan.iter().copied().enumerate() {
-        let (cases, controller, options, permits) = (
+    // Each of `jobs` workers takes the next case off the queue; a persistent controller
+    // keeps one process per worker.
+    for _ in 0..options.jobs.max(1).min(plan.len().max(1)) {
+        let (queue, cases, controller, options, sender) = (
+            queue.clone(),
             cases.clone(),
             controller.clone(),
             options.clone(),
-            permits.clone(),
+            sender.clone(),
         );
         set.spawn(async move {
-            let _permit = permits.acquire_owned().await;
-            (
-                slot,
-                run_case(&cases[index], state, &controller, &options).await,
-            )
+            let mut worker = None;
+            loop {
+                let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                let Some((slot, index, state)) = next else {
+                    break;
+                };
+                let report = if persistent {
+                    run_case_persistent(&cases[index], state, &controller, &options, &mut worker)
+                        .await
+                } else {
+                    run_case(&cases[index], state, &controller, &options).await
+                };
+                let _ = sender.send((slot, report));
+            }
+            if let Some(worker) = worker {
+                worker.stop().await;
+            }
         });
     }
+    drop(sender);
     let mut reports: Vec<Option<CaseReport>> = vec![None; plan.len()];
+    while let Some((slot, report)) = receiver.recv().await {
+        on_done(&report);
+        reports[slot] = Some(report);
+    }
     while let Some(joined) = set.join_next().await {
-        match joined {
-            Ok((slot, report)) => {
-                on_done(&report);
-                reports[slot] = Some(report);
-            }
-            Err(err) => eprintln!("loopcheck: a case task failed: {err}"),
+        if let Err(err) = joined {
+            eprintln!("loopcheck: a case worker failed: {err}");
         }
     }
     reports

@@ -60,7 +60,7 @@ pub async fn run(
     })
 }
 
-fn kill_group(group: Option<i32>) {
+pub(super) fn kill_group(group: Option<i32>) {
     if let Some(pgid) = group.filter(|&p| p > 0) {
         // SAFETY: killpg only sends a signal; a stale group id at worst names no process.
         unsafe {

@@ -304,3 +304,81 @@ fn a_manifest_beside_the_controller_declares_its_capabilities() {
     ]);
     assert_eq!(code, Some(2), "a bad manifest is a usage error");
 }
+
+/// A persistent controller (CONTRACT.md section 6) that runs each case with the reference
+/// controller, except the cases named in its argument list, where it misbehaves.
+const PERSISTENT_ADAPTER: &str = r#"
+import json, os, subprocess, sys, tempfile, time
+reference, hang, die, garble = sys.argv[1:5]
+for line in sys.stdin:
+    request = json.loads(line)
+    case = request["case"]
+    if case == hang:
+        time.sleep(60)
+    if case == die:
+        sys.exit(3)
+    if case == garble:
+        print("{not a result", flush=True)
+        continue
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(request["task"], f)
+    env = dict(os.environ, **request["env"], LOOPCHECK_TASK=f.name)
+    out = subprocess.run([reference, "reference-controller"], env=env, capture_output=True, text=True).stdout
+    print(out.strip().splitlines()[-1], flush=True)
+"#;
+
+#[test]
+fn a_persistent_controller_runs_many_cases_and_is_restarted_when_it_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = dir.path().join("adapter.py");
+    std::fs::write(&adapter, PERSISTENT_ADAPTER).unwrap();
+    let command = format!(
+        "python3 {} '{}' correlation/01-single-call correlation/02-call-id-distinct correlation/03-mixed-items",
+        adapter.display(),
+        loopcheck_bin().display()
+    );
+    let (code, stdout, report) = run(&[
+        "--controller",
+        &command,
+        "--supports",
+        "stateless,persistent",
+        "--timeout",
+        "3",
+        "--jobs",
+        "1",
+        "--filter",
+        "correlation/*",
+    ]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let mut passed = 0;
+    for case in report["cases"].as_array().unwrap() {
+        let expected = match (
+            case["state"].as_str().unwrap(),
+            case["id"].as_str().unwrap(),
+        ) {
+            ("previous_response_id", _) => "unsupported",
+            (_, "correlation/01-single-call") => "timeout",
+            (_, "correlation/02-call-id-distinct" | "correlation/03-mixed-items") => "crashed",
+            _ => "pass",
+        };
+        assert_eq!(case["verdict"], expected, "{case}:\n{stdout}");
+        passed += usize::from(expected == "pass");
+    }
+    assert_eq!(passed, 3, "the restarted worker ran the remaining cases");
+    let garbled = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "correlation/03-mixed-items" && c["state"] == "stateless")
+        .unwrap();
+    let message = garbled["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "terminal/result-line")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("{not a result"), "{message}");
+}

@@ -19,8 +19,7 @@ const REQUIREMENTS: &str = "harness/python/requirements.txt";
 
 /// Everything the controller supports (its README says the same); only `persistent` is
 /// left out.
-const CAPABILITIES: &str =
-    "previous_response_id,stateless,conversation,stream,background,programmatic,approvals";
+const CAPABILITIES: &str = "previous_response_id,stateless,conversation,stream,background,programmatic,approvals,persistent";
 
 fn python() -> PathBuf {
     if let Some(python) = std::env::var_os("LOOPCHECK_PYTHON").filter(|p| !p.is_empty()) {

@@ -1,0 +1,162 @@
+//! Persistent controllers (CONTRACT.md section 6): started once and fed one case per
+//! line on standard input; each case's result is the next line on standard output. A
+//! worker that dies, hangs or prints a garbled line is killed and restarted for the next
+//! case; the case it was running is `crashed` or `timeout`.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+
+use super::process::kill_group;
+use crate::transcript::ProcessRecord;
+
+/// One running persistent controller.
+pub(super) struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::UnboundedReceiver<String>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    group: Option<i32>,
+}
+
+/// How one case went.
+pub(super) struct Answer {
+    /// What the process did during the case (its result line as `stdout`).
+    pub record: ProcessRecord,
+    /// False when the worker must be replaced before the next case.
+    pub healthy: bool,
+}
+
+impl Worker {
+    /// Starts `command` with `sh -c` in its own process group.
+    pub async fn start(command: &str) -> std::io::Result<Self> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()?;
+        let group = child.id().map(|pid| pid as i32);
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin pipe"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
+        let mut stderr_pipe = child
+            .stderr
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stderr pipe"))?;
+        let (sender, lines) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let sink = stderr.clone();
+        tokio::spawn(async move {
+            let mut buffer = [0u8; 8192];
+            while let Ok(n) = stderr_pipe.read(&mut buffer).await {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut kept) = sink.lock() {
+                    kept.extend_from_slice(&buffer[..n]);
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            stdin,
+            lines,
+            stderr,
+            group,
+        })
+    }
+
+    /// Sends one case and waits for its result line, at most `timeout`.
+    pub async fn run(
+        &mut self,
+        case: &str,
+        env: &[(String, String)],
+        task: &Value,
+        timeout: Duration,
+    ) -> Answer {
+        let started = Instant::now();
+        let env: serde_json::Map<String, Value> =
+            env.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        let mut line = json!({"case": case, "env": env, "task": task}).to_string();
+        line.push('\n');
+        let written = self
+            .stdin
+            .write_all(line.as_bytes())
+            .await
+            .and(self.stdin.flush().await);
+        let outcome = match written {
+            Err(_) => Ok(None),
+            Ok(()) => tokio::time::timeout(timeout, self.next_result_line()).await,
+        };
+        let mut record = ProcessRecord::default();
+        let healthy = match outcome {
+            Ok(Some(result)) => {
+                let valid = crate::transcript::ControllerResult::from_stdout(&result).is_ok();
+                record.stdout = result;
+                valid
+            }
+            Ok(None) => {
+                record.exit_code = self.child.try_wait().ok().flatten().and_then(|s| s.code());
+                false
+            }
+            Err(_) => {
+                record.timed_out = true;
+                false
+            }
+        };
+        if !healthy {
+            // The stream of results is out of step or gone: this worker is done.
+            kill_group(self.group);
+            let _ = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        }
+        record.stderr = self.take_stderr();
+        record.duration_ms = started.elapsed().as_millis() as u64;
+        Answer { record, healthy }
+    }
+
+    /// The next non-empty stdout line, or `None` when the process closed it.
+    async fn next_result_line(&mut self) -> Option<String> {
+        loop {
+            let line = self.lines.recv().await?;
+            if !line.trim().is_empty() {
+                return Some(line);
+            }
+        }
+    }
+
+    fn take_stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .map(|mut kept| String::from_utf8_lossy(&std::mem::take(&mut *kept)).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Ends the worker: closes its input, then kills what is left of its group.
+    pub async fn stop(mut self) {
+        drop(self.stdin);
+        let _ = tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await;
+        kill_group(self.group);
+    }
+}
