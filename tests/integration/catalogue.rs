@@ -118,3 +118,31 @@ fn list_prints_the_catalogue_as_json() {
         );
     }
 }
+
+#[test]
+fn the_readme_check_table_lists_every_check_with_its_level() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let rows: Vec<(String, String)> = readme
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let id = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            let level = *cells.get(2)?;
+            ["MUST", "SHOULD", "MAY"]
+                .contains(&level)
+                .then(|| (id.to_owned(), level.to_lowercase()))
+        })
+        .collect();
+    let expected: Vec<(String, String)> = loopcheck::oracle::CHECKS
+        .iter()
+        .map(|(id, level)| (id.to_string(), level.as_str().to_owned()))
+        .collect();
+    let mut sorted_rows = rows.clone();
+    sorted_rows.sort();
+    let mut sorted_expected = expected.clone();
+    sorted_expected.sort();
+    assert_eq!(
+        sorted_rows, sorted_expected,
+        "the README's check table and oracle::CHECKS differ"
+    );
+}
