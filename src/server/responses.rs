@@ -165,7 +165,10 @@ impl Session {
             .and_then(|o| o.get("include_obfuscation"))
             .and_then(Value::as_bool)
             .unwrap_or(true);
-        let planned = stream::plan(&rendered, &turn.stream, &mut inner.ids, obfuscate);
+        // Only streams and background runs (which can be resumed as a stream) need events.
+        let planned = (request.stream || request.background)
+            .then(|| stream::plan(&rendered, &turn.stream, &mut inner.ids, obfuscate))
+            .unwrap_or_default();
         let (body, final_response) = if request.background {
             let polls = if request.stream {
                 0

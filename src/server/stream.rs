@@ -11,7 +11,7 @@ use crate::scenario::{ErrorShape, StreamSpec};
 use crate::wire::IdGen;
 
 /// A stream ready to send.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct PlannedStream {
     /// Events in order, each with its `sequence_number`.
     pub events: Vec<Value>,
