@@ -9,7 +9,7 @@ use super::engine::{
     Background, EngineRequest, Handled, Inner, ReplyBody, Session, StoredResponse,
 };
 use super::script;
-use super::stream;
+use super::stream::{self, PlannedStream};
 use super::validate;
 use crate::scenario::Fault;
 use crate::transcript::FaultRecord;
@@ -166,9 +166,11 @@ impl Session {
             .and_then(Value::as_bool)
             .unwrap_or(true);
         // Only streams and background runs (which can be resumed as a stream) need events.
-        let planned = (request.stream || request.background)
-            .then(|| stream::plan(&rendered, &turn.stream, &mut inner.ids, obfuscate))
-            .unwrap_or_default();
+        let planned = if request.stream || request.background {
+            stream::plan(&rendered, &turn.stream, &mut inner.ids, obfuscate)
+        } else {
+            PlannedStream::default()
+        };
         let (body, final_response) = if request.background {
             let polls = if request.stream {
                 0
