@@ -25,6 +25,16 @@ fn run(args: &[&str]) -> (Option<i32>, String, Value) {
     (output.status.code(), stdout, report)
 }
 
+/// The message of a case's `terminal/result-line` check.
+fn result_line_message(case: &Value) -> String {
+    let checks = case["checks"].as_array().expect("the case lists checks");
+    let check = checks
+        .iter()
+        .find(|c| c["id"] == "terminal/result-line")
+        .expect("a terminal/result-line check");
+    check["message"].as_str().expect("a message").to_owned()
+}
+
 fn verdicts(report: &Value) -> Vec<(String, String)> {
     report["cases"]
         .as_array()
@@ -80,20 +90,8 @@ fn a_crashing_controller_is_crashed_with_its_stderr_in_the_report() {
         "the console shows the controller's stderr:\n{stdout}"
     );
     assert!(stdout.contains("exit code: 3"), "{stdout}");
-    let check = &report["cases"][0]["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "terminal/result-line")
-        .cloned()
-        .unwrap();
-    assert!(
-        check["message"]
-            .as_str()
-            .unwrap()
-            .contains("printed nothing"),
-        "{check}"
-    );
+    let message = result_line_message(&report["cases"][0]);
+    assert!(message.contains("printed nothing"), "{message}");
 }
 
 #[test]
@@ -107,15 +105,7 @@ fn garbage_output_is_crashed_and_names_what_was_printed() {
     assert_eq!(code, Some(1));
     let case = &report["cases"][0];
     assert_eq!(case["verdict"], "crashed");
-    let message = case["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "terminal/result-line")
-        .unwrap()["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let message = result_line_message(case);
     assert!(
         message.contains("not JSON") && message.contains("{not json"),
         "{message}"
@@ -126,15 +116,7 @@ fn garbage_output_is_crashed_and_names_what_was_printed() {
         "--filter",
         "correlation/01-single-call",
     ]);
-    let message = report["cases"][0]["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "terminal/result-line")
-        .unwrap()["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let message = result_line_message(&report["cases"][0]);
     assert!(message.contains("'done'"), "{message}");
 }
 
@@ -371,14 +353,6 @@ fn a_persistent_controller_runs_many_cases_and_is_restarted_when_it_breaks() {
         .iter()
         .find(|c| c["id"] == "correlation/03-mixed-items" && c["state"] == "stateless")
         .unwrap();
-    let message = garbled["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "terminal/result-line")
-        .unwrap()["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let message = result_line_message(garbled);
     assert!(message.contains("{not a result"), "{message}");
 }
