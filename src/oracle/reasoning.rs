@@ -6,9 +6,11 @@
 
 use serde_json::Value;
 
-use super::facts::{Facts, identity};
+use super::facts::Facts;
 use super::verdict::CheckResult;
 use crate::scenario::{Level, StateMode};
+use crate::tools::json_equal;
+use crate::wire::replay::{is_replay_of, may_follow, message_text};
 use crate::wire::request::{item_id, item_type};
 
 /// The `reasoning` checks (stateless mode only; the server carries reasoning otherwise).
@@ -42,6 +44,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         .any(|(position, _)| !prior_items(*position).is_empty())
     {
         out.push(in_order(f, &replays, &prior_items));
+        out.extend(unaltered(&replays, &prior_items));
     }
     out
 }
@@ -108,27 +111,9 @@ fn input_shape(replays: &[(usize, Vec<Value>)]) -> CheckResult {
     )
 }
 
-/// Where a prior output item sits in a replayed input: by id, by call_id for a call
-/// replayed without its id, by text for a message replayed without its id.
+/// Where a prior output item sits in a replayed input (see [`is_replay_of`]).
 fn find(input: &[Value], item: &Value) -> Option<usize> {
-    if let Some(pos) = input
-        .iter()
-        .position(|i| identity(i).is_some() && identity(i) == identity(item))
-    {
-        return Some(pos);
-    }
-    match item["type"].as_str() {
-        Some("function_call") => input.iter().position(|i| {
-            item_type(i) == "function_call" && i.get("call_id") == item.get("call_id")
-        }),
-        Some("message") => input.iter().position(|i| {
-            item_type(i) == "message"
-                && i.get("role") == Some(&Value::from("assistant"))
-                && item_id(i).is_none()
-                && i.get("content") == item.get("content")
-        }),
-        _ => None,
-    }
+    input.iter().position(|i| is_replay_of(i, item))
 }
 
 fn in_order<'p>(
@@ -148,8 +133,11 @@ fn in_order<'p>(
             let Some(at) = find(input, item) else {
                 // A missing reasoning item is reported by `reasoning/replayed`.
                 if kind != "reasoning" {
+                    let text = message_text(item)
+                        .map(|t| format!(" ({:?})", crate::transcript::clip(&t, 60)))
+                        .unwrap_or_default();
                     problems.push(format!(
-                        "{label} does not replay {kind} {id} from {}: every prior output item must be sent back, in order",
+                        "{label} does not replay {kind} {id}{text} from {}: every prior output item must be sent back, in order",
                         f.response_label(*served)
                     ));
                 }
@@ -166,7 +154,7 @@ fn in_order<'p>(
             if kind == "reasoning"
                 && let Some((_, next)) = items.get(k + 1)
                 && items[k + 1].0 == *served
-                && find(input, next) != Some(at + 1)
+                && !input.get(at + 1).is_some_and(|n| may_follow(n, next))
             {
                 problems.push(format!(
                     "{label}: reasoning item {id} at input[{at}] is not immediately followed by the item it produced ({} {})",
@@ -183,4 +171,80 @@ fn in_order<'p>(
         problems,
         format!("{count} prior output item replay(s), all in the model's order"),
     )
+}
+
+/// What a replay changed in a call or message the model produced, if anything: a call's
+/// name or arguments (compared as JSON values when both parse, so re-serialising them is
+/// no change), a message's text.
+fn alteration(sent: &Value, item: &Value) -> Option<String> {
+    match item_type(item) {
+        "function_call" => {
+            let (name, sent_name) = (&item["name"], &sent["name"]);
+            if name != sent_name {
+                return Some(format!("the name {sent_name} instead of {name}"));
+            }
+            let arguments = item["arguments"].as_str().unwrap_or_default();
+            let sent_arguments = sent["arguments"].as_str().unwrap_or_default();
+            let same = match (
+                serde_json::from_str::<Value>(arguments),
+                serde_json::from_str::<Value>(sent_arguments),
+            ) {
+                (Ok(a), Ok(b)) => json_equal(&a, &b),
+                _ => arguments == sent_arguments,
+            };
+            (!same).then(|| {
+                format!(
+                    "the arguments {:?} instead of {:?}",
+                    crate::transcript::clip(sent_arguments, 60),
+                    crate::transcript::clip(arguments, 60)
+                )
+            })
+        }
+        "message" => {
+            let (text, sent_text) = (message_text(item), message_text(sent));
+            (text != sent_text).then(|| {
+                format!(
+                    "the text {:?} instead of {:?}",
+                    crate::transcript::clip(&sent_text.unwrap_or_default(), 60),
+                    crate::transcript::clip(&text.unwrap_or_default(), 60)
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The model's own calls and messages go back as it produced them: a replay that rewrites
+/// a malformed call's arguments (to `"{}"`, or to a wrapper object) tells the model it
+/// said something it did not.
+fn unaltered<'p>(replays: &[(usize, Vec<Value>)], prior_items: &Prior<'p>) -> Option<CheckResult> {
+    let mut problems = Vec::new();
+    let mut judged = 0;
+    for (position, input) in replays {
+        for (_, item) in prior_items(*position) {
+            if !matches!(item_type(item), "function_call" | "message") {
+                continue;
+            }
+            let Some(sent) = input.iter().find(|i| is_replay_of(i, item)) else {
+                continue;
+            };
+            judged += 1;
+            if let Some(change) = alteration(sent, item) {
+                problems.push(format!(
+                    "{} replays {} {} with {change}: the model's own history must be sent back as the model produced it",
+                    Facts::request_label(*position),
+                    item_type(item),
+                    item_id(item).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    (judged > 0).then(|| {
+        CheckResult::judge(
+            "reasoning/items-unaltered",
+            Level::Must,
+            problems,
+            format!("{judged} replayed call(s) and message(s), each as the model produced it"),
+        )
+    })
 }

@@ -16,25 +16,14 @@ pub struct Issued {
     pub encrypted: HashMap<String, String>,
     /// The reasoning item an output item was generated with, by item id.
     pub reasoning_of: HashMap<String, String>,
-    /// The item right after a reasoning item: (id, type, call_id).
-    pub follower: HashMap<String, Follower>,
+    /// The item a reasoning item produced (the one right after it), by reasoning id.
+    pub follower: HashMap<String, Value>,
     /// Program items by program label.
     pub programs: HashMap<String, Value>,
     /// Program items by their call_id.
     pub programs_by_call: HashMap<String, Value>,
     /// The `caller` of each program-owned function call, by call_id.
     pub callers: HashMap<String, Value>,
-}
-
-/// The item a reasoning item produced.
-#[derive(Debug, Clone)]
-pub struct Follower {
-    /// Its id.
-    pub id: String,
-    /// Its type.
-    pub kind: String,
-    /// Its call_id, for function calls.
-    pub call_id: Option<String>,
 }
 
 /// A turn expanded for one response.
@@ -140,17 +129,7 @@ pub fn expand(
         let id = item["id"].as_str().unwrap_or_default().to_owned();
         let kind = item["type"].as_str().unwrap_or_default().to_owned();
         if let Some(rs) = awaiting_follower.take() {
-            issued.follower.insert(
-                rs,
-                Follower {
-                    id: id.clone(),
-                    kind: kind.clone(),
-                    call_id: item
-                        .get("call_id")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                },
-            );
+            issued.follower.insert(rs, item.clone());
         }
         if kind == "reasoning" {
             reasoning = Some(id.clone());

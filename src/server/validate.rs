@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::script::Issued;
 use crate::wire::ApiError;
 use crate::wire::ids::has_prefix;
+use crate::wire::replay::may_follow;
 use crate::wire::request::{call_id, item_id, item_type};
 
 /// Model names the fake accepts besides the task's own.
@@ -179,18 +180,6 @@ pub fn resolve_input(
     Ok(resolved)
 }
 
-/// Whether `item` is the follower a reasoning item produced (or that item replayed
-/// without its id, which the real API also accepts).
-fn is_follower(item: &Value, follower: &super::script::Follower) -> bool {
-    match item_id(item) {
-        Some(id) => id == follower.id,
-        None => {
-            item_type(item) == follower.kind
-                && (follower.call_id.is_none() || call_id(item) == follower.call_id.as_deref())
-        }
-    }
-}
-
 /// Context-wide checks: E4, E5, E3, E2. `chain` is the stored context the request
 /// continues (empty without `previous_response_id`); `input` is already resolved.
 pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Result<(), ApiError> {
@@ -219,7 +208,7 @@ pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Resul
         let id = item_id(item).unwrap_or_default();
         if let Some(follower) = issued.follower.get(id) {
             let next = input.get(index + 1);
-            if !next.is_some_and(|next| is_follower(next, follower)) {
+            if !next.is_some_and(|next| may_follow(next, follower)) {
                 return Err(ApiError::reasoning_without_follower(id));
             }
         }
