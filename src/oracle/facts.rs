@@ -8,7 +8,7 @@ use crate::tools::{CallValidity, Registry};
 use crate::transcript::{
     ControllerResult, ModelExchange, ToolExchange, ToolRequestKind, Transcript,
 };
-use crate::wire::request::{call_id, item_id, item_type};
+use crate::wire::request::{call_id, item_type};
 
 /// A call the model issued.
 #[derive(Debug, Clone)]
@@ -160,6 +160,18 @@ impl<'a> Facts<'a> {
         }
     }
 
+    /// Whether a call came in a completed response, the only kind a controller may act
+    /// on; calls of an incomplete, failed or broken response are judged by
+    /// `terminal/unfinished-not-executed` alone.
+    pub fn is_actionable(&self, call: &IssuedCall) -> bool {
+        self.served[call.response].status == "completed"
+    }
+
+    /// The calls a controller may act on (see [`Facts::is_actionable`]).
+    pub fn actionable_calls(&self) -> impl Iterator<Item = &IssuedCall> {
+        self.calls.iter().filter(|c| self.is_actionable(c))
+    }
+
     /// The first model request after served response `index`, with its position.
     pub fn request_after(&self, served: usize) -> Option<(usize, &'a ModelExchange)> {
         let position = self.served[served].request + 1;
@@ -179,6 +191,63 @@ impl<'a> Facts<'a> {
             Some(Value::String(text)) => vec![serde_json::json!({"role": "user", "content": text})],
             _ => Vec::new(),
         }
+    }
+
+    /// The items the model sees for request `position`: what its `previous_response_id`
+    /// chain or its conversation carries, followed by its own input. Instructions and
+    /// tools are request parameters, never part of it.
+    pub fn context_of(&self, position: usize) -> Vec<Value> {
+        let mut context = self.inherited_by(position);
+        context.extend(Self::input_of(self.requests[position]));
+        context
+    }
+
+    /// What request `position` inherits: the context of the stored response it chains
+    /// to plus that response's output, or the items of the conversation it names.
+    fn inherited_by(&self, position: usize) -> Vec<Value> {
+        let body = &self.requests[position].body;
+        if let Some(previous) = body.get("previous_response_id").and_then(Value::as_str) {
+            let Some(served) = self
+                .served
+                .iter()
+                .find(|s| s.id == previous && s.request < position)
+            else {
+                return Vec::new();
+            };
+            if self.requests[served.request].body.get("store") == Some(&Value::Bool(false)) {
+                return Vec::new();
+            }
+            let mut context = self.context_of(served.request);
+            context.extend(served.output.iter().cloned());
+            return context;
+        }
+        let Some(conversation) = conversation_of(body) else {
+            return Vec::new();
+        };
+        // Items given when the conversation was created or added to it, then every
+        // earlier request in it with its response's output.
+        let mut context: Vec<Value> = self
+            .exchanges
+            .iter()
+            .filter(|m| m.method == "POST" && m.status == 200)
+            .filter(|m| {
+                let path = m.path.split('?').next().unwrap_or_default();
+                (path.ends_with("/conversations") && m.response["id"] == conversation)
+                    || path.ends_with(&format!("/conversations/{conversation}/items"))
+            })
+            .flat_map(|m| m.body["items"].as_array().cloned().unwrap_or_default())
+            .collect();
+        for earlier in 0..position {
+            if conversation_of(&self.requests[earlier].body).as_deref()
+                == Some(conversation.as_str())
+            {
+                context.extend(Self::input_of(self.requests[earlier]));
+                if let Some(served) = self.served.iter().find(|s| s.request == earlier) {
+                    context.extend(served.output.iter().cloned());
+                }
+            }
+        }
+        context
     }
 
     /// The `function_call_output` items in a request's input with this call_id.
@@ -290,6 +359,14 @@ impl<'a> Facts<'a> {
     }
 }
 
+/// The conversation a request body names, if any (`"conv_..."` or `{"id": "conv_..."}`).
+pub fn conversation_of(body: &Value) -> Option<String> {
+    match body.get("conversation")? {
+        Value::String(id) => Some(id.clone()),
+        other => other.get("id").and_then(Value::as_str).map(str::to_owned),
+    }
+}
+
 /// The text of a `function_call_output`'s `output` (a string, or text parts joined).
 pub fn output_text(item: &Value) -> String {
     match item.get("output") {
@@ -302,13 +379,6 @@ pub fn output_text(item: &Value) -> String {
         Some(other) => other.to_string(),
         None => String::new(),
     }
-}
-
-/// The id of an item, or its call_id when it has no id (for matching replays).
-pub fn identity(item: &Value) -> Option<String> {
-    item_id(item)
-        .map(str::to_owned)
-        .or_else(|| call_id(item).map(|c| format!("{}:{c}", item_type(item))))
 }
 
 /// Whether an output can tell the model its call did not run: anything with content.

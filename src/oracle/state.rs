@@ -5,11 +5,12 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::facts::Facts;
+use super::facts::{Facts, conversation_of};
 use super::verdict::CheckResult;
 use crate::scenario::{Level, StateMode, tool_names};
 use crate::tools::json_equal;
-use crate::wire::request::item_id;
+use crate::wire::replay::message_text;
+use crate::wire::request::{item_id, item_type};
 
 /// The `state` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
@@ -47,15 +48,7 @@ fn config_resent(f: &Facts) -> CheckResult {
     for (position, request) in f.requests.iter().enumerate() {
         let label = Facts::request_label(position);
         if let Some(instructions) = &task.instructions {
-            match request.body.get("instructions").and_then(Value::as_str) {
-                None => problems.push(format!(
-                    "{label} has no instructions: they are not inherited through previous_response_id, so every request must carry the task's instructions"
-                )),
-                Some(sent) if sent != instructions => problems.push(format!(
-                    "{label} sends instructions that differ from the task's"
-                )),
-                Some(_) => {}
-            }
+            problems.extend(instructions_problem(f, position, instructions));
         }
         let sent: BTreeSet<String> = request
             .body
@@ -114,6 +107,60 @@ fn config_resent(f: &Facts) -> CheckResult {
             f.requests.len()
         ),
     )
+}
+
+/// Whether request `position` gives the model the task's instructions: as the
+/// `instructions` parameter, or as a system or developer message in the context the model
+/// sees (its input plus what its chain or conversation carries). The parameter is never
+/// inherited; an input item is.
+fn instructions_problem(f: &Facts, position: usize, expected: &str) -> Option<String> {
+    let label = Facts::request_label(position);
+    let body = &f.requests[position].body;
+    if let Some(sent) = body.get("instructions").and_then(Value::as_str) {
+        return (sent.trim() != expected.trim()).then(|| {
+            format!(
+                "{label} sends `instructions` that differ from the task's: {:?}",
+                crate::transcript::clip(sent, 80)
+            )
+        });
+    }
+    let carried: Vec<(String, String)> = f
+        .context_of(position)
+        .iter()
+        .filter(|item| item_type(item) == "message")
+        .filter_map(|item| {
+            let role = item.get("role").and_then(Value::as_str)?;
+            matches!(role, "system" | "developer")
+                .then(|| Some((role.to_owned(), message_text(item)?)))?
+        })
+        .collect();
+    if carried
+        .iter()
+        .any(|(_, text)| text.trim() == expected.trim())
+    {
+        return None;
+    }
+    if let Some((role, text)) = carried.first() {
+        return Some(format!(
+            "{label} has no `instructions`, and the {role} message in its context differs from the task's instructions: {:?}",
+            crate::transcript::clip(text, 80)
+        ));
+    }
+    let why = if position == 0 {
+        String::new()
+    } else if body
+        .get("previous_response_id")
+        .is_some_and(|v| !v.is_null())
+    {
+        ": the `instructions` parameter is not inherited through previous_response_id, so each request must send it again (or carry the instructions as a system or developer input item, which the chain keeps)".to_owned()
+    } else if conversation_of(body).is_some() {
+        ": the `instructions` parameter is not inherited through a conversation, so each request must send it again".to_owned()
+    } else {
+        ": a request without previous_response_id or a conversation inherits nothing, so it must carry them itself".to_owned()
+    };
+    Some(format!(
+        "{label} gives the model the task's instructions neither as `instructions` nor as a system or developer message in its context{why}"
+    ))
 }
 
 fn chained(f: &Facts) -> CheckResult {
@@ -225,18 +272,11 @@ fn include_encrypted(f: &Facts) -> CheckResult {
 }
 
 fn conversation(f: &Facts) -> CheckResult {
-    let id_of = |body: &Value| -> Option<String> {
-        match body.get("conversation") {
-            Some(Value::String(id)) => Some(id.clone()),
-            Some(other) => other.get("id").and_then(Value::as_str).map(str::to_owned),
-            None => None,
-        }
-    };
-    let first = f.requests.first().and_then(|r| id_of(&r.body));
+    let first = f.requests.first().and_then(|r| conversation_of(&r.body));
     let mut problems = Vec::new();
     for (position, request) in f.requests.iter().enumerate() {
         let label = Facts::request_label(position);
-        match id_of(&request.body) {
+        match conversation_of(&request.body) {
             None => problems.push(format!("{label} carries no `conversation`: in conversation mode every request names the conversation")),
             Some(id) if Some(&id) != first.as_ref() => {
                 problems.push(format!("{label} names conversation {id}, not {} like the first request", first.as_deref().unwrap_or("?")))
