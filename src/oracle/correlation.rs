@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::facts::{Facts, output_text};
 use super::verdict::CheckResult;
 use crate::scenario::Level;
-use crate::tools::json_equal;
+use crate::tools::{CallValidity, json_equal};
 use crate::wire::request::{call_id, item_type};
 
 /// The `call-id` checks.
@@ -110,10 +110,16 @@ fn own_id(f: &Facts) -> CheckResult {
     )
 }
 
+/// Judged over the valid calls of completed responses: dispatching an invalid or
+/// unfinished call is its own finding (`dispatch/*`, `terminal/unfinished-not-executed`),
+/// whatever it was dispatched with.
 fn executed_as_issued(f: &Facts) -> Option<CheckResult> {
     let mut problems = Vec::new();
     let mut judged = 0;
-    for call in &f.calls {
+    for call in f
+        .actionable_calls()
+        .filter(|c| c.validity == CallValidity::Valid)
+    {
         for execution in f.executions_of(&call.call_id) {
             judged += 1;
             if execution.name != call.name
@@ -165,23 +171,42 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
             judged += 1;
             let text = output_text(output);
             let actual: Option<Value> = serde_json::from_str(&text).ok();
-            if actual.as_ref().is_some_and(|a| json_equal(a, expected)) {
+            let others: Vec<&str> = results
+                .iter()
+                .filter(|(id, result)| {
+                    *id != call.call_id
+                        && !json_equal(result, expected)
+                        && actual.as_ref().is_some_and(|a| carries(a, result))
+                })
+                .map(|(id, _)| *id)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let own = actual.as_ref().is_some_and(|a| carries(a, expected));
+            if own && others.is_empty() {
                 continue;
             }
-            let whose = results
-                .iter()
-                .find(|(id, result)| {
-                    *id != call.call_id && actual.as_ref().is_some_and(|a| json_equal(a, result))
-                })
-                .map(|(id, _)| format!(" (that is the result of {id})"))
-                .unwrap_or_default();
-            problems.push(format!(
-                "{}: the output for {} is {}{whose}; expected the backend's result for that call, {}",
-                Facts::request_label(position),
-                call.describe(),
-                crate::transcript::clip(&text, 120),
-                expected
-            ));
+            let problem = if own {
+                format!(
+                    "{}: the output for {} carries its result and also the result of {}: expected that call's result alone",
+                    Facts::request_label(position),
+                    call.describe(),
+                    others.join(", ")
+                )
+            } else {
+                let whose = others
+                    .first()
+                    .map(|id| format!(" (that is the result of {id})"))
+                    .unwrap_or_default();
+                format!(
+                    "{}: the output for {} is {}{whose}; expected the backend's result for that call, {}",
+                    Facts::request_label(position),
+                    call.describe(),
+                    crate::transcript::clip(&text, 120),
+                    expected
+                )
+            };
+            problems.push(problem);
             if diff.is_none() {
                 diff = Some((
                     pretty(expected),
@@ -195,10 +220,23 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
             "call-id/result-matches",
             Level::Must,
             problems,
-            format!("{judged} output(s) carry exactly the backend's result for their own call"),
+            format!(
+                "{judged} output(s) carry the backend's result for their own call and no other's"
+            ),
         )
         .with_diff(diff)
     })
+}
+
+/// Whether an output value carries `result`: it is the result, or a one-level envelope
+/// around it (`{"result": ...}`, `{"ok": true, "data": ...}`, `[...]`).
+fn carries(output: &Value, result: &Value) -> bool {
+    json_equal(output, result)
+        || match output {
+            Value::Object(fields) => fields.values().any(|v| json_equal(v, result)),
+            Value::Array(items) => items.iter().any(|v| json_equal(v, result)),
+            _ => false,
+        }
 }
 
 fn pretty(value: &Value) -> String {

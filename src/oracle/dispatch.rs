@@ -6,24 +6,17 @@ use super::facts::{Facts, IssuedCall};
 use super::verdict::CheckResult;
 use crate::scenario::Level;
 use crate::tools::{CallValidity, matches_subset};
-use crate::transcript::ToolRequestKind;
 
 /// The `dispatch` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
     let mut out = Vec::new();
-    let has = |pred: fn(&CallValidity) -> bool| f.calls.iter().any(|c| pred(&c.validity));
-    let backend_refused = |status: u16| {
-        f.tools
-            .iter()
-            .any(|t| t.kind == ToolRequestKind::Call && t.status == status)
-    };
+    let has = |pred: fn(&CallValidity) -> bool| f.actionable_calls().any(|c| pred(&c.validity));
 
-    if has(|v| *v == CallValidity::UnknownTool) || backend_refused(404) {
+    if has(|v| *v == CallValidity::UnknownTool) {
         out.push(not_dispatched(
             f,
             "dispatch/registered-only",
             |v| *v == CallValidity::UnknownTool,
-            404,
             "is not in the task's registry",
             "no call to an unregistered tool was executed",
         ));
@@ -33,17 +26,15 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             f,
             "dispatch/arguments-parsed",
             |v| matches!(v, CallValidity::MalformedArguments(_)),
-            0,
             "has arguments that are not a JSON object",
             "no call with unparseable arguments was executed",
         ));
     }
-    if has(|v| matches!(v, CallValidity::SchemaViolation(_))) || backend_refused(422) {
+    if has(|v| matches!(v, CallValidity::SchemaViolation(_))) {
         out.push(not_dispatched(
             f,
             "dispatch/schema-valid",
             |v| matches!(v, CallValidity::SchemaViolation(_)),
-            422,
             "has arguments that violate the tool's schema",
             "no call with schema-violating arguments was executed",
         ));
@@ -53,12 +44,13 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             f,
             "dispatch/caller-allowed",
             |v| *v == CallValidity::CallerNotAllowed,
-            0,
             "comes from a caller the tool's allowed_callers excludes",
             "no call from a caller outside allowed_callers was executed",
         ));
     }
-    if f.calls.iter().any(|c| c.validity != CallValidity::Valid) {
+    if f.actionable_calls()
+        .any(|c| c.validity != CallValidity::Valid)
+    {
         out.push(rejection_answered(f));
     }
     if let Some(check) = valid_executed(f) {
@@ -67,16 +59,17 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     out
 }
 
+/// A rejected call is judged by the one check its defect breaks: the backend's own
+/// refusal of it (404, 422) is a consequence, not a second finding.
 fn not_dispatched(
     f: &Facts,
     id: &str,
     rejected: fn(&CallValidity) -> bool,
-    backend_status: u16,
     why: &str,
     pass: &str,
 ) -> CheckResult {
     let mut problems = Vec::new();
-    for call in f.calls.iter().filter(|c| rejected(&c.validity)) {
+    for call in f.actionable_calls().filter(|c| rejected(&c.validity)) {
         if !f.executions_of(&call.call_id).is_empty() {
             let detail = match &call.validity {
                 CallValidity::MalformedArguments(e) | CallValidity::SchemaViolation(e) => {
@@ -90,32 +83,16 @@ fn not_dispatched(
             ));
         }
     }
-    for exchange in f.tools.iter().filter(|t| {
-        t.kind == ToolRequestKind::Call && backend_status != 0 && t.status == backend_status
-    }) {
-        let already = exchange
-            .call_id
-            .as_deref()
-            .and_then(|id| f.call_by_id(id))
-            .is_some_and(|c| rejected(&c.validity));
-        if !already {
-            problems.push(format!(
-                "the backend refused a dispatch of '{}' with {} ({}): the controller should have rejected it itself",
-                exchange.name,
-                exchange.status,
-                exchange.response["error"]["message"].as_str().unwrap_or_default()
-            ));
-        }
-    }
     CheckResult::judge(id, Level::Must, problems, pass)
 }
 
 fn rejection_answered(f: &Facts) -> CheckResult {
     let mut problems = Vec::new();
-    for call in f.calls.iter().filter(|c| c.validity != CallValidity::Valid) {
-        if f.served[call.response].status == "completed" {
-            problems.extend(f.error_answer_problem(call, "the rejected", None));
-        }
+    for call in f
+        .actionable_calls()
+        .filter(|c| c.validity != CallValidity::Valid)
+    {
+        problems.extend(f.error_answer_problem(call, "the rejected", None));
     }
     CheckResult::judge(
         "dispatch/rejection-answered",
@@ -146,10 +123,9 @@ fn approval_denied(f: &Facts, call: &IssuedCall) -> bool {
 
 fn valid_executed(f: &Facts) -> Option<CheckResult> {
     let expected: Vec<&IssuedCall> = f
-        .calls
-        .iter()
+        .actionable_calls()
         .filter(|c| c.validity == CallValidity::Valid)
-        .filter(|c| f.served[c.response].status == "completed" && !f.is_last_round(c.response))
+        .filter(|c| !f.is_last_round(c.response))
         .filter(|c| !approval_denied(f, c))
         .collect();
     if expected.is_empty() {

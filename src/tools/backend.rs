@@ -264,10 +264,20 @@ impl ToolBackend {
         };
         let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
         if !arguments.is_object() {
+            let got = match &arguments {
+                Value::Null => "nothing (null or missing)",
+                Value::String(_) => "a string (send the parsed object, not the JSON text)",
+                Value::Array(_) => "an array",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::Object(_) => unreachable!("checked above"),
+            };
             let (s, b) = error(
                 422,
                 "invalid_arguments",
-                "`arguments` must be the parsed JSON object, not a string".to_owned(),
+                format!(
+                    "`arguments` must be the call's parsed arguments, a JSON object; this request sent {got}"
+                ),
             );
             return (s, b, false);
         }
