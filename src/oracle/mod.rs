@@ -32,6 +32,7 @@ pub const CHECKS: &[(&str, Level)] = &[
     ("reasoning/replayed", Level::Must),
     ("reasoning/items-in-order", Level::Must),
     ("reasoning/input-shape", Level::Must),
+    ("reasoning/items-unaltered", Level::Must),
     ("state/config-resent", Level::Must),
     ("state/chained", Level::Must),
     ("state/no-resend", Level::Should),
@@ -79,10 +80,6 @@ pub const CHECKS: &[(&str, Level)] = &[
 /// a SHOULD case fails as `non-strict`.
 pub fn judge(scenario: &Scenario, state: StateMode, transcript: &Transcript) -> Vec<CheckResult> {
     let facts = Facts::new(scenario, state, transcript);
-    let script_overrun = facts
-        .requests
-        .iter()
-        .position(|r| r.rejected_by.as_deref() == Some("script"));
     let mut checks = vec![accepted(&facts, transcript)];
     checks.extend(correlation::check(&facts));
     checks.extend(reasoning::check(&facts));
@@ -95,7 +92,7 @@ pub fn judge(scenario: &Scenario, state: StateMode, transcript: &Transcript) -> 
     checks.extend(stream::check(&facts));
     checks.extend(background::check(&facts));
     checks.extend(program::check(&facts));
-    checks.extend(terminal::check(&facts, script_overrun));
+    checks.extend(terminal::check(&facts));
     for check in &mut checks {
         let level = check.level.weakest(scenario.level);
         if level != check.level {

@@ -2,13 +2,20 @@
 //! refusals and exhausted budgets reported as failures; calls beside a message handled.
 
 use super::facts::Facts;
-use super::verdict::CheckResult;
-use crate::scenario::{Level, Outcome, final_message_text};
+use super::verdict::{CheckResult, CheckVerdict};
+use crate::scenario::{Level, Outcome, OutputSpec, final_message_text};
 
 /// The `terminal` checks.
-pub fn check(f: &Facts, script_overrun: Option<usize>) -> Vec<CheckResult> {
+pub fn check(f: &Facts) -> Vec<CheckResult> {
     let mut out = Vec::new();
-    if let Some(result) = f.result {
+    let stopped = stopped(f);
+    // The expected result assumes the loop ended at the turn that ends it; a controller
+    // that went on (whose reason then answers an error past the script) is judged once,
+    // for going on.
+    let went_on = stopped
+        .as_ref()
+        .is_some_and(|c| c.verdict != CheckVerdict::Pass);
+    if let Some(result) = f.result.filter(|_| !went_on) {
         out.push(outcome(f, result));
         if let (Outcome::Failed, Some(reason), "failed") = (
             f.scenario.expect.outcome,
@@ -23,7 +30,8 @@ pub fn check(f: &Facts, script_overrun: Option<usize>) -> Vec<CheckResult> {
                 Vec::new()
             } else {
                 vec![format!(
-                    "the controller failed with reason '{given}': expected the recognised word '{reason}'"
+                    "the controller failed with reason '{given}': expected the recognised word '{reason}' (the words: {})",
+                    crate::runner::task::REASON_WORDS.join(", ")
                 )]
             };
             out.push(CheckResult::judge(
@@ -86,28 +94,116 @@ pub fn check(f: &Facts, script_overrun: Option<usize>) -> Vec<CheckResult> {
             "no call from an incomplete or failed response was executed",
         ));
     }
-    if let Some(position) = script_overrun {
-        out.push(CheckResult::judge(
+    out.extend(stopped);
+    out
+}
+
+/// What served response `index` was, and how the loop ends on it, for messages.
+fn ending(f: &Facts, index: usize) -> (&'static str, &'static str) {
+    let served = &f.served[index];
+    let refusal = served.output.iter().any(|item| {
+        item["content"]
+            .as_array()
+            .is_some_and(|parts| parts.iter().any(|p| p["type"] == "refusal"))
+    });
+    match served.status.as_str() {
+        "incomplete" => (
+            "which was incomplete",
+            "an incomplete response ends the loop, reported as failed with reason 'incomplete'",
+        ),
+        "failed" => (
+            "which failed",
+            "a failed response ends the loop, reported as failed with reason 'response_failed'",
+        ),
+        "broken" => (
+            "whose stream broke off",
+            "a broken stream ends the loop, reported as failed with reason 'api_error'",
+        ),
+        _ if refusal && !served.has_message => (
+            "which was a refusal",
+            "a refusal ends the loop, reported as failed with reason 'refusal'",
+        ),
+        _ if served.has_message && served.calls.is_empty() => {
+            ("whose message was the final answer", "the loop ends there")
+        }
+        _ if !served.calls.is_empty() => (
+            "whose calls the round budget left no request to answer",
+            "the loop ends there",
+        ),
+        _ => ("which had no message and no calls", "the loop ends there"),
+    }
+}
+
+/// `terminal/stopped-at-answer`: no request after the turn that ends the loop. A last
+/// turn that repeats (`endless`) without calls or a message is an empty answer; one
+/// nudge ("answer or call a tool") is defensible, as is the programmatic guide's "no
+/// call and no message: continue"; asking again and again is not.
+fn stopped(f: &Facts) -> Option<CheckResult> {
+    let script = &f.scenario.script;
+    let last_turn = script.len().checked_sub(1)?;
+    let endless = script[last_turn].endless;
+    // The fake answers a request past the script with an error (rule "script").
+    let overrun = f
+        .requests
+        .iter()
+        .position(|r| r.rejected_by.as_deref() == Some("script"));
+    if let Some(position) = overrun {
+        let problem = match f.served.iter().rposition(|s| s.request < position) {
+            Some(index) => {
+                let (what, rule) = ending(f, index);
+                format!(
+                    "{} came after {}, the last scripted turn, {what}: {rule}",
+                    Facts::request_label(position),
+                    f.response_label(index),
+                )
+            }
+            None => format!(
+                "{} came after the last scripted turn",
+                Facts::request_label(position)
+            ),
+        };
+        return Some(CheckResult::judge(
             "terminal/stopped-at-answer",
             Level::Must,
-            vec![format!(
-                "{} came after the model's final turn ({} scripted): the controller should have stopped at the answer",
-                Facts::request_label(position),
-                f.scenario.script.len()
-            )],
+            vec![problem],
             "",
         ));
-    } else if f.served.len() == f.scenario.script.len()
-        && !f.scenario.script.last().is_some_and(|t| t.endless)
-    {
-        out.push(CheckResult::judge(
+    }
+    let repeats_empty = endless
+        && !script[last_turn]
+            .output
+            .iter()
+            .any(|item| matches!(item, OutputSpec::Call(_)));
+    if repeats_empty {
+        let first = f
+            .served
+            .iter()
+            .position(|s| s.exchange.turn == Some(last_turn))?;
+        let again = f.requests.len() - (f.served[first].request + 1);
+        let problems = if again > 1 {
+            vec![format!(
+                "after {}, {}, the controller asked again {again} times: one nudge is defensible, asking again and again is not",
+                f.response_label(first),
+                ending(f, first).0
+            )]
+        } else {
+            Vec::new()
+        };
+        return Some(CheckResult::judge(
+            "terminal/stopped-at-answer",
+            Level::Must,
+            problems,
+            "stopped at the empty answer, or after one nudge",
+        ));
+    }
+    (f.served.len() == script.len() && !endless).then(|| {
+        CheckResult::judge(
             "terminal/stopped-at-answer",
             Level::Must,
             Vec::new(),
-            "no request after the model's final turn",
-        ));
-    }
-    out
+            "no request after the last scripted turn",
+        )
+    })
 }
 
 fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResult {

@@ -8,6 +8,17 @@ use crate::tools::fixtures;
 /// The contract version written into every task file.
 pub const CONTRACT_VERSION: u32 = 1;
 
+/// The failure reasons a result line's `reason` may name (CONTRACT.md section 4).
+pub const REASON_WORDS: &[&str] = &[
+    "max_rounds",
+    "incomplete",
+    "refusal",
+    "api_error",
+    "response_failed",
+    "timeout",
+    "cancelled",
+];
+
 /// The task JSON for a scenario in one state mode.
 pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
     let tools: Vec<Value> = scenario

@@ -279,15 +279,16 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                 ),
             );
         }
+        // Endless calls exhaust the budget; an endless empty turn is a model that keeps
+        // answering with nothing. An endless message would make asking again harmless.
+        let has = |kind: fn(&OutputSpec) -> bool| turn.output.iter().any(kind);
         if turn.endless
-            && !turn
-                .output
-                .iter()
-                .any(|item| matches!(item, OutputSpec::Call(_)))
+            && !has(|item| matches!(item, OutputSpec::Call(_)))
+            && has(|item| matches!(item, OutputSpec::Message(_) | OutputSpec::Refusal(_)))
         {
             return err(
                 "endless",
-                "an `endless` turn must contain at least one call".to_owned(),
+                "an `endless` turn must contain a call, or no message at all".to_owned(),
             );
         }
     }

@@ -55,6 +55,8 @@ pub enum Defect {
     WrongAnswerText,
     /// Keeps going after the final answer.
     ContinueAfterAnswer,
+    /// Asks the model again after an incomplete or failed response, as after any step.
+    AskAgainAfterUnfinished,
     /// Executes a streamed call as soon as its first argument delta arrives.
     ExecuteOnDeltas,
     /// Takes whatever text a broken stream delivered as the answer.
@@ -464,6 +466,10 @@ pub async fn run(env: ControllerEnv, task: Value, defect: Defect) -> Value {
         previous = response["id"].as_str().map(str::to_owned);
         match response["status"].as_str() {
             Some("completed") => {}
+            Some("incomplete" | "failed") if defect == Defect::AskAgainAfterUnfinished => {
+                new_items.clear();
+                continue;
+            }
             Some("queued" | "in_progress") if defect == Defect::QueuedAsAnswer => {
                 return json!({"status": "completed", "output_text": text});
             }

@@ -212,13 +212,16 @@ async fn state_stale_previous_response_id() {
 
 #[tokio::test]
 async fn state_instructions_not_resent() {
-    for state in [Chained, Stateless] {
+    for (state, why) in [
+        (Chained, "not inherited through previous_response_id"),
+        (Stateless, "inherits nothing, so it must carry them itself"),
+    ] {
         assert_fails(
             "state/01-instructions-every-request",
             state,
             Defect::InstructionsOnce,
             "state/config-resent",
-            "has no instructions",
+            why,
         )
         .await;
     }
@@ -292,6 +295,52 @@ async fn dispatch_malformed_arguments_executed() {
         "not a JSON object",
     )
     .await;
+}
+
+/// The ids of the checks that did not pass.
+fn failing(report: &CaseReport) -> Vec<&str> {
+    report
+        .checks
+        .iter()
+        .filter(|c| c.verdict != CheckVerdict::Pass)
+        .map(|c| c.id.as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn dispatch_array_arguments_dispatched_are_one_finding() {
+    let report = assert_fails(
+        "dispatch/02-arguments-not-object",
+        Chained,
+        Defect::NoValidation,
+        "dispatch/arguments-parsed",
+        "not a JSON object",
+    )
+    .await;
+    assert_eq!(
+        failing(&report),
+        ["dispatch/arguments-parsed"],
+        "the backend's refusal of the dispatched call is a consequence, not a second finding:\n{}",
+        describe(&report)
+    );
+}
+
+#[tokio::test]
+async fn terminal_asking_again_after_an_incomplete_response_is_one_finding() {
+    let report = assert_fails(
+        "terminal/05-incomplete-partial-text",
+        Chained,
+        Defect::AskAgainAfterUnfinished,
+        "terminal/stopped-at-answer",
+        "which was incomplete: an incomplete response ends the loop",
+    )
+    .await;
+    assert_eq!(
+        failing(&report),
+        ["terminal/stopped-at-answer"],
+        "the reason the controller gave answers the error past the script:\n{}",
+        describe(&report)
+    );
 }
 
 #[tokio::test]
@@ -443,7 +492,7 @@ async fn terminal_request_after_the_answer() {
         Chained,
         Defect::ContinueAfterAnswer,
         "terminal/stopped-at-answer",
-        "came after the model's final turn",
+        "the last scripted turn, whose message was the final answer",
     )
     .await;
 }

@@ -122,3 +122,25 @@ fn lint_reports_every_bad_file_and_exits_2() {
         "run refuses a malformed file before running anything"
     );
 }
+
+#[test]
+fn an_endless_turn_repeats_calls_or_nothing_never_an_answer() {
+    let endless_answer = GOOD.replace(
+        "      - message: \"Sunny.\"\n",
+        "      - message: \"Sunny.\"\n    endless: true\n",
+    );
+    let message = error_for(&endless_answer);
+    assert!(
+        message.contains("an `endless` turn must contain a call, or no message at all"),
+        "{message}"
+    );
+    let endless_empty = GOOD.replace(
+        "  - output:\n      - message: \"Sunny.\"\n",
+        "  - output: []\n    endless: true\n",
+    );
+    let endless_empty = endless_empty.replace(
+        "  outcome: completed\n",
+        "  outcome: completed\n  output_text: \"\"\n",
+    );
+    parse(Path::new("case.yaml"), &endless_empty).unwrap();
+}
