@@ -16,6 +16,12 @@
 //! by a `crashed` case. The project README must list every mutant (and every documented
 //! gap, `loopcheck-gap`) in a table with its caught-by check, so the table cannot drift.
 //!
+//! `harness/equivalents/` holds the other side: correct controllers that reach the right
+//! result by another valid route (instructions as a system message, messages replayed
+//! without ids, results in an envelope). Their header starts with `loopcheck-equivalent`
+//! and has `form:` instead of `defect:` and `caught-by:`; every case they run on must
+//! pass, so the judge is held to the property, not one mechanism.
+//!
 //! Python mutants run on the Python the SDK test uses (`LOOPCHECK_PYTHON`, else
 //! `.venv/bin/python`); Node mutants on `node`, when `harness/node/node_modules` exists.
 //! A missing interpreter skips its mutants with a note, except under `CI`, where it fails.
@@ -34,6 +40,7 @@ use crate::support::{loopcheck_bin, root, shell_quote};
 const PARALLEL: usize = 3;
 
 const MUTANTS: &str = "harness/mutants";
+const EQUIVALENTS: &str = "harness/equivalents";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lang {
@@ -47,6 +54,8 @@ enum Kind {
     Mutant,
     /// A documented defect the suite does not catch yet: listed in the README, not run.
     Gap,
+    /// A correct controller in another form: must pass every case it runs.
+    Equivalent,
 }
 
 #[derive(Debug, Clone)]
@@ -55,6 +64,7 @@ struct Mutant {
     path: PathBuf,
     lang: Lang,
     kind: Kind,
+    /// The check that must catch a mutant; the form of an equivalent.
     caught_by: String,
     cases: Vec<String>,
     supports: String,
@@ -77,6 +87,7 @@ fn parse_header(path: &Path) -> Result<Option<Mutant>, String> {
     let kind = match lines.next().flatten() {
         Some("loopcheck-mutant") => Kind::Mutant,
         Some("loopcheck-gap") => Kind::Gap,
+        Some("loopcheck-equivalent") => Kind::Equivalent,
         _ => return Ok(None),
     };
     let mut fields = BTreeMap::new();
@@ -94,7 +105,6 @@ fn parse_header(path: &Path) -> Result<Option<Mutant>, String> {
             .cloned()
             .ok_or_else(|| format!("{file}: the header has no `{prefix} {key}: ...` line"))
     };
-    field("defect")?;
     let split = |value: String| -> Vec<String> {
         value
             .split(',')
@@ -102,7 +112,13 @@ fn parse_header(path: &Path) -> Result<Option<Mutant>, String> {
             .filter(|s| !s.is_empty())
             .collect()
     };
-    let (caught_by, cases) = (field("caught-by")?, split(field("cases")?));
+    let caught_by = if kind == Kind::Equivalent {
+        field("form")?
+    } else {
+        field("defect")?;
+        field("caught-by")?
+    };
+    let cases = split(field("cases")?);
     let supports = split(field("supports")?).join(",");
     Ok(Some(Mutant {
         file,
@@ -116,8 +132,9 @@ fn parse_header(path: &Path) -> Result<Option<Mutant>, String> {
 }
 
 fn discover() -> Vec<Mutant> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join(MUTANTS))
-        .expect("harness/mutants exists")
+    let mut paths: Vec<PathBuf> = [MUTANTS, EQUIVALENTS]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(root().join(dir)).expect("the harness folder exists"))
         .map(|entry| entry.expect("a directory entry").path())
         .filter(|path| path.is_file())
         .collect();
@@ -236,9 +253,32 @@ fn run_mutant(mutant: &Mutant, interpreter: &Path) -> Outcome {
     }
 }
 
-/// None when some case failed the mutant's check; otherwise what the run did fail.
+/// None when some case failed the mutant's check (for an equivalent: when every case
+/// that ran passed); otherwise what the run did.
 fn judge(mutant: &Mutant, report: &Value) -> Option<String> {
     let cases = report["cases"].as_array().cloned().unwrap_or_default();
+    let ran = cases.iter().any(|c| c["verdict"] != "unsupported");
+    if mutant.kind == Kind::Equivalent {
+        let passed = cases
+            .iter()
+            .all(|c| matches!(c["verdict"].as_str(), Some("pass" | "unsupported")));
+        if passed && ran {
+            return None;
+        }
+        return Some(format!(
+            "{} (a correct controller: {}) did not pass {} (--supports {}){}:\n{}",
+            mutant.file,
+            mutant.caught_by,
+            mutant.cases.join(", "),
+            mutant.supports,
+            if ran {
+                ""
+            } else {
+                "; no case ran, check its cases and supports"
+            },
+            describe_cases(&cases)
+        ));
+    }
     let caught = cases.iter().any(|case| {
         (mutant.caught_by == "terminal/result-line" && case["verdict"] == "crashed")
             || case["checks"]
@@ -253,8 +293,25 @@ fn judge(mutant: &Mutant, report: &Value) -> Option<String> {
     if caught {
         return None;
     }
+    Some(format!(
+        "{} was not caught by {} on {} (--supports {}){}:\n{}",
+        mutant.file,
+        mutant.caught_by,
+        mutant.cases.join(", "),
+        mutant.supports,
+        if ran {
+            ""
+        } else {
+            "; no case ran, check its cases and supports"
+        },
+        describe_cases(&cases)
+    ))
+}
+
+/// Each case's verdict, and each check that did not pass.
+fn describe_cases(cases: &[Value]) -> String {
     let mut lines = Vec::new();
-    for case in &cases {
+    for case in cases {
         lines.push(format!(
             "  {} [{}]: {}",
             case["id"].as_str().unwrap_or("?"),
@@ -272,50 +329,49 @@ fn judge(mutant: &Mutant, report: &Value) -> Option<String> {
             }
         }
     }
-    let ran = cases.iter().any(|c| c["verdict"] != "unsupported");
-    Some(format!(
-        "{} was not caught by {} on {} (--supports {}){}:\n{}",
-        mutant.file,
-        mutant.caught_by,
-        mutant.cases.join(", "),
-        mutant.supports,
-        if ran {
-            ""
-        } else {
-            "; no case ran, check its cases and supports"
-        },
-        if lines.is_empty() {
-            "  (no case matched)".to_owned()
-        } else {
-            lines.join("\n")
-        }
-    ))
+    if lines.is_empty() {
+        "  (no case matched)".to_owned()
+    } else {
+        lines.join("\n")
+    }
 }
 
+/// Mutants and equivalents run in one queue, a few at a time, so the machine is shared
+/// evenly; each kind is then judged on its own.
 #[test]
-fn every_mutant_is_caught_by_its_check() {
+fn every_mutant_is_caught_and_every_equivalent_passes() {
     let started = Instant::now();
     let all = discover();
-    let mutants: Vec<Mutant> = all
+    let runnable: Vec<Mutant> = all
         .iter()
-        .filter(|m| m.kind == Kind::Mutant)
+        .filter(|m| m.kind != Kind::Gap)
         .cloned()
         .collect();
-    assert!(!mutants.is_empty(), "no mutant found in {MUTANTS}");
+    assert!(
+        runnable.iter().any(|m| m.kind == Kind::Mutant),
+        "no mutant found in {MUTANTS}"
+    );
+    assert!(
+        runnable.iter().any(|m| m.kind == Kind::Equivalent),
+        "no equivalent found in {EQUIVALENTS}"
+    );
 
     let mut queue = VecDeque::new();
     for lang in [Lang::Python, Lang::Node] {
-        let of_lang: Vec<&Mutant> = mutants.iter().filter(|m| m.lang == lang).collect();
+        let of_lang: Vec<&Mutant> = runnable.iter().filter(|m| m.lang == lang).collect();
         if of_lang.is_empty() {
             continue;
         }
         match interpreter(lang) {
             Ok(program) => queue.extend(of_lang.into_iter().map(|m| (m.clone(), program.clone()))),
             Err(err) if std::env::var_os("CI").is_some() => {
-                panic!("CI must run the {lang:?} mutants: {err}")
+                panic!("CI must run the {lang:?} mutants and equivalents: {err}")
             }
             Err(err) => {
-                eprintln!("note: skipping {} {lang:?} mutant(s): {err}", of_lang.len());
+                eprintln!(
+                    "note: skipping {} {lang:?} mutant(s) and equivalent(s): {err}",
+                    of_lang.len()
+                );
             }
         }
     }
@@ -333,15 +389,16 @@ fn every_mutant_is_caught_by_its_check() {
                         break;
                     };
                     let outcome = run_mutant(&mutant, &program);
+                    let word = match (outcome.mutant.kind, outcome.problem.is_none()) {
+                        (Kind::Equivalent, true) => "passed",
+                        (Kind::Equivalent, false) => "FAILED",
+                        (_, true) => "caught",
+                        (_, false) => "MISSED",
+                    };
                     eprintln!(
-                        "{} {:<40} {:<34} {:>5.1} s",
-                        if outcome.problem.is_none() {
-                            "caught"
-                        } else {
-                            "MISSED"
-                        },
+                        "{word} {:<40} {:<34} {:>5.1} s",
                         outcome.mutant.file,
-                        outcome.mutant.caught_by,
+                        crate::support::clip(&outcome.mutant.caught_by, 34),
                         outcome.elapsed.as_secs_f64()
                     );
                     outcomes.lock().unwrap().push(outcome);
@@ -354,19 +411,29 @@ fn every_mutant_is_caught_by_its_check() {
     }
     let outcomes = std::mem::take(&mut *outcomes.lock().unwrap());
     eprintln!(
-        "{total} mutant(s) run in {:.1} s ({} gap(s) documented, not run)",
+        "{total} mutant(s) and equivalent(s) run in {:.1} s ({} gap(s) documented, not run)",
         started.elapsed().as_secs_f64(),
         all.iter().filter(|m| m.kind == Kind::Gap).count()
     );
-    let missed: Vec<&str> = outcomes
-        .iter()
-        .filter_map(|o| o.problem.as_deref())
-        .collect();
+    let problems = |kind: Kind| -> Vec<&str> {
+        outcomes
+            .iter()
+            .filter(|o| o.mutant.kind == kind)
+            .filter_map(|o| o.problem.as_deref())
+            .collect()
+    };
+    let (missed, failed) = (problems(Kind::Mutant), problems(Kind::Equivalent));
     assert!(
-        missed.is_empty(),
-        "{} of {total} mutant(s) escaped their check:\n\n{}",
+        missed.is_empty() && failed.is_empty(),
+        "{} mutant(s) escaped their check, {} equivalent form(s) failed:\n\n{}",
         missed.len(),
-        missed.join("\n\n")
+        failed.len(),
+        missed
+            .iter()
+            .chain(&failed)
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n\n")
     );
 }
 
@@ -388,8 +455,8 @@ fn cells(line: &str) -> Option<Vec<String>> {
     )
 }
 
-/// `file -> caught-by` from every README table with a `file` and a `caught-by` column.
-fn readme_rows(readme: &str) -> Vec<(String, String)> {
+/// `file -> <column>` from every README table with a `file` and a `<column>` column.
+fn readme_rows(readme: &str, column: &str) -> Vec<(String, String)> {
     let mut rows = Vec::new();
     let mut columns: Option<(usize, usize)> = None;
     for line in readme.lines() {
@@ -404,7 +471,7 @@ fn readme_rows(readme: &str) -> Vec<(String, String)> {
             continue; // the separator row
         }
         let header = |name: &str| row.iter().position(|c| c.eq_ignore_ascii_case(name));
-        if let (Some(file), Some(check)) = (header("file"), header("caught-by")) {
+        if let (Some(file), Some(check)) = (header("file"), header(column)) {
             columns = Some((file, check));
             continue;
         }
@@ -418,36 +485,47 @@ fn readme_rows(readme: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn the_readme_lists_every_mutant_with_its_check() {
+fn the_readme_lists_every_mutant_and_equivalent() {
     let path = root().join("README.md");
     let readme = std::fs::read_to_string(&path).expect("the project README exists");
-    let rows = readme_rows(&readme);
-    let mutants = discover();
+    let all = discover();
     let mut problems = Vec::new();
-    for mutant in &mutants {
-        match rows.iter().find(|(file, _)| *file == mutant.file) {
-            None => problems.push(format!(
-                "{} is not in the README table (expected a row `| {} | ... | {} |`)",
-                mutant.file, mutant.file, mutant.caught_by
-            )),
-            Some((_, check)) if *check != mutant.caught_by => problems.push(format!(
-                "{}: the README says it is caught by {check}, its header says {}",
-                mutant.file, mutant.caught_by
-            )),
-            Some(_) => {}
+    // Mutants and gaps are listed with the check that catches them; equivalents with the
+    // cases they pass.
+    for (column, kinds) in [
+        ("caught-by", &[Kind::Mutant, Kind::Gap][..]),
+        ("passes", &[Kind::Equivalent][..]),
+    ] {
+        let rows = readme_rows(&readme, column);
+        let listed: Vec<&Mutant> = all.iter().filter(|m| kinds.contains(&m.kind)).collect();
+        for mutant in &listed {
+            let expected = if mutant.kind == Kind::Equivalent {
+                mutant.cases.join(", ")
+            } else {
+                mutant.caught_by.clone()
+            };
+            match rows.iter().find(|(file, _)| *file == mutant.file) {
+                None => problems.push(format!(
+                    "{} is not in the README's table with a {column} column (expected a row `| {} | ... | {expected} |`)",
+                    mutant.file, mutant.file
+                )),
+                Some((_, value)) if *value != expected => problems.push(format!(
+                    "{}: the README's {column} says {value}, its header says {expected}",
+                    mutant.file
+                )),
+                Some(_) => {}
+            }
         }
-    }
-    for (file, _) in &rows {
-        if !mutants.iter().any(|m| m.file == *file) {
-            problems.push(format!(
-                "the README lists {file}, which is not a mutant file in {MUTANTS}"
-            ));
-        }
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for (file, _) in &rows {
-        if !seen.insert(file) {
-            problems.push(format!("the README lists {file} twice"));
+        let mut seen = std::collections::BTreeSet::new();
+        for (file, _) in &rows {
+            if !listed.iter().any(|m| m.file == *file) {
+                problems.push(format!(
+                    "the README's {column} table lists {file}, which is not a file in {MUTANTS} or {EQUIVALENTS} of that kind"
+                ));
+            }
+            if !seen.insert(file) {
+                problems.push(format!("the README lists {file} twice"));
+            }
         }
     }
     assert!(

@@ -48,6 +48,11 @@ pub fn loopcheck_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_loopcheck"))
 }
 
+/// At most `max` characters of `text`.
+pub fn clip(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
 /// Single-quotes a word for `sh`.
 pub fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
