@@ -20,16 +20,21 @@ def initial_config(task):
     return config
 
 
+def system_text(task):
+    return task["instructions"]
+
+
 def run(task, client, tools):
     if task.get("instructions") is None:
         return _run(task, client, tools)
     first = task["input"]
     first = [{"role": "user", "content": first}] if isinstance(first, str) else list(first)
-    system = {"role": "system", "content": task["instructions"]}
+    system = {"role": "system", "content": system_text(task)}
     return _run({**task, "input": [system] + first}, client, tools)
 
 
 loop.initial_config = initial_config
 loop.run = run
 
-loop.main()
+if __name__ == "__main__":
+    loop.main()

@@ -4,31 +4,17 @@
 # cases: state/01-instructions-every-request
 # supports: previous_response_id,stateless
 
+import importlib.util
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import loop  # noqa: E402
+# The equivalent form that sends the task's instructions as a system message, with other
+# words in that message.
+here = os.path.dirname(os.path.abspath(__file__))
+path = os.path.join(here, "..", "equivalents", "instructions-as-system-message.py")
+spec = importlib.util.spec_from_file_location("as_system_message", path)
+as_system_message = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(as_system_message)
 
+as_system_message.system_text = lambda task: "You are a helpful travel assistant."
 
-_initial_config = loop.initial_config
-_run = loop.run
-
-
-def initial_config(task):
-    config = dict(_initial_config(task))
-    config.pop("instructions", None)
-    return config
-
-
-def run(task, client, tools):
-    system = {"role": "system", "content": "You are a helpful travel assistant."}
-    first = task["input"]
-    first = [{"role": "user", "content": first}] if isinstance(first, str) else list(first)
-    return _run({**task, "input": [system] + first}, client, tools)
-
-
-loop.initial_config = initial_config
-loop.run = run
-
-loop.main()
+as_system_message.loop.main()

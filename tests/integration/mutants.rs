@@ -258,45 +258,34 @@ fn run_mutant(mutant: &Mutant, interpreter: &Path) -> Outcome {
 fn judge(mutant: &Mutant, report: &Value) -> Option<String> {
     let cases = report["cases"].as_array().cloned().unwrap_or_default();
     let ran = cases.iter().any(|c| c["verdict"] != "unsupported");
-    if mutant.kind == Kind::Equivalent {
+    let (held, what) = if mutant.kind == Kind::Equivalent {
         let passed = cases
             .iter()
             .all(|c| matches!(c["verdict"].as_str(), Some("pass" | "unsupported")));
-        if passed && ran {
-            return None;
-        }
-        return Some(format!(
-            "{} (a correct controller: {}) did not pass {} (--supports {}){}:\n{}",
-            mutant.file,
-            mutant.caught_by,
-            mutant.cases.join(", "),
-            mutant.supports,
-            if ran {
-                ""
-            } else {
-                "; no case ran, check its cases and supports"
-            },
-            describe_cases(&cases)
-        ));
-    }
-    let caught = cases.iter().any(|case| {
-        (mutant.caught_by == "terminal/result-line" && case["verdict"] == "crashed")
-            || case["checks"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|check| {
-                    check["id"] == mutant.caught_by.as_str()
-                        && matches!(check["verdict"].as_str(), Some("fail" | "non-strict"))
-                })
-    });
-    if caught {
+        (
+            passed,
+            format!("(a correct controller: {}) did not pass", mutant.caught_by),
+        )
+    } else {
+        let caught = cases.iter().any(|case| {
+            (mutant.caught_by == "terminal/result-line" && case["verdict"] == "crashed")
+                || case["checks"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|check| {
+                        check["id"] == mutant.caught_by.as_str()
+                            && matches!(check["verdict"].as_str(), Some("fail" | "non-strict"))
+                    })
+        });
+        (caught, format!("was not caught by {} on", mutant.caught_by))
+    };
+    if held && ran {
         return None;
     }
     Some(format!(
-        "{} was not caught by {} on {} (--supports {}){}:\n{}",
+        "{} {what} {} (--supports {}){}:\n{}",
         mutant.file,
-        mutant.caught_by,
         mutant.cases.join(", "),
         mutant.supports,
         if ran {
