@@ -106,9 +106,15 @@ struct MatrixArgs {
 
 #[derive(Debug, Args)]
 struct ListArgs {
-    /// Print a JSON array instead of a table.
+    /// List the checks (id, level, rule) instead of the cases.
     #[arg(long)]
+    checks: bool,
+    /// Print a JSON array instead of a table.
+    #[arg(long, conflicts_with = "markdown")]
     json: bool,
+    /// Print a Markdown table (as the README's).
+    #[arg(long)]
+    markdown: bool,
 }
 
 #[derive(Debug, Args)]
@@ -368,6 +374,10 @@ async fn run(args: RunArgs) -> u8 {
 }
 
 fn list(args: ListArgs) -> u8 {
+    if args.checks {
+        print!("{}", list_checks(&args));
+        return exit::OK;
+    }
     let cases = match scenario::catalogue() {
         Ok(cases) => cases,
         Err(errors) => {
@@ -375,7 +385,17 @@ fn list(args: ListArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    if args.json {
+    if args.markdown {
+        println!("| case | level | summary |\n|---|---|---|");
+        for c in &cases {
+            println!(
+                "| `{}` | {} | {} |",
+                c.scenario.id,
+                c.scenario.level.as_str(),
+                c.scenario.summary.trim()
+            );
+        }
+    } else if args.json {
         let rows: Vec<serde_json::Value> = cases
             .iter()
             .map(|c| {
@@ -404,6 +424,36 @@ fn list(args: ListArgs) -> u8 {
         }
     }
     exit::OK
+}
+
+/// Every check as declared, as a table, Markdown or JSON.
+fn list_checks(args: &ListArgs) -> String {
+    use crate::oracle::checks::ALL;
+    if args.json {
+        let rows: Vec<serde_json::Value> = ALL
+            .iter()
+            .map(|c| {
+                serde_json::json!({"id": c.id, "level": c.level.as_str(), "family": c.family(), "rule": c.rule})
+            })
+            .collect();
+        return serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n";
+    }
+    if args.markdown {
+        let mut out = String::from("| id | level | the controller must |\n|---|---|---|\n");
+        for c in ALL {
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                c.id,
+                c.level.as_str().to_uppercase(),
+                c.rule
+            ));
+        }
+        return out;
+    }
+    let width = ALL.iter().map(|c| c.id.len()).max().unwrap_or(0);
+    ALL.iter()
+        .map(|c| format!("{:<width$}  {:<6}  {}\n", c.id, c.level.as_str(), c.rule))
+        .collect()
 }
 
 fn lint(args: LintArgs) -> u8 {

@@ -15,8 +15,29 @@ pub struct Transcript {
     pub tools: Vec<ToolExchange>,
     /// The controller's result line, as parsed.
     pub result: Option<ControllerResult>,
+    /// How the controller ended when it gave no valid result: killed at the timeout, or
+    /// finished without a result line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished: Option<Unfinished>,
     /// What the process did (absent for in-process controllers).
     pub process: Option<ProcessRecord>,
+}
+
+/// Why a controller gave no valid result (judged by `terminal/finished` and
+/// `terminal/result-line`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Unfinished {
+    /// Still running at the case timeout, and killed.
+    TimedOut {
+        /// How long it had run.
+        after_ms: u64,
+    },
+    /// Ended without a valid result line.
+    NoResult {
+        /// What was wrong with what it printed.
+        why: String,
+    },
 }
 
 /// One HTTP request to the fake Responses API and its answer.
@@ -206,14 +227,10 @@ impl ControllerResult {
 pub struct ProcessRecord {
     /// Exit code, if it exited.
     pub exit_code: Option<i32>,
-    /// True when it was killed at the case timeout.
-    pub timed_out: bool,
     /// Standard output (capped).
     pub stdout: String,
     /// Standard error (capped).
     pub stderr: String,
-    /// Why the result line was rejected, if it was.
-    pub result_error: Option<String>,
     /// Wall time in milliseconds.
     pub duration_ms: u64,
 }

@@ -1,9 +1,9 @@
 //! `authz`: backend denials relayed as error outputs and never retried; approval-required
 //! tools never executed without an approval granted for that very call.
 
+use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
-use crate::scenario::Level;
 use crate::tools::{CallValidity, json_equal};
 use crate::transcript::ToolRequestKind;
 
@@ -38,9 +38,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 )
             })
             .collect();
-        out.push(CheckResult::judge(
-            "authz/approval-asked",
-            Level::Must,
+        out.push(checks::AUTHZ_APPROVAL_ASKED.judge(
             problems,
             "every call to an approval-required tool was put to the approver",
         ));
@@ -90,9 +88,7 @@ fn denial_relayed(f: &Facts) -> CheckResult {
             ));
         }
     }
-    CheckResult::judge(
-        "authz/denial-relayed",
-        Level::Must,
+    checks::AUTHZ_DENIAL_RELAYED.judge(
         problems,
         "every backend denial was relayed as an error output and not retried",
     )
@@ -112,9 +108,7 @@ fn approval_before_execution(f: &Facts) -> CheckResult {
             )
         })
         .collect();
-    CheckResult::judge(
-        "authz/approval-before-execution",
-        Level::Must,
+    checks::AUTHZ_APPROVAL_BEFORE_EXECUTION.judge(
         problems,
         "no approval-required tool ran without its own approval",
     )
@@ -144,9 +138,7 @@ fn approval_denied(f: &Facts) -> CheckResult {
             ));
         }
     }
-    CheckResult::judge(
-        "authz/approval-denied",
-        Level::Must,
+    checks::AUTHZ_APPROVAL_DENIED.judge(
         problems,
         "refused calls were not executed and were answered with an error output",
     )
@@ -172,9 +164,7 @@ fn principal_forwarded(f: &Facts) -> CheckResult {
             )
         })
         .collect();
-    CheckResult::judge(
-        "authz/principal-forwarded",
-        Level::Must,
+    checks::AUTHZ_PRINCIPAL_FORWARDED.judge(
         problems,
         "every tool and approval request carries the task's principal",
     )
@@ -206,9 +196,7 @@ fn approval_request_matches(f: &Facts) -> CheckResult {
             ));
         }
     }
-    CheckResult::judge(
-        "authz/approval-request-matches",
-        Level::Must,
+    checks::AUTHZ_APPROVAL_REQUEST_MATCHES.judge(
         problems,
         "every approval request names its call's tool and arguments",
     )

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
+use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
-use crate::scenario::Level;
 
 const TERMINAL: &[&str] = &["completed", "failed", "incomplete", "cancelled"];
 
@@ -18,12 +18,8 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         |body| body.get("background") == Some(&Value::Bool(true)),
         "does not send `background: true`: the task asks for background mode",
     );
-    let mut out = vec![CheckResult::judge(
-        "background/requested",
-        Level::Must,
-        problems,
-        "every request runs in the background",
-    )];
+    let mut out =
+        vec![checks::BACKGROUND_REQUESTED.judge(problems, "every request runs in the background")];
 
     let mut problems = Vec::new();
     for (index, served) in f.served.iter().enumerate() {
@@ -55,9 +51,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             ));
         }
     }
-    out.push(CheckResult::judge(
-        "background/polled-to-terminal",
-        Level::Must,
+    out.push(checks::BACKGROUND_POLLED_TO_TERMINAL.judge(
         problems,
         "every background response was polled until it ended",
     ));

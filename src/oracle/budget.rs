@@ -1,9 +1,9 @@
 //! `budget`: at most `max_rounds` model requests, and nothing executed whose result could
 //! no longer be sent back.
 
+use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
-use crate::scenario::Level;
 use crate::transcript::ToolRequestKind;
 
 /// The `budget` checks.
@@ -21,9 +21,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     } else {
         Vec::new()
     };
-    out.push(CheckResult::judge(
-        "budget/max-rounds",
-        Level::Must,
+    out.push(checks::BUDGET_MAX_ROUNDS.judge(
         problems,
         format!("{} of at most {max} model request(s)", f.requests.len()),
     ));
@@ -41,12 +39,9 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 )
             })
             .collect();
-        out.push(CheckResult::judge(
-            "budget/last-round-idle",
-            Level::Must,
-            late,
-            "nothing was executed on the last round",
-        ));
+        out.push(
+            checks::BUDGET_LAST_ROUND_IDLE.judge(late, "nothing was executed on the last round"),
+        );
     }
     out
 }

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
+use super::checks;
 use super::facts::{Facts, output_text};
 use super::verdict::CheckResult;
-use crate::scenario::Level;
 use crate::tools::{CallValidity, json_equal};
 use crate::wire::request::{call_id, item_type};
 
@@ -59,9 +59,7 @@ fn answered(f: &Facts) -> CheckResult {
             }
         }
     }
-    CheckResult::judge(
-        "call-id/answered",
-        Level::Must,
+    checks::CALL_ID_ANSWERED.judge(
         problems,
         format!("{answered} pending call(s) each answered exactly once in the next request"),
     )
@@ -100,9 +98,7 @@ fn own_id(f: &Facts) -> CheckResult {
             ));
         }
     }
-    CheckResult::judge(
-        "call-id/own-id",
-        Level::Must,
+    checks::CALL_ID_OWN_ID.judge(
         problems,
         format!(
             "{seen} function_call_output item(s) all carry the call_id of a call the model issued"
@@ -136,9 +132,7 @@ fn executed_as_issued(f: &Facts) -> Option<CheckResult> {
         }
     }
     (judged > 0).then(|| {
-        CheckResult::judge(
-            "call-id/executed-as-issued",
-            Level::Must,
+        checks::CALL_ID_EXECUTED_AS_ISSUED.judge(
             problems,
             format!("{judged} execution(s) ran the tool and arguments of the call whose call_id they carried"),
         )
@@ -216,9 +210,7 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
         }
     }
     (judged > 0).then(|| {
-        CheckResult::judge(
-            "call-id/result-matches",
-            Level::Must,
+        checks::CALL_ID_RESULT_MATCHES.judge(
             problems,
             format!(
                 "{judged} output(s) carry the backend's result for their own call and no other's"

@@ -2,9 +2,9 @@
 //! executed; rejected calls are answered with an error output so the loop goes on; and
 //! the valid calls are really executed.
 
+use super::checks::{self, Check};
 use super::facts::{Facts, IssuedCall};
 use super::verdict::CheckResult;
-use crate::scenario::Level;
 use crate::tools::{CallValidity, matches_subset};
 
 /// The `dispatch` checks.
@@ -15,7 +15,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if has(|v| *v == CallValidity::UnknownTool) {
         out.push(not_dispatched(
             f,
-            "dispatch/registered-only",
+            &checks::DISPATCH_REGISTERED_ONLY,
             |v| *v == CallValidity::UnknownTool,
             "is not in the task's registry",
             "no call to an unregistered tool was executed",
@@ -24,7 +24,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if has(|v| matches!(v, CallValidity::MalformedArguments(_))) {
         out.push(not_dispatched(
             f,
-            "dispatch/arguments-parsed",
+            &checks::DISPATCH_ARGUMENTS_PARSED,
             |v| matches!(v, CallValidity::MalformedArguments(_)),
             "has arguments that are not a JSON object",
             "no call with unparseable arguments was executed",
@@ -33,7 +33,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if has(|v| matches!(v, CallValidity::SchemaViolation(_))) {
         out.push(not_dispatched(
             f,
-            "dispatch/schema-valid",
+            &checks::DISPATCH_SCHEMA_VALID,
             |v| matches!(v, CallValidity::SchemaViolation(_)),
             "has arguments that violate the tool's schema",
             "no call with schema-violating arguments was executed",
@@ -42,7 +42,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if has(|v| *v == CallValidity::CallerNotAllowed) {
         out.push(not_dispatched(
             f,
-            "dispatch/caller-allowed",
+            &checks::DISPATCH_CALLER_ALLOWED,
             |v| *v == CallValidity::CallerNotAllowed,
             "comes from a caller the tool's allowed_callers excludes",
             "no call from a caller outside allowed_callers was executed",
@@ -63,7 +63,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
 /// refusal of it (404, 422) is a consequence, not a second finding.
 fn not_dispatched(
     f: &Facts,
-    id: &str,
+    check: &Check,
     rejected: fn(&CallValidity) -> bool,
     why: &str,
     pass: &str,
@@ -83,7 +83,7 @@ fn not_dispatched(
             ));
         }
     }
-    CheckResult::judge(id, Level::Must, problems, pass)
+    check.judge(problems, pass)
 }
 
 fn rejection_answered(f: &Facts) -> CheckResult {
@@ -94,9 +94,7 @@ fn rejection_answered(f: &Facts) -> CheckResult {
     {
         problems.extend(f.error_answer_problem(call, "the rejected", None));
     }
-    CheckResult::judge(
-        "dispatch/rejection-answered",
-        Level::Must,
+    checks::DISPATCH_REJECTION_ANSWERED.judge(
         problems,
         "every rejected call was answered with an error output and the loop went on",
     )
@@ -141,9 +139,7 @@ fn valid_executed(f: &Facts) -> Option<CheckResult> {
             )
         })
         .collect();
-    Some(CheckResult::judge(
-        "dispatch/valid-executed",
-        Level::Must,
+    Some(checks::DISPATCH_VALID_EXECUTED.judge(
         problems,
         format!("all {} valid call(s) were executed", expected.len()),
     ))

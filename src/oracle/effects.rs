@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
-use crate::scenario::Level;
 use crate::transcript::ToolRequestKind;
 
 /// The `effects` checks.
@@ -44,9 +44,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             ));
         }
     }
-    vec![CheckResult::judge(
-        "effects/at-most-once",
-        Level::Must,
+    vec![checks::EFFECTS_AT_MOST_ONCE.judge(
         problems,
         format!(
             "{} execution request(s), no call executed twice",

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{CallValidity, Registry};
 use crate::transcript::{
-    ControllerResult, ModelExchange, ToolExchange, ToolRequestKind, Transcript,
+    ControllerResult, ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished,
 };
 use crate::wire::request::{call_id, item_type};
 
@@ -81,6 +81,8 @@ pub struct Facts<'a> {
     pub tools: &'a [ToolExchange],
     /// The controller's result.
     pub result: Option<&'a ControllerResult>,
+    /// How it ended without one, if it did.
+    pub unfinished: Option<&'a Unfinished>,
     /// The task's registry.
     pub registry: Registry,
 }
@@ -156,6 +158,7 @@ impl<'a> Facts<'a> {
             tools: &transcript.tools,
             exchanges: &transcript.model,
             result: transcript.result.as_ref(),
+            unfinished: transcript.unfinished.as_ref(),
             registry,
         }
     }

@@ -4,6 +4,7 @@
 mod authz;
 mod background;
 mod budget;
+pub mod checks;
 mod correlation;
 mod dispatch;
 mod effects;
@@ -18,67 +19,45 @@ mod verdict;
 
 pub use verdict::{CaseVerdict, CheckResult, CheckVerdict};
 
-use crate::scenario::{Level, Scenario, StateMode};
-use crate::transcript::Transcript;
+use crate::scenario::{Scenario, StateMode};
+use crate::transcript::{Transcript, Unfinished};
 use facts::Facts;
 
-/// Every check id with its level, for documentation and `loopcheck list --checks`.
-pub const CHECKS: &[(&str, Level)] = &[
-    ("wire/accepted", Level::Must),
-    ("call-id/answered", Level::Must),
-    ("call-id/own-id", Level::Must),
-    ("call-id/executed-as-issued", Level::Must),
-    ("call-id/result-matches", Level::Must),
-    ("reasoning/replayed", Level::Must),
-    ("reasoning/items-in-order", Level::Must),
-    ("reasoning/input-shape", Level::Must),
-    ("reasoning/items-unaltered", Level::Must),
-    ("state/config-resent", Level::Must),
-    ("state/chained", Level::Must),
-    ("state/no-resend", Level::Should),
-    ("state/store-false", Level::Must),
-    ("state/include-encrypted", Level::Should),
-    ("state/input-replayed", Level::Must),
-    ("dispatch/registered-only", Level::Must),
-    ("dispatch/arguments-parsed", Level::Must),
-    ("dispatch/schema-valid", Level::Must),
-    ("dispatch/caller-allowed", Level::Must),
-    ("dispatch/rejection-answered", Level::Must),
-    ("dispatch/valid-executed", Level::Must),
-    ("authz/denial-relayed", Level::Must),
-    ("authz/approval-asked", Level::Must),
-    ("authz/approval-before-execution", Level::Must),
-    ("authz/approval-denied", Level::Must),
-    ("authz/principal-forwarded", Level::Must),
-    ("authz/approval-request-matches", Level::Must),
-    ("effects/at-most-once", Level::Must),
-    ("budget/max-rounds", Level::Must),
-    ("budget/last-round-idle", Level::Must),
-    ("terminal/outcome", Level::Must),
-    ("terminal/reason", Level::Should),
-    ("terminal/calls-beside-message", Level::Must),
-    ("terminal/unfinished-not-executed", Level::Must),
-    ("terminal/stopped-at-answer", Level::Must),
-    ("transport/retried", Level::Must),
-    ("transport/no-retry-4xx", Level::Must),
-    ("transport/retry-bounded", Level::Must),
-    ("transport/retry-after-honoured", Level::Must),
-    ("stream/requested", Level::Must),
-    ("stream/executed-after-done", Level::Must),
-    ("stream/broken-not-answer", Level::Must),
-    ("background/requested", Level::Must),
-    ("background/polled-to-terminal", Level::Must),
-    ("program/caller-echoed", Level::Must),
-    ("program/replayed", Level::Must),
-    ("program/continued", Level::Must),
-    ("state/conversation", Level::Must),
-    ("terminal/result-line", Level::Must),
-    ("terminal/finished", Level::Must),
-];
+/// The oracle's judgement of one case run.
+#[derive(Debug, Clone)]
+pub struct Judgement {
+    /// Every check the run gave something to judge, in family order.
+    pub checks: Vec<CheckResult>,
+    /// The case's verdict.
+    pub verdict: CaseVerdict,
+    /// Why the case is `timeout` or `crashed`.
+    pub detail: Option<String>,
+}
 
-/// Judges one case run. The case's own level caps each check's weight: a MUST check in
-/// a SHOULD case fails as `non-strict`.
-pub fn judge(scenario: &Scenario, state: StateMode, transcript: &Transcript) -> Vec<CheckResult> {
+/// Judges one case run: every check, then the case's verdict. The case's own level caps
+/// each check's weight: a MUST check in a SHOULD case fails as `non-strict`.
+pub fn judge(scenario: &Scenario, state: StateMode, transcript: &Transcript) -> Judgement {
+    let checks = judge_checks(scenario, state, transcript);
+    let (verdict, detail) = match &transcript.unfinished {
+        Some(Unfinished::TimedOut { .. }) => (
+            CaseVerdict::Timeout,
+            Some("the controller did not finish within the case timeout; it was killed".to_owned()),
+        ),
+        Some(Unfinished::NoResult { why }) => (CaseVerdict::Crashed, Some(why.clone())),
+        None => (CaseVerdict::from_checks(&checks), None),
+    };
+    Judgement {
+        checks,
+        verdict,
+        detail,
+    }
+}
+
+fn judge_checks(
+    scenario: &Scenario,
+    state: StateMode,
+    transcript: &Transcript,
+) -> Vec<CheckResult> {
     let facts = Facts::new(scenario, state, transcript);
     let mut checks = vec![accepted(&facts, transcript)];
     checks.extend(correlation::check(&facts));
@@ -135,9 +114,7 @@ fn accepted(f: &Facts, transcript: &Transcript) -> CheckResult {
             )
         })
         .collect();
-    CheckResult::judge(
-        "wire/accepted",
-        Level::Must,
+    checks::WIRE_ACCEPTED.judge(
         problems,
         format!(
             "all {} API request(s) were accepted",

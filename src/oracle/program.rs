@@ -4,9 +4,10 @@
 
 use serde_json::Value;
 
+use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
-use crate::scenario::{Level, StateMode};
+use crate::scenario::StateMode;
 use crate::wire::request::{item_id, item_type};
 
 /// The `program` checks (cases with program items only).
@@ -56,9 +57,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         }
     }
     if judged > 0 {
-        out.push(CheckResult::judge(
-            "program/caller-echoed",
-            Level::Must,
+        out.push(checks::PROGRAM_CALLER_ECHOED.judge(
             echoed,
             format!("{judged} output(s) of program-owned calls echo their caller"),
         ));
@@ -92,9 +91,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             }
         }
         if count > 0 {
-            out.push(CheckResult::judge(
-                "program/replayed",
-                Level::Must,
+            out.push(checks::PROGRAM_REPLAYED.judge(
                 problems,
                 format!("{count} program replay(s), each verbatim"),
             ));
@@ -122,9 +119,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 )
             })
             .collect();
-        out.push(CheckResult::judge(
-            "program/continued",
-            Level::Must,
+        out.push(checks::PROGRAM_CONTINUED.judge(
             problems,
             "the loop went on past program_output to the final message",
         ));

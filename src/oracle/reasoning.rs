@@ -6,9 +6,10 @@
 
 use serde_json::Value;
 
+use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
-use crate::scenario::{Level, StateMode};
+use crate::scenario::StateMode;
 use crate::tools::json_equal;
 use crate::wire::replay::{is_replay_of, may_follow, message_text};
 use crate::wire::request::{item_id, item_type};
@@ -83,9 +84,7 @@ fn replayed<'p>(
             }
         }
     }
-    CheckResult::judge(
-        "reasoning/replayed",
-        Level::Must,
+    checks::REASONING_REPLAYED.judge(
         problems,
         format!("{count} reasoning replay(s), each with its encrypted_content intact"),
     )
@@ -103,9 +102,7 @@ fn input_shape(replays: &[(usize, Vec<Value>)]) -> CheckResult {
             }
         }
     }
-    CheckResult::judge(
-        "reasoning/input-shape",
-        Level::Must,
+    checks::REASONING_INPUT_SHAPE.judge(
         problems,
         "replayed reasoning items carry no output-only fields",
     )
@@ -165,9 +162,7 @@ fn in_order<'p>(
             last = Some((at, id.to_owned()));
         }
     }
-    CheckResult::judge(
-        "reasoning/items-in-order",
-        Level::Must,
+    checks::REASONING_ITEMS_IN_ORDER.judge(
         problems,
         format!("{count} prior output item replay(s), all in the model's order"),
     )
@@ -240,9 +235,7 @@ fn unaltered<'p>(replays: &[(usize, Vec<Value>)], prior_items: &Prior<'p>) -> Op
         }
     }
     (judged > 0).then(|| {
-        CheckResult::judge(
-            "reasoning/items-unaltered",
-            Level::Must,
+        checks::REASONING_ITEMS_UNALTERED.judge(
             problems,
             format!("{judged} replayed call(s) and message(s), each as the model produced it"),
         )

@@ -5,9 +5,10 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::checks;
 use super::facts::{Facts, conversation_of};
 use super::verdict::CheckResult;
-use crate::scenario::{Level, StateMode, tool_names};
+use crate::scenario::{StateMode, tool_names};
 use crate::tools::json_equal;
 use crate::wire::replay::message_text;
 use crate::wire::request::{item_id, item_type};
@@ -98,9 +99,7 @@ fn config_resent(f: &Facts) -> CheckResult {
             )),
         }
     }
-    CheckResult::judge(
-        "state/config-resent",
-        Level::Must,
+    checks::STATE_CONFIG_RESENT.judge(
         problems,
         format!(
             "all {} request(s) carry the task's model, instructions and tools",
@@ -194,9 +193,7 @@ fn chained(f: &Facts) -> CheckResult {
             }
         }
     }
-    CheckResult::judge(
-        "state/chained",
-        Level::Must,
+    checks::STATE_CHAINED.judge(
         problems,
         "every follow-up request chains to the latest response",
     )
@@ -233,12 +230,7 @@ fn no_resend(f: &Facts) -> CheckResult {
             }
         }
     }
-    CheckResult::judge(
-        "state/no-resend",
-        Level::Should,
-        problems,
-        "chained requests send only new items",
-    )
+    checks::STATE_NO_RESEND.judge(problems, "chained requests send only new items")
 }
 
 fn store_false(f: &Facts) -> CheckResult {
@@ -246,12 +238,7 @@ fn store_false(f: &Facts) -> CheckResult {
         |body| body.get("store") == Some(&Value::Bool(false)),
         "does not send `store: false`: in stateless mode nothing may be stored",
     );
-    CheckResult::judge(
-        "state/store-false",
-        Level::Must,
-        problems,
-        "every request sends store: false",
-    )
+    checks::STATE_STORE_FALSE.judge(problems, "every request sends store: false")
 }
 
 fn include_encrypted(f: &Facts) -> CheckResult {
@@ -263,9 +250,7 @@ fn include_encrypted(f: &Facts) -> CheckResult {
         },
         "does not ask for `include: [\"reasoning.encrypted_content\"]`: without it a store:false response may carry no reasoning to replay",
     );
-    CheckResult::judge(
-        "state/include-encrypted",
-        Level::Should,
+    checks::STATE_INCLUDE_ENCRYPTED.judge(
         problems,
         "every request includes reasoning.encrypted_content",
     )
@@ -293,12 +278,7 @@ fn conversation(f: &Facts) -> CheckResult {
             ));
         }
     }
-    CheckResult::judge(
-        "state/conversation",
-        Level::Must,
-        problems,
-        "every request continues the same conversation",
-    )
+    checks::STATE_CONVERSATION.judge(problems, "every request continues the same conversation")
 }
 
 /// The text of a user message item, whatever its form (string content or text parts).
@@ -342,10 +322,5 @@ fn input_replayed(f: &Facts) -> CheckResult {
             ));
         }
     }
-    CheckResult::judge(
-        "state/input-replayed",
-        Level::Must,
-        problems,
-        "every request replays the task's input",
-    )
+    checks::STATE_INPUT_REPLAYED.judge(problems, "every request replays the task's input")
 }

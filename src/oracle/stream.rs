@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
+use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
-use crate::scenario::Level;
 
 /// The `stream` checks (streamed tasks only).
 pub fn check(f: &Facts) -> Vec<CheckResult> {
@@ -17,12 +17,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         |body| body.get("stream") == Some(&Value::Bool(true)),
         "does not send `stream: true`: the task asks for streaming",
     );
-    out.push(CheckResult::judge(
-        "stream/requested",
-        Level::Must,
-        problems,
-        "every request asks for a stream",
-    ));
+    out.push(checks::STREAM_REQUESTED.judge(problems, "every request asks for a stream"));
 
     let mut early = Vec::new();
     let mut judged = 0;
@@ -47,9 +42,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         }
     }
     if judged > 0 {
-        out.push(CheckResult::judge(
-            "stream/executed-after-done",
-            Level::Must,
+        out.push(checks::STREAM_EXECUTED_AFTER_DONE.judge(
             early,
             format!("{judged} execution(s), each after its call's arguments were done"),
         ));
@@ -77,12 +70,10 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             }
             _ => Vec::new(),
         };
-        out.push(CheckResult::judge(
-            "stream/broken-not-answer",
-            Level::Must,
-            problems,
-            "a broken stream was not taken as an answer",
-        ));
+        out.push(
+            checks::STREAM_BROKEN_NOT_ANSWER
+                .judge(problems, "a broken stream was not taken as an answer"),
+        );
     }
     out
 }

@@ -1,9 +1,11 @@
 //! `terminal`: the final answer reported as such; incomplete and failed responses,
 //! refusals and exhausted budgets reported as failures; calls beside a message handled.
 
+use super::checks;
 use super::facts::Facts;
 use super::verdict::{CheckResult, CheckVerdict};
-use crate::scenario::{Level, Outcome, OutputSpec, final_message_text};
+use crate::scenario::{Outcome, OutputSpec, final_message_text};
+use crate::transcript::Unfinished;
 
 /// The `terminal` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
@@ -34,12 +36,9 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                     crate::runner::task::REASON_WORDS.join(", ")
                 )]
             };
-            out.push(CheckResult::judge(
-                "terminal/reason",
-                Level::Should,
-                problems,
-                format!("failed with reason '{reason}'"),
-            ));
+            out.push(
+                checks::TERMINAL_REASON.judge(problems, format!("failed with reason '{reason}'")),
+            );
         }
     }
     let beside: Vec<usize> = (0..f.served.len())
@@ -60,9 +59,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 )
             })
             .collect();
-        out.push(CheckResult::judge(
-            "terminal/calls-beside-message",
-            Level::Must,
+        out.push(checks::TERMINAL_CALLS_BESIDE_MESSAGE.judge(
             problems,
             "a message that arrived beside calls was not taken as the answer",
         ));
@@ -87,15 +84,28 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 )
             })
             .collect();
-        out.push(CheckResult::judge(
-            "terminal/unfinished-not-executed",
-            Level::Must,
+        out.push(checks::TERMINAL_UNFINISHED_NOT_EXECUTED.judge(
             problems,
             "no call from an incomplete or failed response was executed",
         ));
     }
     out.extend(stopped);
+    out.extend(finished(f));
     out
+}
+
+/// `terminal/finished` and `terminal/result-line`: how a controller that gave no valid
+/// result ended.
+fn finished(f: &Facts) -> Option<CheckResult> {
+    Some(match f.unfinished? {
+        Unfinished::TimedOut { after_ms } => checks::TERMINAL_FINISHED.judge(
+            vec![format!(
+                "the controller was still running after {after_ms} ms and was killed"
+            )],
+            "",
+        ),
+        Unfinished::NoResult { why } => checks::TERMINAL_RESULT_LINE.judge(vec![why.clone()], ""),
+    })
 }
 
 /// What served response `index` was, and how the loop ends on it, for messages.
@@ -162,12 +172,7 @@ fn stopped(f: &Facts) -> Option<CheckResult> {
                 Facts::request_label(position)
             ),
         };
-        return Some(CheckResult::judge(
-            "terminal/stopped-at-answer",
-            Level::Must,
-            vec![problem],
-            "",
-        ));
+        return Some(checks::TERMINAL_STOPPED_AT_ANSWER.judge(vec![problem], ""));
     }
     let repeats_empty = endless
         && !script[last_turn]
@@ -189,20 +194,14 @@ fn stopped(f: &Facts) -> Option<CheckResult> {
         } else {
             Vec::new()
         };
-        return Some(CheckResult::judge(
-            "terminal/stopped-at-answer",
-            Level::Must,
-            problems,
-            "stopped at the empty answer, or after one nudge",
-        ));
+        return Some(
+            checks::TERMINAL_STOPPED_AT_ANSWER
+                .judge(problems, "stopped at the empty answer, or after one nudge"),
+        );
     }
     (f.served.len() == script.len() && !endless).then(|| {
-        CheckResult::judge(
-            "terminal/stopped-at-answer",
-            Level::Must,
-            Vec::new(),
-            "no request after the last scripted turn",
-        )
+        checks::TERMINAL_STOPPED_AT_ANSWER
+            .judge(Vec::new(), "no request after the last scripted turn")
     })
 }
 
@@ -236,14 +235,13 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
             expect.reason.as_deref().map(|r| format!(" with reason '{r}'")).unwrap_or_default()
         )),
     }
-    CheckResult::judge(
-        "terminal/outcome",
-        Level::Must,
-        problems,
-        match expect.outcome {
-            Outcome::Completed => "reported the final answer".to_owned(),
-            Outcome::Failed => "reported a failure".to_owned(),
-        },
-    )
-    .with_diff(diff)
+    checks::TERMINAL_OUTCOME
+        .judge(
+            problems,
+            match expect.outcome {
+                Outcome::Completed => "reported the final answer".to_owned(),
+                Outcome::Failed => "reported a failure".to_owned(),
+            },
+        )
+        .with_diff(diff)
 }

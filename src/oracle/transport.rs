@@ -1,9 +1,9 @@
 //! `transport`: transient errors retried, boundedly, after the delay the server asked
 //! for; client errors not retried. (Re-executing tools on a retry is `effects`.)
 
+use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
-use crate::scenario::Level;
 use crate::transcript::ModelExchange;
 
 /// Most attempts at one request before a retry policy counts as unbounded (the SDKs
@@ -86,32 +86,21 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         }
     }
     let mut out = vec![
-        CheckResult::judge(
-            "transport/retried",
-            Level::Must,
-            retried,
-            "transient errors were retried",
-        ),
-        CheckResult::judge(
-            "transport/no-retry-4xx",
-            Level::Must,
+        checks::TRANSPORT_RETRIED.judge(retried, "transient errors were retried"),
+        checks::TRANSPORT_NO_RETRY_4XX.judge(
             not_retried,
             "errors that are not transient were not retried",
         ),
-        CheckResult::judge(
-            "transport/retry-bounded",
-            Level::Must,
+        checks::TRANSPORT_RETRY_BOUNDED.judge(
             bounded,
             format!("no request was attempted more than {MAX_ATTEMPTS} times"),
         ),
     ];
     if waits > 0 || !waited.is_empty() {
-        out.push(CheckResult::judge(
-            "transport/retry-after-honoured",
-            Level::Must,
-            waited,
-            "every retry waited as long as retry-after asked",
-        ));
+        out.push(
+            checks::TRANSPORT_RETRY_AFTER_HONOURED
+                .judge(waited, "every retry waited as long as retry-after asked"),
+        );
     }
     out
 }

@@ -44,6 +44,9 @@ pub struct CheckResult {
     pub verdict: CheckVerdict,
     /// What was seen; for a failure, what was wrong and what was expected instead.
     pub message: String,
+    /// The check's rule, as declared (what the controller must do).
+    #[serde(default)]
+    pub rule: String,
     /// For a payload that differs from what was expected: (expected, actual), rendered
     /// as a diff by the console report.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -61,12 +64,14 @@ impl CheckResult {
         problems: Vec<String>,
         pass_message: impl Into<String>,
     ) -> Self {
+        let rule = super::checks::find(id).map_or("", |c| c.rule).to_owned();
         if problems.is_empty() {
             return Self {
                 id: id.to_owned(),
                 level,
                 verdict: CheckVerdict::Pass,
                 message: pass_message.into(),
+                rule,
                 diff: None,
             };
         }
@@ -89,6 +94,7 @@ impl CheckResult {
             level,
             verdict,
             message,
+            rule,
             diff: None,
         }
     }

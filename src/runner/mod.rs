@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 use crate::oracle::{self, CaseVerdict, CheckResult};
 use crate::scenario::{Case, Level, OutputSpec, Scenario, StateMode};
 use crate::server::{RunningServer, Session};
-use crate::transcript::{ControllerResult, ProcessRecord, Transcript};
+use crate::transcript::{ControllerResult, ProcessRecord, Transcript, Unfinished};
 
 /// Capability words of CONTRACT.md section 5.
 pub const CAPABILITIES: &[&str] = &[
@@ -153,63 +153,47 @@ fn error_report(case: &Case, state: StateMode, detail: String) -> CaseReport {
     }
 }
 
-/// Judges a finished run: oracle checks, then the case verdict.
+/// Judges a finished run: the oracle gives the checks and the verdict.
 fn finish(
     case: &Case,
     state: StateMode,
     session: &Session,
     process: Option<ProcessRecord>,
-    result: Result<ControllerResult, String>,
+    result: Result<ControllerResult, Unfinished>,
     started: Instant,
 ) -> CaseReport {
     let mut transcript = session.transcript();
-    let timed_out = process.as_ref().is_some_and(|p| p.timed_out);
-    let (result, result_error) = match result {
-        Ok(result) => (Some(result), None),
-        Err(err) => (None, Some(err)),
-    };
-    transcript.result = result;
-    transcript.process = process.map(|mut p| {
-        p.result_error = result_error.clone();
-        p
-    });
-    let mut checks = oracle::judge(&case.scenario, state, &transcript);
-    if timed_out {
-        checks.push(CheckResult::judge(
-            "terminal/finished",
-            Level::Must,
-            vec![format!(
-                "the controller was still running after {} ms and was killed",
-                started.elapsed().as_millis()
-            )],
-            "",
-        ));
-    } else if let Some(err) = &result_error {
-        checks.push(CheckResult::judge(
-            "terminal/result-line",
-            Level::Must,
-            vec![err.clone()],
-            "",
-        ));
+    match result {
+        Ok(result) => transcript.result = Some(result),
+        Err(unfinished) => transcript.unfinished = Some(unfinished),
     }
-    let (verdict, detail) = if timed_out {
-        (CaseVerdict::Timeout, Some("the controller did not finish within the case timeout; its process group was killed".to_owned()))
-    } else if let Some(err) = result_error {
-        (CaseVerdict::Crashed, Some(err))
-    } else {
-        (CaseVerdict::from_checks(&checks), None)
-    };
+    transcript.process = process;
+    let judgement = oracle::judge(&case.scenario, state, &transcript);
     CaseReport {
         id: case.scenario.id.clone(),
         summary: case.scenario.summary.clone(),
         level: case.scenario.level,
         state,
-        verdict,
+        verdict: judgement.verdict,
         duration_ms: started.elapsed().as_millis() as u64,
-        checks,
-        detail,
+        checks: judgement.checks,
+        detail: judgement.detail,
         transcript,
     }
+}
+
+/// The result of a process that exited (or was killed at the timeout).
+fn result_of(
+    stdout: &str,
+    timed_out: bool,
+    started: Instant,
+) -> Result<ControllerResult, Unfinished> {
+    if timed_out {
+        return Err(Unfinished::TimedOut {
+            after_ms: started.elapsed().as_millis() as u64,
+        });
+    }
+    ControllerResult::from_stdout(stdout).map_err(|why| Unfinished::NoResult { why })
 }
 
 /// A fresh session for the case and its server on 127.0.0.1.
@@ -303,8 +287,8 @@ pub async fn run_case(
     let record = process::run(&controller.command, &prepared.vars, options.timeout).await;
     prepared.server.shutdown().await;
     match record {
-        Ok(record) => {
-            let result = ControllerResult::from_stdout(&record.stdout);
+        Ok((record, timed_out)) => {
+            let result = result_of(&record.stdout, timed_out, prepared.started);
             finish(
                 case,
                 state,
@@ -372,7 +356,7 @@ async fn run_case_persistent(
         *worker = None;
     }
     prepared.server.shutdown().await;
-    let result = ControllerResult::from_stdout(&answer.record.stdout);
+    let result = result_of(&answer.record.stdout, answer.timed_out, prepared.started);
     finish(
         case,
         state,
@@ -529,28 +513,13 @@ where
     let task = task::task_json(&case.scenario, state);
     let outcome = tokio::time::timeout(timeout, controller(env, task)).await;
     server.shutdown().await;
-    match outcome {
-        Ok(value) => finish(
-            case,
-            state,
-            &session,
-            None,
-            ControllerResult::from_value(&value),
-            started,
-        ),
-        Err(_) => {
-            let record = ProcessRecord {
-                timed_out: true,
-                ..ProcessRecord::default()
-            };
-            finish(
-                case,
-                state,
-                &session,
-                Some(record),
-                Err("timed out".to_owned()),
-                started,
-            )
+    let result = match outcome {
+        Ok(value) => {
+            ControllerResult::from_value(&value).map_err(|why| Unfinished::NoResult { why })
         }
-    }
+        Err(_) => Err(Unfinished::TimedOut {
+            after_ms: started.elapsed().as_millis() as u64,
+        }),
+    };
+    finish(case, state, &session, None, result, started)
 }

@@ -30,6 +30,8 @@ pub(super) struct Answer {
     pub record: ProcessRecord,
     /// False when the worker must be replaced before the next case.
     pub healthy: bool,
+    /// No result line came within the case timeout.
+    pub timed_out: bool,
 }
 
 impl Worker {
@@ -111,6 +113,7 @@ impl Worker {
             Ok(()) => tokio::time::timeout(timeout, self.next_result_line()).await,
         };
         let mut record = ProcessRecord::default();
+        let mut timed_out = false;
         let healthy = match outcome {
             Ok(Some(result)) => {
                 let valid = crate::transcript::ControllerResult::from_stdout(&result).is_ok();
@@ -122,7 +125,7 @@ impl Worker {
                 false
             }
             Err(_) => {
-                record.timed_out = true;
+                timed_out = true;
                 false
             }
         };
@@ -133,7 +136,11 @@ impl Worker {
         }
         record.stderr = self.take_stderr();
         record.duration_ms = started.elapsed().as_millis() as u64;
-        Answer { record, healthy }
+        Answer {
+            record,
+            healthy,
+            timed_out,
+        }
     }
 
     /// The next non-empty stdout line, or `None` when the process closed it.

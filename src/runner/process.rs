@@ -12,12 +12,13 @@ use crate::transcript::ProcessRecord;
 /// Most bytes kept of each of stdout and stderr.
 const OUTPUT_CAP: usize = 1024 * 1024;
 
-/// Runs `command` through `sh -c` with `env` added, for at most `timeout`.
+/// Runs `command` through `sh -c` with `env` added, for at most `timeout`; the record,
+/// and whether it was killed at the timeout.
 pub async fn run(
     command: &str,
     env: &[(String, String)],
     timeout: Duration,
-) -> std::io::Result<ProcessRecord> {
+) -> std::io::Result<(ProcessRecord, bool)> {
     let started = Instant::now();
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -50,14 +51,13 @@ pub async fn run(
             .and_then(Result::ok)
             .unwrap_or_default()
     };
-    Ok(ProcessRecord {
+    let record = ProcessRecord {
         exit_code,
-        timed_out,
         stdout: collect(stdout).await,
         stderr: collect(stderr).await,
-        result_error: None,
         duration_ms: started.elapsed().as_millis() as u64,
-    })
+    };
+    Ok((record, timed_out))
 }
 
 pub(super) fn kill_group(group: Option<i32>) {

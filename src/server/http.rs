@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::engine::{EngineRequest, ReplyBody, Session};
+use super::recorder::StreamProgress;
 use super::stream::{PlannedStream, frame};
 
 /// Request bodies above this are refused.
@@ -137,9 +138,9 @@ async fn serve(
         ReplyBody::Drop => return Err(DropConnection),
         ReplyBody::Json(value) => ("application/json", ReplyStream::full(value.to_string())),
         ReplyBody::Raw { content_type, text } => (content_type, ReplyStream::full(text)),
-        ReplyBody::Stream(planned) => (
+        ReplyBody::Stream { events, progress } => (
             "text/event-stream; charset=utf-8",
-            ReplyStream::events(session, reply.exchange, planned),
+            ReplyStream::events(progress, events),
         ),
     };
     let mut response = Response::new(body);
@@ -174,7 +175,7 @@ impl ReplyStream {
         Self { receiver }
     }
 
-    fn events(session: Arc<Session>, exchange: usize, planned: PlannedStream) -> Self {
+    fn events(progress: StreamProgress, planned: PlannedStream) -> Self {
         let (sender, receiver) = mpsc::channel(16);
         tokio::spawn(async move {
             let limit = planned.cut_after.unwrap_or(planned.events.len());
@@ -190,15 +191,11 @@ impl ReplyStream {
                         .await
                         .is_err()
                     {
-                        session.stream_ended(exchange);
+                        progress.ended();
                         return;
                     }
                 }
-                session.stream_event_sent(
-                    exchange,
-                    index,
-                    planned.call_done.get(&index).map(String::as_str),
-                );
+                progress.event_sent(index, planned.call_done.get(&index).map(String::as_str));
             }
             if planned.cut_after.is_some() {
                 // hyper drops whatever it has not written yet when the body fails, so let
@@ -211,7 +208,7 @@ impl ReplyStream {
                     .send(Err(std::io::Error::other("stream cut on purpose")))
                     .await;
             }
-            session.stream_ended(exchange);
+            progress.ended();
         });
         Self { receiver }
     }

@@ -1,14 +1,22 @@
-//! The fake Responses API: a transport-free session engine (routing, state store,
-//! strict emulation, script playback, faults, background runs, conversations, fixture
-//! tool backend), its server-sent events, and its HTTP front.
+//! The fake Responses API: a transport-free session engine (routing and recording), the
+//! store it keeps with its rules, the API handlers over that store, script playback,
+//! strict emulation, server-sent events, and the hyper front that serves it.
+//!
+//! Data flows one way: a front end hands the engine a request; the engine routes it to
+//! a handler (`api`) or the tool backend, which read and change the `store`; the engine
+//! records the exchange (`recorder`) and returns the reply, whose stream progress the
+//! front end reports back through an explicit [`StreamProgress`] handle.
 
-mod conversations;
+mod api;
+mod clock;
 mod engine;
 mod http;
-mod responses;
+mod recorder;
 pub mod script;
+mod store;
 pub mod stream;
 pub mod validate;
 
-pub use engine::{EngineReply, EngineRequest, ReplyBody, Session};
+pub use engine::{EngineReply, EngineRequest, ReplyBody, Session, SessionOptions};
 pub use http::RunningServer;
+pub use recorder::{Observer, Recorded, StreamProgress};

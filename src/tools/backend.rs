@@ -190,6 +190,8 @@ pub struct BackendState {
     approvals: HashMap<String, String>,
     /// Attempts seen per call_id (for scripted transient failures).
     attempts: HashMap<String, u32>,
+    /// Approval requests seen per call_id (each grant gets its own token).
+    asked: HashMap<String, u32>,
 }
 
 /// One backend answer, before it is written to the transcript.
@@ -346,13 +348,10 @@ impl ToolBackend {
         (200, json!({"result": result}), true)
     }
 
-    /// `POST /approvals`.
-    pub fn approval(
-        &self,
-        state: &mut BackendState,
-        ids: &mut IdGen,
-        body: &Value,
-    ) -> BackendReply {
+    /// `POST /approvals`. A granted token is derived from `key` (the session's), the
+    /// call_id and how often that call asked, so it does not depend on the order in which
+    /// parallel approval requests arrive.
+    pub fn approval(&self, state: &mut BackendState, key: &str, body: &Value) -> BackendReply {
         let name = body
             .get("name")
             .and_then(Value::as_str)
@@ -378,6 +377,9 @@ impl ToolBackend {
                         json!({"approved": false, "reason": rule.reason.clone().unwrap_or_else(|| "denied by the approver".to_owned())}),
                     ),
                     _ => {
+                        let asked = state.asked.entry(call_id.to_owned()).or_insert(0);
+                        *asked += 1;
+                        let mut ids = IdGen::from_key(&format!("{key}:approval:{call_id}:{asked}"));
                         let token = format!("apr_{}", ids.hex(24));
                         state.approvals.insert(token.clone(), call_id.to_owned());
                         (200, json!({"approved": true, "approval": token}))

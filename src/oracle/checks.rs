@@ -1,0 +1,149 @@
+//! Every check, declared once: its id, level and rule. The oracle's families judge by
+//! these declarations; the README's check table, `loopcheck list --checks` and the
+//! reports read them, so a check's wording lives in one place.
+
+use super::verdict::CheckResult;
+use crate::scenario::Level;
+
+/// A check: a stable id (`family/name`), its RFC 2119 level, and the rule a controller
+/// must follow, worded to follow "the controller must".
+#[derive(Debug, PartialEq, Eq)]
+pub struct Check {
+    /// `family/name`, stable once published.
+    pub id: &'static str,
+    /// MUST, SHOULD or MAY.
+    pub level: Level,
+    /// What the controller must do.
+    pub rule: &'static str,
+}
+
+impl Check {
+    /// The family: the part of the id before the `/`.
+    pub fn family(&self) -> &'static str {
+        self.id.split('/').next().unwrap_or(self.id)
+    }
+
+    /// The verdict from a list of problems: pass when there are none.
+    pub fn judge(&self, problems: Vec<String>, pass_message: impl Into<String>) -> CheckResult {
+        CheckResult::judge(self.id, self.level, problems, pass_message)
+    }
+}
+
+macro_rules! checks {
+    ($($name:ident = $id:literal, $level:ident, $rule:literal;)*) => {
+        $(
+            #[doc = concat!("`", $id, "`: ", $rule)]
+            pub const $name: Check = Check { id: $id, level: Level::$level, rule: $rule };
+        )*
+        /// Every check, in the order reports list them.
+        pub const ALL: &[&Check] = &[$(&$name),*];
+    };
+}
+
+checks! {
+    WIRE_ACCEPTED = "wire/accepted", Must,
+        "send requests the real API accepts (strict emulation of its 400/401/404 errors)";
+    CALL_ID_ANSWERED = "call-id/answered", Must,
+        "answer every pending call exactly once in the next request";
+    CALL_ID_OWN_ID = "call-id/own-id", Must,
+        "answer with the call's `call_id`, not its `fc_` item id, a name or an index";
+    CALL_ID_EXECUTED_AS_ISSUED = "call-id/executed-as-issued", Must,
+        "execute a call's own tool and arguments under its call_id";
+    CALL_ID_RESULT_MATCHES = "call-id/result-matches", Must,
+        "send each call the backend's result for that very call (as it is, or in a one-level envelope such as `{\"result\": ...}`), and no other call's";
+    REASONING_REPLAYED = "reasoning/replayed", Must,
+        "(stateless) replay every reasoning item with its `encrypted_content` intact";
+    REASONING_ITEMS_IN_ORDER = "reasoning/items-in-order", Must,
+        "(stateless) replay every prior output item, in order, reasoning right before its item";
+    REASONING_INPUT_SHAPE = "reasoning/input-shape", Must,
+        "(stateless) send no output-only fields (`status` on reasoning)";
+    REASONING_ITEMS_UNALTERED = "reasoning/items-unaltered", Must,
+        "(stateless) replay the model's calls and messages as it produced them: a call's name and arguments, a message's text";
+    STATE_CONFIG_RESENT = "state/config-resent", Must,
+        "send the task's model and exact tool set on every request, and give the model the task's instructions on every request: as `instructions`, or as a system or developer message in the context the request carries (its input plus what its chain or conversation holds)";
+    STATE_CHAINED = "state/chained", Must,
+        "(previous_response_id) chain to the latest response";
+    STATE_NO_RESEND = "state/no-resend", Should,
+        "(previous_response_id) send only new items";
+    STATE_STORE_FALSE = "state/store-false", Must,
+        "(stateless) send `store: false`";
+    STATE_INCLUDE_ENCRYPTED = "state/include-encrypted", Should,
+        "(stateless) ask for `reasoning.encrypted_content`";
+    STATE_INPUT_REPLAYED = "state/input-replayed", Must,
+        "(stateless) replay the task's own input on every request";
+    DISPATCH_REGISTERED_ONLY = "dispatch/registered-only", Must,
+        "never execute a tool outside the task's registry";
+    DISPATCH_ARGUMENTS_PARSED = "dispatch/arguments-parsed", Must,
+        "never execute a call whose arguments are not a JSON object";
+    DISPATCH_SCHEMA_VALID = "dispatch/schema-valid", Must,
+        "never execute a call whose arguments break the tool's schema";
+    DISPATCH_CALLER_ALLOWED = "dispatch/caller-allowed", Must,
+        "never execute a call from a caller the tool's `allowed_callers` excludes";
+    DISPATCH_REJECTION_ANSWERED = "dispatch/rejection-answered", Must,
+        "answer rejected calls with an error output and go on";
+    DISPATCH_VALID_EXECUTED = "dispatch/valid-executed", Must,
+        "really execute the valid calls";
+    AUTHZ_DENIAL_RELAYED = "authz/denial-relayed", Must,
+        "relay a backend 403 as an error output, never retry it";
+    AUTHZ_APPROVAL_ASKED = "authz/approval-asked", Must,
+        "ask the approver before an approval-required tool";
+    AUTHZ_APPROVAL_BEFORE_EXECUTION = "authz/approval-before-execution", Must,
+        "never execute it without the approval granted for that call";
+    AUTHZ_APPROVAL_DENIED = "authz/approval-denied", Must,
+        "never execute a refused call; answer it with an error output";
+    AUTHZ_PRINCIPAL_FORWARDED = "authz/principal-forwarded", Must,
+        "run every tool and approval for the task's principal";
+    AUTHZ_APPROVAL_REQUEST_MATCHES = "authz/approval-request-matches", Must,
+        "ask the approver about the call's own tool and arguments";
+    EFFECTS_AT_MOST_ONCE = "effects/at-most-once", Must,
+        "execute each call at most once, only calls the model issued";
+    BUDGET_MAX_ROUNDS = "budget/max-rounds", Must,
+        "make at most `max_rounds` model requests";
+    BUDGET_LAST_ROUND_IDLE = "budget/last-round-idle", Must,
+        "execute nothing whose result could never be sent back";
+    TERMINAL_OUTCOME = "terminal/outcome", Must,
+        "report the final message's text, or a failure when there is no answer";
+    TERMINAL_REASON = "terminal/reason", Should,
+        "use the recognised reason word (`max_rounds`, `incomplete`, ...)";
+    TERMINAL_CALLS_BESIDE_MESSAGE = "terminal/calls-beside-message", Must,
+        "not take a message as the answer while calls arrive beside it";
+    TERMINAL_UNFINISHED_NOT_EXECUTED = "terminal/unfinished-not-executed", Must,
+        "not execute calls from an incomplete or failed response";
+    TERMINAL_STOPPED_AT_ANSWER = "terminal/stopped-at-answer", Must,
+        "stop at the turn that ends the loop: a final answer, or an incomplete, failed, refused or broken response; after an empty answer (no message, no calls) one nudge is allowed, not more";
+    TRANSPORT_RETRIED = "transport/retried", Must,
+        "retry transient errors (429, 5xx, dropped connections)";
+    TRANSPORT_NO_RETRY_4XX = "transport/no-retry-4xx", Must,
+        "not retry client errors or an `x-should-retry: false` answer";
+    TRANSPORT_RETRY_BOUNDED = "transport/retry-bounded", Must,
+        "attempt one request at most 5 times";
+    TRANSPORT_RETRY_AFTER_HONOURED = "transport/retry-after-honoured", Must,
+        "wait as long as `retry-after` / `retry-after-ms` ask";
+    STREAM_REQUESTED = "stream/requested", Must,
+        "send `stream: true` when the task streams";
+    STREAM_EXECUTED_AFTER_DONE = "stream/executed-after-done", Must,
+        "execute a streamed call only after its `output_item.done`";
+    STREAM_BROKEN_NOT_ANSWER = "stream/broken-not-answer", Must,
+        "never take a cut stream or an `error` event as an answer";
+    BACKGROUND_REQUESTED = "background/requested", Must,
+        "send `background: true` when the task runs in the background";
+    BACKGROUND_POLLED_TO_TERMINAL = "background/polled-to-terminal", Must,
+        "poll a queued response until it ends";
+    PROGRAM_CALLER_ECHOED = "program/caller-echoed", Must,
+        "answer a program-owned call with its `caller` unchanged";
+    PROGRAM_REPLAYED = "program/replayed", Must,
+        "(stateless) replay `program` items verbatim, fingerprint included";
+    PROGRAM_CONTINUED = "program/continued", Must,
+        "go on past `program_output` to the model's final message";
+    STATE_CONVERSATION = "state/conversation", Must,
+        "(conversation) name the same conversation on every request";
+    TERMINAL_RESULT_LINE = "terminal/result-line", Must,
+        "print a valid result line last on stdout";
+    TERMINAL_FINISHED = "terminal/finished", Must,
+        "finish within the case timeout";
+}
+
+/// The declaration of a check id, if there is one.
+pub fn find(id: &str) -> Option<&'static Check> {
+    ALL.iter().copied().find(|check| check.id == id)
+}

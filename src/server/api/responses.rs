@@ -1,0 +1,330 @@
+//! `POST /v1/responses` and the response endpoints: validation, script playback with
+//! scripted transport faults, storage, background runs, retrieval, cancel and delete.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{Answer, Handled, list_page};
+use crate::scenario::{Fault, Scenario};
+use crate::server::engine::EngineRequest;
+use crate::server::script;
+use crate::server::store::{Background, Store, StoredResponse, with_id};
+use crate::server::stream::{self, PlannedStream};
+use crate::server::validate;
+use crate::transcript::FaultRecord;
+use crate::wire::response::{self, ResponseParts};
+use crate::wire::{ApiError, CreateRequest, IdGen};
+
+/// `POST /v1/responses`: validates the request as the real API does, then answers the
+/// next scripted turn (or the fault scripted for this attempt).
+pub(super) fn create(
+    scenario: &Scenario,
+    store: &mut Store,
+    body: &Value,
+    retry: bool,
+) -> Result<Handled, ApiError> {
+    let request = CreateRequest::parse(body)?;
+    validate::check_model(request.model.as_deref(), &scenario.task.model)?;
+    let conversation = match request.extra.get("conversation") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(value) => match value.get("id").and_then(Value::as_str) {
+            Some(id) => Some(id.to_owned()),
+            None => {
+                return Err(ApiError::invalid_type(
+                    "conversation",
+                    "a string or an object with an `id`",
+                ));
+            }
+        },
+    };
+    let chain: Vec<Value> = match (&request.previous_response_id, &conversation) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::mutually_exclusive(
+                "previous_response_id",
+                "conversation",
+            ));
+        }
+        (Some(id), None) => {
+            validate::check_id_chars("previous_response_id", id)?;
+            store.chain(id)?
+        }
+        (None, Some(id)) => store.conversation(id)?.items.clone(),
+        (None, None) => Vec::new(),
+    };
+    if request.background && !request.store {
+        return Err(ApiError::background_requires_store());
+    }
+    let input = validate::resolve_input(&request.input, store.stored_items(), &store.issued)?;
+    validate::check_context(&chain, &input, &store.issued)?;
+    validate::check_programs(&chain, &input, &store.issued)?;
+
+    // An SDK retry (`x-stainless-retry-count` > 0) of the last served request, whose
+    // answer the client lost, gets the same turn again; anything else is an attempt at
+    // the next turn.
+    let script = &scenario.script;
+    let (index, fault) = match &store.script.last_served {
+        Some((last, turn)) if retry && last == body => (*turn, None),
+        _ => {
+            let index = store.script.next_turn;
+            let turn = match script.get(index) {
+                Some(turn) => turn,
+                None => match script.last() {
+                    Some(last) if last.endless => last,
+                    _ => return Err(ApiError::script_exhausted(&scenario.id, script.len())),
+                },
+            };
+            let fault = turn.faults.get(store.script.attempts).cloned();
+            store.script.attempts += 1;
+            if let Some(fault) = fault.as_ref().filter(|f| !f.is_delay_only()) {
+                // An SDK retry of this attempt retries the fault, not the last turn.
+                store.script.last_served = None;
+                return Ok(fault_reply(fault, &mut store.ids));
+            }
+            (index, fault)
+        }
+    };
+    let turn = script
+        .get(index)
+        .or(script.last())
+        .expect("the script has a turn");
+
+    let created_at = store.clock.now();
+    let tail = store.ids.tail();
+    let id = store.ids.item_id("resp", created_at, &tail);
+    let expanded = script::expand(turn, &mut store.ids, created_at, &tail, &mut store.issued);
+    let output = expanded.output.clone();
+    let mut rendered = response::render(ResponseParts {
+        id: &id,
+        created_at,
+        status: expanded.status,
+        output: expanded.output,
+        request: &request,
+        incomplete_reason: expanded.incomplete_reason.as_deref(),
+        error: expanded.error,
+    });
+    if let Some(conversation) = &conversation {
+        rendered["conversation"] = json!({"id": conversation});
+    }
+    let input_items: Vec<Value> = input
+        .iter()
+        .map(|item| with_id(item, &mut store.ids, created_at, &tail))
+        .collect();
+    if let Some(conversation) = &conversation {
+        let items = &mut store.conversation_mut(conversation)?.items;
+        items.extend(input_items.iter().cloned());
+        items.extend(output.iter().cloned());
+    }
+    if request.store {
+        let mut context = chain;
+        context.extend(input_items.iter().cloned());
+        context.extend(output);
+        store.store_response(
+            &id,
+            StoredResponse {
+                response: rendered.clone(),
+                input_items,
+                context,
+            },
+        );
+    }
+    if index == store.script.next_turn {
+        store.script.next_turn += 1;
+        store.script.attempts = 0;
+    }
+    store.script.last_served = Some((body.clone(), index));
+
+    let obfuscate = request
+        .extra
+        .get("stream_options")
+        .and_then(|o| o.get("include_obfuscation"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    // Only streams and background runs (which can be resumed as a stream) need events.
+    let planned = if request.stream || request.background {
+        stream::plan(&rendered, &turn.stream, &mut store.ids, obfuscate)
+    } else {
+        PlannedStream::default()
+    };
+    let (body, final_response) = if request.background {
+        let polls = if request.stream {
+            0
+        } else {
+            turn.polls.unwrap_or(2)
+        };
+        store.start_background(
+            &id,
+            Background {
+                terminal: rendered.clone(),
+                polls_left: polls,
+                stream: planned.clone(),
+                done: request.stream,
+            },
+        );
+        let queued = stream::snapshot(&rendered, "queued");
+        store.set_response(&id, queued.clone());
+        let body = if request.stream {
+            Answer::Stream(planned)
+        } else {
+            Answer::Json(queued)
+        };
+        (body, Some(rendered))
+    } else if request.stream {
+        (Answer::Stream(planned), Some(rendered))
+    } else {
+        (Answer::Json(rendered), None)
+    };
+    Ok(Handled {
+        status: 200,
+        body,
+        headers: Vec::new(),
+        delay: Duration::from_millis(fault.map_or(0, |f| f.delay_ms)),
+        turn: Some(index),
+        fault: None,
+        final_response,
+        request_id: None,
+    })
+}
+
+/// `GET /v1/responses/{id}`: a background run advances one poll at a time; with
+/// `?stream=true&starting_after=N` its events after N are replayed.
+pub(super) fn retrieve(
+    store: &mut Store,
+    id: &str,
+    request: &EngineRequest,
+) -> Result<Handled, ApiError> {
+    let Some(stored) = store.response(id) else {
+        return Err(ApiError::response_not_found(id));
+    };
+    let current = stored.response.clone();
+    let Some(background) = store.background_mut(id) else {
+        return Ok(Handled::json(200, current));
+    };
+    if request.query_param("stream") == Some("true") {
+        let after: Option<usize> = request
+            .query_param("starting_after")
+            .and_then(|n| n.parse().ok());
+        let mut planned = background.stream.clone();
+        let start = after.map_or(0, |n| n + 1).min(planned.events.len());
+        planned.events.drain(..start);
+        planned.call_done = planned
+            .call_done
+            .into_iter()
+            .filter(|(i, _)| *i >= start)
+            .map(|(i, c)| (i - start, c))
+            .collect();
+        planned.cut_after = planned.cut_after.map(|n| n.saturating_sub(start));
+        background.done = true;
+        let terminal = background.terminal.clone();
+        store.set_response(id, terminal);
+        return Ok(Handled {
+            body: Answer::Stream(planned),
+            ..Handled::json(200, Value::Null)
+        });
+    }
+    if background.polls_left > 0 {
+        background.polls_left -= 1;
+        return Ok(Handled::json(
+            200,
+            stream::snapshot(&background.terminal, "in_progress"),
+        ));
+    }
+    background.done = true;
+    let terminal = background.terminal.clone();
+    store.set_response(id, terminal.clone());
+    Ok(Handled::json(200, terminal))
+}
+
+/// `POST /v1/responses/{id}/cancel`: idempotent, and only for background responses.
+pub(super) fn cancel(store: &mut Store, id: &str) -> Result<Handled, ApiError> {
+    if store.response(id).is_none() {
+        return Err(ApiError::response_not_found(id));
+    }
+    let Some(background) = store.background_mut(id) else {
+        return Err(ApiError::cancel_not_background());
+    };
+    if !background.done {
+        background.done = true;
+        background.polls_left = 0;
+        background.terminal = stream::snapshot(&background.terminal, "cancelled");
+        let cancelled = background.terminal.clone();
+        store.set_response(id, cancelled);
+    }
+    let current = store.response(id).map(|s| s.response.clone());
+    Ok(Handled::json(200, current.unwrap_or(Value::Null)))
+}
+
+/// `DELETE /v1/responses/{id}`.
+pub(super) fn delete(store: &mut Store, id: &str) -> Result<Handled, ApiError> {
+    store.delete_response(id)?;
+    Ok(Handled::json(
+        200,
+        json!({"id": id, "object": "response", "deleted": true}),
+    ))
+}
+
+/// `GET /v1/responses/{id}/input_items`.
+pub(super) fn input_items(
+    store: &Store,
+    id: &str,
+    request: &EngineRequest,
+) -> Result<Handled, ApiError> {
+    match store.response(id) {
+        Some(stored) => Ok(Handled::json(200, list_page(&stored.input_items, request))),
+        None => Err(ApiError::response_not_found(id)),
+    }
+}
+
+/// The answer to an attempt that meets a scripted fault.
+fn fault_reply(fault: &Fault, ids: &mut IdGen) -> Handled {
+    let retry_after_ms = fault
+        .retry_after_ms
+        .or(fault.retry_after.map(|s| (s * 1000.0) as u64));
+    let record = FaultRecord {
+        status: (!fault.drop).then_some(fault.status).flatten(),
+        retry_after_ms,
+        should_retry: fault.should_retry,
+        dropped: fault.drop,
+        delay_ms: fault.delay_ms,
+    };
+    let mut headers = Vec::new();
+    if let Some(ms) = fault.retry_after_ms {
+        headers.push(("retry-after-ms".to_owned(), ms.to_string()));
+    }
+    if let Some(seconds) = fault.retry_after {
+        headers.push(("retry-after".to_owned(), seconds.to_string()));
+    }
+    if let Some(retry) = fault.should_retry {
+        headers.push(("x-should-retry".to_owned(), retry.to_string()));
+    }
+    let status = fault.status.unwrap_or(500);
+    // The E16 message names the request id, so the reply's `x-request-id` is this one.
+    let request_id = ids.request_id();
+    let body = if fault.drop {
+        Answer::Drop
+    } else if let Some(text) = &fault.body {
+        Answer::Raw {
+            content_type: "text/html",
+            text: text.clone(),
+        }
+    } else {
+        match status {
+            503 => Answer::Raw {
+                content_type: "text/html",
+                text: "<html><head><title>503 Service Temporarily Unavailable</title></head><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>\n".to_owned(),
+            },
+            _ => Answer::Json(ApiError::for_status(status, &request_id).body()),
+        }
+    };
+    Handled {
+        status,
+        body,
+        headers,
+        delay: Duration::from_millis(fault.delay_ms),
+        turn: None,
+        fault: Some(record),
+        final_response: None,
+        request_id: Some(request_id),
+    }
+}

@@ -1,0 +1,142 @@
+//! The transcript as the server writes it: every exchange in arrival order with a global
+//! order number, and the progress of streamed answers as a front end reports it through
+//! a [`StreamProgress`] handle. Any front end (the hyper server, a wiremock responder)
+//! records the same transcript this way.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use crate::transcript::{ModelExchange, StreamRecord, ToolExchange, Transcript};
+
+/// What was just recorded, as an observer sees it.
+#[derive(Debug, Clone, Copy)]
+pub enum Recorded<'a> {
+    /// A request to the fake Responses API and its answer.
+    Model(&'a ModelExchange),
+    /// A request to the fixture tool backend and its answer.
+    Tool(&'a ToolExchange),
+}
+
+/// Called under the recorder's lock with each exchange as it is recorded: keep it cheap
+/// (send it on a channel).
+pub type Observer = Arc<dyn Fn(Recorded<'_>) + Send + Sync>;
+
+pub(super) struct Recorder {
+    transcript: Transcript,
+    seq: u64,
+    started: Instant,
+    observer: Option<Observer>,
+}
+
+impl Recorder {
+    pub fn new(observer: Option<Observer>) -> Self {
+        Self {
+            transcript: Transcript::default(),
+            seq: 0,
+            started: Instant::now(),
+            observer,
+        }
+    }
+
+    /// The next global order number, shared by model and tool exchanges and stream
+    /// progress, so the oracle can tell what happened before what.
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Records a model exchange (its `seq` and `at_ms` are set here); returns its index.
+    pub fn model(&mut self, mut exchange: ModelExchange) -> usize {
+        exchange.seq = self.next_seq();
+        exchange.at_ms = self.elapsed_ms();
+        self.transcript.model.push(exchange);
+        let index = self.transcript.model.len() - 1;
+        if let Some(observe) = &self.observer {
+            observe(Recorded::Model(&self.transcript.model[index]));
+        }
+        index
+    }
+
+    /// Records a tool-backend exchange (its `seq` and `at_ms` are set here).
+    pub fn tool(&mut self, mut exchange: ToolExchange) {
+        exchange.seq = self.next_seq();
+        exchange.at_ms = self.elapsed_ms();
+        self.transcript.tools.push(exchange);
+        if let (Some(observe), Some(last)) = (&self.observer, self.transcript.tools.last()) {
+            observe(Recorded::Tool(last));
+        }
+    }
+
+    /// Takes the next order number and updates the stream record of an exchange with it.
+    fn update_stream(&mut self, exchange: usize, update: impl FnOnce(&mut StreamRecord, u64)) {
+        let seq = self.next_seq();
+        if let Some(record) = self
+            .transcript
+            .model
+            .get_mut(exchange)
+            .and_then(|m| m.stream.as_mut())
+        {
+            update(record, seq);
+        }
+    }
+
+    pub fn transcript(&self) -> Transcript {
+        self.transcript.clone()
+    }
+}
+
+/// Where a front end reports how far it got in writing a streamed answer: the oracle
+/// judges a call executed before its `output_item.done` was written, and a stream that
+/// broke off, from these records.
+#[derive(Clone)]
+pub struct StreamProgress {
+    recorder: Arc<Mutex<Recorder>>,
+    exchange: usize,
+}
+
+impl std::fmt::Debug for StreamProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamProgress")
+            .field("exchange", &self.exchange)
+            .finish()
+    }
+}
+
+impl StreamProgress {
+    pub(super) fn new(recorder: Arc<Mutex<Recorder>>, exchange: usize) -> Self {
+        Self { recorder, exchange }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Recorder> {
+        lock(&self.recorder)
+    }
+
+    /// Event `index` of the stream was written; `call_done` names the call whose
+    /// `output_item.done` it was, if it was one.
+    pub fn event_sent(&self, index: usize, call_done: Option<&str>) {
+        self.lock().update_stream(self.exchange, |record, seq| {
+            record.sent = record.sent.max(index + 1);
+            if let Some(call_id) = call_done {
+                record.call_done_seq.insert(call_id.to_owned(), seq);
+            }
+        });
+    }
+
+    /// The stream ended (written whole, cut on purpose, or closed by the client).
+    pub fn ended(&self) {
+        self.lock()
+            .update_stream(self.exchange, |record, seq| record.ended_seq = Some(seq));
+    }
+}
+
+/// Locks a mutex, going on after a panic elsewhere: losing one case matters less than
+/// serving the rest.
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

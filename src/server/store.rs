@@ -1,0 +1,229 @@
+//! The fake API's state and the rules that keep it consistent: stored responses and the
+//! context each one continues, items retrievable by id while a stored response holds
+//! them, background runs, conversations, what the server generated (to validate
+//! replays), where the script stands, and the tool backend's ledger.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::clock::Clock;
+use super::script::Issued;
+use super::stream::PlannedStream;
+use crate::tools::BackendState;
+use crate::wire::request::{item_id, item_type};
+use crate::wire::{ApiError, IdGen};
+
+/// A stored response and the whole context it continues (for `previous_response_id`).
+pub(super) struct StoredResponse {
+    /// The Response object as a retrieve returns it now.
+    pub response: Value,
+    /// Input items of its request, with ids, for `input_items`.
+    pub input_items: Vec<Value>,
+    /// Chain + input + output: what a request continuing it inherits.
+    pub context: Vec<Value>,
+}
+
+/// A response running in the background.
+pub(super) struct Background {
+    /// The terminal response it becomes.
+    pub terminal: Value,
+    /// Polls left that still see it in progress.
+    pub polls_left: u32,
+    /// Its events, for `GET ...?stream=true`.
+    pub stream: PlannedStream,
+    /// Whether a poll or the stream has delivered the terminal state.
+    pub done: bool,
+}
+
+/// A stored conversation.
+pub(super) struct Conversation {
+    pub id: String,
+    pub created_at: u64,
+    pub metadata: Value,
+    /// Items in order; responses append their input and output.
+    pub items: Vec<Value>,
+}
+
+impl Conversation {
+    /// The Conversation object.
+    pub fn object(&self) -> Value {
+        json!({"id": self.id, "object": "conversation", "created_at": self.created_at, "metadata": self.metadata})
+    }
+}
+
+/// Where the script stands.
+#[derive(Default)]
+pub(super) struct ScriptCursor {
+    /// Index of the next turn to serve.
+    pub next_turn: usize,
+    /// Attempts already made at `next_turn` (faults are answered per attempt).
+    pub attempts: usize,
+    /// The body and turn of the last served create, to re-serve an identical retry.
+    pub last_served: Option<(Value, usize)>,
+}
+
+pub(super) struct Store {
+    pub ids: IdGen,
+    pub clock: Clock,
+    pub script: ScriptCursor,
+    pub issued: Issued,
+    pub backend: BackendState,
+    responses: HashMap<String, StoredResponse>,
+    stored_items: HashMap<String, Value>,
+    background: HashMap<String, Background>,
+    conversations: HashMap<String, Conversation>,
+}
+
+impl Store {
+    pub fn new(ids: IdGen, clock: Clock) -> Self {
+        Self {
+            ids,
+            clock,
+            script: ScriptCursor::default(),
+            issued: Issued::default(),
+            backend: BackendState::default(),
+            responses: HashMap::new(),
+            stored_items: HashMap::new(),
+            background: HashMap::new(),
+            conversations: HashMap::new(),
+        }
+    }
+
+    /// The context a request with `previous_response_id: id` continues (E1 when no
+    /// stored response has that id).
+    pub fn chain(&self, id: &str) -> Result<Vec<Value>, ApiError> {
+        self.responses
+            .get(id)
+            .map(|stored| stored.context.clone())
+            .ok_or_else(|| ApiError::previous_response_not_found(id))
+    }
+
+    /// Items retrievable by id (`item_reference`, replays without encrypted content).
+    pub fn stored_items(&self) -> &HashMap<String, Value> {
+        &self.stored_items
+    }
+
+    /// Stores a response; every item of its context becomes retrievable by id.
+    pub fn store_response(&mut self, id: &str, stored: StoredResponse) {
+        for item in &stored.context {
+            if let Some(item_id) = item_id(item) {
+                self.stored_items.insert(item_id.to_owned(), item.clone());
+            }
+        }
+        self.responses.insert(id.to_owned(), stored);
+    }
+
+    pub fn response(&self, id: &str) -> Option<&StoredResponse> {
+        self.responses.get(id)
+    }
+
+    /// Replaces what a retrieve of a stored response returns (queued, then terminal).
+    pub fn set_response(&mut self, id: &str, response: Value) {
+        if let Some(stored) = self.responses.get_mut(id) {
+            stored.response = response;
+        }
+    }
+
+    /// Deletes a stored response; its items stay retrievable only while another stored
+    /// response holds them.
+    pub fn delete_response(&mut self, id: &str) -> Result<(), ApiError> {
+        if self.responses.remove(id).is_none() {
+            return Err(ApiError::response_not_found(id));
+        }
+        self.background.remove(id);
+        self.stored_items = self
+            .responses
+            .values()
+            .flat_map(|stored| stored.context.iter())
+            .filter_map(|item| Some((item_id(item)?.to_owned(), item.clone())))
+            .collect();
+        Ok(())
+    }
+
+    pub fn start_background(&mut self, id: &str, run: Background) {
+        self.background.insert(id.to_owned(), run);
+    }
+
+    pub fn background_mut(&mut self, id: &str) -> Option<&mut Background> {
+        self.background.get_mut(id)
+    }
+
+    /// A new conversation holding `items` (given ids), as the create endpoint makes it.
+    pub fn create_conversation(&mut self, items: &[Value], metadata: Value) -> &Conversation {
+        let created_at = self.clock.now();
+        let tail = self.ids.tail();
+        let id = self.ids.item_id("conv", created_at, &tail);
+        let items = items
+            .iter()
+            .map(|item| with_id(item, &mut self.ids, created_at, &tail))
+            .collect();
+        let conversation = Conversation {
+            id: id.clone(),
+            created_at,
+            metadata,
+            items,
+        };
+        self.conversations.entry(id).or_insert(conversation)
+    }
+
+    pub fn conversation(&self, id: &str) -> Result<&Conversation, ApiError> {
+        self.conversations
+            .get(id)
+            .ok_or_else(|| ApiError::conversation_not_found(id))
+    }
+
+    pub fn conversation_mut(&mut self, id: &str) -> Result<&mut Conversation, ApiError> {
+        self.conversations
+            .get_mut(id)
+            .ok_or_else(|| ApiError::conversation_not_found(id))
+    }
+
+    pub fn delete_conversation(&mut self, id: &str) -> Result<(), ApiError> {
+        self.conversations
+            .remove(id)
+            .map(|_| ())
+            .ok_or_else(|| ApiError::conversation_not_found(id))
+    }
+
+    /// Appends items to a conversation, giving each an id; returns them as stored.
+    pub fn add_to_conversation(
+        &mut self,
+        id: &str,
+        items: &[Value],
+    ) -> Result<Vec<Value>, ApiError> {
+        let created_at = self.clock.now();
+        let tail = self.ids.tail();
+        let conversation = self
+            .conversations
+            .get_mut(id)
+            .ok_or_else(|| ApiError::conversation_not_found(id))?;
+        let added: Vec<Value> = items
+            .iter()
+            .map(|item| with_id(item, &mut self.ids, created_at, &tail))
+            .collect();
+        conversation.items.extend(added.iter().cloned());
+        Ok(added)
+    }
+}
+
+/// An input item as stored: with an id when it had none (as listings show them).
+pub(super) fn with_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str) -> Value {
+    if item_id(item).is_some() || !item.is_object() {
+        return item.clone();
+    }
+    let prefix = match item_type(item) {
+        "message" => "msg",
+        "function_call_output" => "fco",
+        "function_call" => "fc",
+        _ => "item",
+    };
+    let mut item = item.clone();
+    if let Some(object) = item.as_object_mut() {
+        object.insert(
+            "id".to_owned(),
+            json!(ids.item_id(prefix, created_at, tail)),
+        );
+    }
+    item
+}
