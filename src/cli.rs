@@ -1,14 +1,19 @@
 //! The command line: `run`, `list`, `lint`.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use globset::{Glob, GlobSetBuilder};
 
-use crate::report::{Summary, console, json, matrix};
+use crate::report::console::ConsoleReporter;
+use crate::report::json::JsonReporter;
+use crate::report::matrix::MatrixReporter;
+use crate::report::progress::ProgressReporter;
+use crate::report::{Reporters, Summary};
 use crate::runner::{self, CAPABILITIES, Controller, RunOptions};
 use crate::scenario::{self, Case, ScenarioError};
 
@@ -64,6 +69,10 @@ struct Settings {
     /// Cases run at once (default: the number of cores).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Seed of what the fake server generates: ids, timestamps, every byte it sends
+    /// derive from the case, the state mode and this number.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
 }
 
 #[derive(Debug, Args)]
@@ -78,7 +87,8 @@ struct RunArgs {
     supports: Option<Vec<String>>,
     #[command(flatten)]
     settings: Settings,
-    /// Write the JSON report here.
+    /// Write the JSON report here (`-`: standard output, and the console report goes to
+    /// standard error).
     #[arg(long)]
     report_json: Option<PathBuf>,
 }
@@ -317,6 +327,7 @@ impl Settings {
         }
         let mut options = RunOptions {
             timeout: Duration::from_secs_f64(self.timeout),
+            seed: self.seed,
             ..RunOptions::default()
         };
         match self.jobs {
@@ -341,30 +352,30 @@ async fn run(args: RunArgs) -> u8 {
         Ok(controller) => controller,
         Err(message) => return usage_error(message),
     };
-    let runs = runner::plan(&cases).len();
-    println!(
-        "loopcheck {}: {} case(s), {runs} run(s) against {} ({} at a time)",
-        env!("CARGO_PKG_VERSION"),
-        cases.len(),
-        controller.name,
-        options.jobs
-    );
-    let started = Instant::now();
-    let reports = runner::run_all(&cases, &controller, &options, |report| {
-        println!("{}", console::case_line(report))
+    let json_to_stdout = args.report_json.as_deref() == Some(Path::new("-"));
+    let mut reporters = Reporters::new();
+    // The bar first: at the end it clears itself before the details are printed.
+    let progress = ProgressReporter::on_terminal();
+    let live = progress.is_none();
+    if let Some(progress) = progress {
+        reporters.push(progress);
+    }
+    let console: Box<dyn Write + Send> = if json_to_stdout {
+        Box::new(io::stderr())
+    } else {
+        Box::new(io::stdout())
+    };
+    reporters.push(ConsoleReporter::new(console, live));
+    if let Some(path) = &args.report_json {
+        reporters.push(JsonReporter::new(path.clone()));
+    }
+    let reports = runner::run_all(&cases, &controller, &options, &mut |event| {
+        reporters.event(event)
     })
     .await;
-    print!("{}", console::details(&reports));
-    println!("finished in {:.1} s", started.elapsed().as_secs_f64());
-    if let Some(path) = &args.report_json {
-        let document = json::render(&controller.name, &reports);
-        if let Err(err) = runner::write_atomic(path, &document) {
-            eprintln!(
-                "error: failed to write the JSON report to {}: {err}",
-                path.display()
-            );
-            return exit::FAILURES;
-        }
+    if let Err(err) = reporters.finish() {
+        eprintln!("error: {err}");
+        return exit::FAILURES;
     }
     if Summary::of(&reports).ok() {
         exit::OK
@@ -515,40 +526,35 @@ async fn matrix(args: MatrixArgs) -> u8 {
         Ok(controllers) => controllers,
         Err(message) => return usage_error(message),
     };
-    let mut columns = Vec::new();
+    let mut reporters = Reporters::new();
+    if let Some(progress) = ProgressReporter::on_terminal() {
+        reporters.push(progress);
+    }
+    reporters.push(MatrixReporter::new(
+        Box::new(io::stdout()),
+        args.report_json.clone(),
+        args.markdown.clone(),
+    ));
+    let mut errors = false;
     for controller in &controllers {
         eprintln!(
             "loopcheck matrix: running {} case(s) against {}",
             cases.len(),
             controller.name
         );
-        let reports = runner::run_all(&cases, controller, &options, |_| {}).await;
-        columns.push((controller.name.clone(), reports));
+        let reports = runner::run_all(&cases, controller, &options, &mut |event| {
+            reporters.event(event)
+        })
+        .await;
+        errors |= reports
+            .iter()
+            .any(|r| r.verdict == crate::oracle::CaseVerdict::Error);
     }
-    let table = matrix::Matrix::new(&columns);
-    print!("{}", table.text());
-    let written = [
-        args.report_json
-            .as_ref()
-            .map(|path| (path, runner::write_atomic(path, &table.json()))),
-        args.markdown.as_ref().map(|path| {
-            (
-                path,
-                runner::write_bytes_atomic(path, table.markdown().as_bytes()),
-            )
-        }),
-    ];
-    for (path, result) in written.into_iter().flatten() {
-        if let Err(err) = result {
-            eprintln!("error: failed to write {}: {err}", path.display());
-            return exit::FAILURES;
-        }
+    if let Err(err) = reporters.finish() {
+        eprintln!("error: {err}");
+        return exit::FAILURES;
     }
     // A matrix compares controllers; their failures are its content, not an error. Only
     // cases loopcheck itself could not run make it fail.
-    let errors = columns
-        .iter()
-        .flat_map(|(_, r)| r)
-        .any(|r| r.verdict == crate::oracle::CaseVerdict::Error);
     if errors { exit::FAILURES } else { exit::OK }
 }

@@ -171,6 +171,16 @@ pub enum ToolRequestKind {
     Approval,
 }
 
+impl ToolRequestKind {
+    /// `call` or `approval`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Call => "call",
+            Self::Approval => "approval",
+        }
+    }
+}
+
 /// The controller's result line (CONTRACT.md section 4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ControllerResult {

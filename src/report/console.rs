@@ -1,14 +1,75 @@
-//! The console report: a line per case as it finishes, then each failure with its checks
-//! and a diff where a payload differs from what was expected.
+//! The console report: a header, a line per case as it finishes (unless a progress bar
+//! shows them), then each failure with its checks and a diff where a payload differs from
+//! what was expected, and the summary.
 
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use similar::{ChangeTag, TextDiff};
 
-use super::Summary;
+use super::{CaseReport, Reporter, RunEvent, Summary};
 use crate::oracle::{CaseVerdict, CheckVerdict};
-use crate::runner::CaseReport;
 use crate::transcript::clip;
+
+/// Writes the console report to a stream: standard output, or standard error when a
+/// machine-readable report goes to standard output.
+pub struct ConsoleReporter {
+    out: Box<dyn Write + Send>,
+    /// Print the header and a line per finished case (off while a progress bar shows
+    /// them).
+    live: bool,
+    reports: Vec<CaseReport>,
+}
+
+impl ConsoleReporter {
+    /// A report to `out`; `live` prints the header and a line as each case finishes.
+    pub fn new(out: Box<dyn Write + Send>, live: bool) -> Self {
+        Self {
+            out,
+            live,
+            reports: Vec::new(),
+        }
+    }
+}
+
+/// The line that opens a run.
+pub fn header(controller: &str, cases: usize, runs: usize, jobs: usize) -> String {
+    format!(
+        "loopcheck {}: {cases} case(s), {runs} run(s) against {controller} ({jobs} at a time)",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+impl Reporter for ConsoleReporter {
+    fn event(&mut self, event: &RunEvent) -> io::Result<()> {
+        match event {
+            RunEvent::RunStarted {
+                controller,
+                cases,
+                runs,
+                jobs,
+            } => {
+                if self.live {
+                    writeln!(self.out, "{}", header(controller, *cases, *runs, *jobs))?;
+                }
+            }
+            RunEvent::CaseJudged(report) => {
+                if self.live {
+                    writeln!(self.out, "{}", case_line(report))?;
+                }
+                self.reports.push((**report).clone());
+            }
+            RunEvent::RunFinished { elapsed, .. } => {
+                let mut reports = std::mem::take(&mut self.reports);
+                reports.sort_by(CaseReport::order);
+                write!(self.out, "{}", details(&reports))?;
+                writeln!(self.out, "finished in {:.1} s", elapsed.as_secs_f64())?;
+            }
+            RunEvent::CaseStarted { .. } | RunEvent::ExchangeRecorded { .. } => {}
+        }
+        self.out.flush()
+    }
+}
 
 /// The one-line status of a finished case.
 pub fn case_line(report: &CaseReport) -> String {

@@ -1,32 +1,52 @@
-//! `--report-json`: the machine-readable report, in the shape of DESIGN.md "Interfaces".
+//! `--report-json`: the machine-readable report ([`RunReport`]), written atomically when
+//! the run finishes, to a file or to standard output (`-`).
 
-use serde_json::{Value, json};
+use std::io::{self, Write as _};
+use std::path::PathBuf;
 
-use super::Summary;
-use crate::runner::CaseReport;
+use super::{CaseReport, Reporter, RunEvent, RunReport};
 
-/// The report document.
-pub fn render(controller: &str, reports: &[CaseReport]) -> Value {
-    let summary = Summary::of(reports);
-    json!({
-        "loopcheck": env!("CARGO_PKG_VERSION"),
-        "controller": controller,
-        "summary": summary.to_json(),
-        "cases": reports.iter().map(case).collect::<Vec<_>>(),
-    })
+/// Collects the judged cases and writes the report at the end of the run.
+pub struct JsonReporter {
+    path: PathBuf,
+    cases: Vec<CaseReport>,
 }
 
-fn case(report: &CaseReport) -> Value {
-    json!({
-        "id": report.id,
-        "state": report.state.as_str(),
-        "verdict": report.verdict.as_str(),
-        "duration_ms": report.duration_ms,
-        "checks": report.checks.iter().map(|check| json!({
-            "id": check.id,
-            "level": check.level.as_str(),
-            "verdict": check.verdict.as_str(),
-            "message": check.message,
-        })).collect::<Vec<_>>(),
-    })
+impl JsonReporter {
+    /// Writes to `path`; `-` is standard output.
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            cases: Vec::new(),
+        }
+    }
+}
+
+impl Reporter for JsonReporter {
+    fn event(&mut self, event: &RunEvent) -> io::Result<()> {
+        match event {
+            RunEvent::CaseJudged(report) => self.cases.push((**report).clone()),
+            RunEvent::RunFinished { controller, .. } => {
+                let report = RunReport::new(controller, std::mem::take(&mut self.cases));
+                let text = serde_json::to_vec_pretty(&report).map_err(io::Error::other)?;
+                if self.path.as_os_str() == "-" {
+                    let mut out = io::stdout().lock();
+                    out.write_all(&text)?;
+                    out.write_all(b"\n")?;
+                } else {
+                    crate::runner::write_bytes_atomic(&self.path, &text).map_err(|err| {
+                        io::Error::new(
+                            err.kind(),
+                            format!(
+                                "failed to write the JSON report to {}: {err}",
+                                self.path.display()
+                            ),
+                        )
+                    })?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
 }

@@ -1,12 +1,86 @@
 //! The compliance matrix: cases by controllers, a verdict per cell, as text, Markdown
-//! and JSON.
+//! and JSON. Its reporter collects one column per run and writes the matrix once every
+//! run is over.
 
 use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::Summary;
-use crate::runner::CaseReport;
+use super::{CaseReport, Reporter, RunEvent, Summary};
+
+/// Collects a column per controller run; at the end prints the table and writes the
+/// JSON and Markdown forms where asked.
+pub struct MatrixReporter {
+    out: Box<dyn Write + Send>,
+    json: Option<PathBuf>,
+    markdown: Option<PathBuf>,
+    columns: Vec<(String, Vec<CaseReport>)>,
+}
+
+impl MatrixReporter {
+    /// Prints to `out`; writes JSON and Markdown files when given.
+    pub fn new(
+        out: Box<dyn Write + Send>,
+        json: Option<PathBuf>,
+        markdown: Option<PathBuf>,
+    ) -> Self {
+        Self {
+            out,
+            json,
+            markdown,
+            columns: Vec::new(),
+        }
+    }
+}
+
+impl Reporter for MatrixReporter {
+    fn event(&mut self, event: &RunEvent) -> io::Result<()> {
+        match event {
+            RunEvent::RunStarted { controller, .. } => {
+                self.columns.push((controller.clone(), Vec::new()));
+            }
+            RunEvent::CaseJudged(report) => {
+                if let Some((_, reports)) = self.columns.last_mut() {
+                    reports.push((**report).clone());
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        for (_, reports) in &mut self.columns {
+            reports.sort_by(CaseReport::order);
+        }
+        let table = Matrix::new(&self.columns);
+        write!(self.out, "{}", table.text())?;
+        self.out.flush()?;
+        let written = [
+            self.json.as_ref().map(|path| {
+                let text = serde_json::to_vec_pretty(&table.json()).unwrap_or_default();
+                (path, crate::runner::write_bytes_atomic(path, &text))
+            }),
+            self.markdown.as_ref().map(|path| {
+                (
+                    path,
+                    crate::runner::write_bytes_atomic(path, table.markdown().as_bytes()),
+                )
+            }),
+        ];
+        for (path, result) in written.into_iter().flatten() {
+            result.map_err(|err| {
+                io::Error::new(
+                    err.kind(),
+                    format!("failed to write {}: {err}", path.display()),
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
 
 /// Reports of several controllers over the same cases.
 pub struct Matrix<'a> {
@@ -120,7 +194,7 @@ impl<'a> Matrix<'a> {
         let summary: serde_json::Map<String, Value> = self
             .columns
             .iter()
-            .map(|(name, reports)| (name.clone(), Summary::of(reports).to_json()))
+            .map(|(name, reports)| (name.clone(), json!(Summary::of(reports))))
             .collect();
         json!({
             "loopcheck": env!("CARGO_PKG_VERSION"),

@@ -1,85 +1,65 @@
-//! Reports: the console report and the JSON report.
+//! Reporters: each reads the run's event stream ([`RunEvent`]) and nothing else. The
+//! console report, the progress bar, the JSON report and the compliance matrix are all
+//! [`Reporter`]s; the CLI picks which ones a run feeds.
 
+mod case;
 pub mod console;
 pub mod json;
 pub mod matrix;
+pub mod progress;
 
-use crate::oracle::CaseVerdict;
-use crate::runner::CaseReport;
+use std::io;
 
-/// Counts by verdict.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Summary {
-    /// All case runs (a case in two state modes counts twice).
-    pub cases: usize,
-    /// `pass`.
-    pub passed: usize,
-    /// `fail`.
-    pub failed: usize,
-    /// `non-strict`.
-    pub non_strict: usize,
-    /// `unsupported`.
-    pub unsupported: usize,
-    /// `timeout`.
-    pub timeout: usize,
-    /// `crashed`.
-    pub crashed: usize,
-    /// `error`.
-    pub errors: usize,
+pub use case::{CaseReport, REPORT_FORMAT, RunReport, Summary};
+
+pub use crate::runner::events::RunEvent;
+
+/// A consumer of run events.
+pub trait Reporter: Send {
+    /// Sees one event, in the order the run emits them.
+    fn event(&mut self, event: &RunEvent) -> io::Result<()>;
+
+    /// Called once after the last run (a matrix spans several): write what is left.
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
-impl Summary {
-    /// Counts the reports.
-    pub fn of(reports: &[CaseReport]) -> Self {
-        let mut s = Self {
-            cases: reports.len(),
-            ..Self::default()
-        };
-        for report in reports {
-            match report.verdict {
-                CaseVerdict::Pass => s.passed += 1,
-                CaseVerdict::Fail => s.failed += 1,
-                CaseVerdict::NonStrict => s.non_strict += 1,
-                CaseVerdict::Unsupported => s.unsupported += 1,
-                CaseVerdict::Timeout => s.timeout += 1,
-                CaseVerdict::Crashed => s.crashed += 1,
-                CaseVerdict::Error => s.errors += 1,
+/// Several reporters fed the same events, in order; the first error is kept and the
+/// others still see every event.
+#[derive(Default)]
+pub struct Reporters {
+    reporters: Vec<Box<dyn Reporter>>,
+    error: Option<io::Error>,
+}
+
+impl Reporters {
+    /// No reporter yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a reporter.
+    pub fn push(&mut self, reporter: impl Reporter + 'static) {
+        self.reporters.push(Box::new(reporter));
+    }
+
+    /// Feeds one event to every reporter.
+    pub fn event(&mut self, event: &RunEvent) {
+        for reporter in &mut self.reporters {
+            if let Err(err) = reporter.event(event) {
+                self.error.get_or_insert(err);
             }
         }
-        s
     }
 
-    /// True when the run exits 0.
-    pub fn ok(&self) -> bool {
-        self.failed + self.timeout + self.crashed + self.errors == 0
-    }
-
-    /// The counts as the JSON reports write them.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "cases": self.cases,
-            "passed": self.passed,
-            "failed": self.failed,
-            "non_strict": self.non_strict,
-            "unsupported": self.unsupported,
-            "timeout": self.timeout,
-            "crashed": self.crashed,
-            "errors": self.errors,
-        })
-    }
-
-    /// `N passed, N failed` plus the other counts.
-    pub fn line(&self) -> String {
-        format!(
-            "{} cases: {} passed, {} failed, {} non-strict, {} unsupported, {} timeout, {} crashed, {} errors",
-            self.cases,
-            self.passed,
-            self.failed,
-            self.non_strict,
-            self.unsupported,
-            self.timeout,
-            self.crashed,
-            self.errors
-        )
+    /// Finishes every reporter; the first error any reporter met, if any.
+    pub fn finish(mut self) -> io::Result<()> {
+        for reporter in &mut self.reporters {
+            if let Err(err) = reporter.finish() {
+                self.error.get_or_insert(err);
+            }
+        }
+        self.error.map_or(Ok(()), Err)
     }
 }

@@ -2,6 +2,7 @@
 //! group and ledger (CONTRACT.md sections 1, 2, 4, 5); `--jobs` of them at a time. Also a
 //! library API that runs a case against an in-process async closure.
 
+pub mod events;
 mod persistent;
 mod process;
 pub mod task;
@@ -14,10 +15,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use crate::oracle::{self, CaseVerdict, CheckResult};
-use crate::scenario::{Case, Level, OutputSpec, Scenario, StateMode};
-use crate::server::{RunningServer, Session};
+use crate::oracle::{self, CaseVerdict};
+use crate::report::{CaseReport, Summary};
+use crate::scenario::{Case, OutputSpec, Scenario, StateMode};
+use crate::server::{Observer, RunningServer, Session, SessionOptions};
 use crate::transcript::{ControllerResult, ProcessRecord, Transcript, Unfinished};
+use events::{ExchangeNote, RunEvent};
 
 /// Capability words of CONTRACT.md section 5.
 pub const CAPABILITIES: &[&str] = &[
@@ -57,6 +60,9 @@ pub struct RunOptions {
     pub timeout: Duration,
     /// Cases run at once.
     pub jobs: usize,
+    /// What the fake server generates (ids, timestamps, every byte) derives from the
+    /// case, the state mode and this seed.
+    pub seed: u64,
 }
 
 impl Default for RunOptions {
@@ -64,31 +70,9 @@ impl Default for RunOptions {
         Self {
             timeout: Duration::from_secs(30),
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            seed: 0,
         }
     }
-}
-
-/// Everything known about one case run.
-#[derive(Debug, Clone)]
-pub struct CaseReport {
-    /// Case id.
-    pub id: String,
-    /// The case's summary.
-    pub summary: String,
-    /// The case's level.
-    pub level: Level,
-    /// State mode.
-    pub state: StateMode,
-    /// Verdict.
-    pub verdict: CaseVerdict,
-    /// Wall time.
-    pub duration_ms: u64,
-    /// Judged checks.
-    pub checks: Vec<CheckResult>,
-    /// Why the case is `crashed`, `timeout`, `unsupported` or `error`.
-    pub detail: Option<String>,
-    /// The full record.
-    pub transcript: Transcript,
 }
 
 /// The environment a controller gets for one case.
@@ -200,8 +184,13 @@ fn result_of(
 async fn start_session(
     case: &Case,
     state: StateMode,
+    options: SessionOptions,
 ) -> Result<(Arc<Session>, RunningServer), Box<CaseReport>> {
-    let session = Arc::new(Session::new(Arc::new(case.scenario.clone()), state));
+    let session = Arc::new(Session::with_options(
+        Arc::new(case.scenario.clone()),
+        state,
+        options,
+    ));
     match RunningServer::start(session.clone()).await {
         Ok(server) => Ok((session, server)),
         Err(err) => Err(Box::new(error_report(
@@ -232,9 +221,13 @@ fn unsupported_by(case: &Case, state: StateMode, controller: &Controller) -> Opt
     (!missing.is_empty()).then(|| unsupported(case, state, &missing))
 }
 
-async fn prepare(case: &Case, state: StateMode) -> Result<Prepared, Box<CaseReport>> {
+async fn prepare(
+    case: &Case,
+    state: StateMode,
+    session: SessionOptions,
+) -> Result<Prepared, Box<CaseReport>> {
     let started = Instant::now();
-    let (session, server) = start_session(case, state).await?;
+    let (session, server) = start_session(case, state, session).await?;
     let env = controller_env(&server, &session, &case.scenario.id);
     let vars = vec![
         ("OPENAI_BASE_URL".to_owned(), env.base_url),
@@ -259,10 +252,24 @@ pub async fn run_case(
     controller: &Controller,
     options: &RunOptions,
 ) -> CaseReport {
+    let session = SessionOptions {
+        seed: options.seed,
+        observer: None,
+    };
+    run_case_with(case, state, controller, options, session).await
+}
+
+async fn run_case_with(
+    case: &Case,
+    state: StateMode,
+    controller: &Controller,
+    options: &RunOptions,
+    session: SessionOptions,
+) -> CaseReport {
     if let Some(report) = unsupported_by(case, state, controller) {
         return report;
     }
-    let mut prepared = match prepare(case, state).await {
+    let mut prepared = match prepare(case, state, session).await {
         Ok(prepared) => prepared,
         Err(report) => return *report,
     };
@@ -316,12 +323,13 @@ async fn run_case_persistent(
     state: StateMode,
     controller: &Controller,
     options: &RunOptions,
+    session: SessionOptions,
     worker: &mut Option<persistent::Worker>,
 ) -> CaseReport {
     if let Some(report) = unsupported_by(case, state, controller) {
         return report;
     }
-    let prepared = match prepare(case, state).await {
+    let prepared = match prepare(case, state, session).await {
         Ok(prepared) => prepared,
         Err(report) => return *report,
     };
@@ -411,15 +419,32 @@ pub fn plan(cases: &[Case]) -> Vec<(usize, StateMode)> {
         .collect()
 }
 
-/// Runs every case in every state mode, `options.jobs` at a time; `on_done` sees each
-/// report as it finishes. Reports come back in plan order.
+/// What case workers tell the run's loop.
+enum Message {
+    /// An event to pass on as it is.
+    Event(RunEvent),
+    /// The report of the run in plan slot `slot`.
+    Judged(usize, Box<CaseReport>),
+}
+
+/// Runs every case in every state mode, `options.jobs` at a time, and tells `emit` what
+/// happens as it happens: the run's start, each case's start, every exchange recorded,
+/// each case judged, the run's end. Reports come back in plan order.
 pub async fn run_all(
     cases: &[Case],
     controller: &Controller,
     options: &RunOptions,
-    on_done: impl Fn(&CaseReport),
+    emit: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Vec<CaseReport> {
+    let started = Instant::now();
     let plan = plan(cases);
+    let jobs = options.jobs.max(1).min(plan.len().max(1));
+    emit(&RunEvent::RunStarted {
+        controller: controller.name.clone(),
+        cases: cases.len(),
+        runs: plan.len(),
+        jobs: options.jobs,
+    });
     let queue: Arc<std::sync::Mutex<std::collections::VecDeque<(usize, usize, StateMode)>>> =
         Arc::new(std::sync::Mutex::new(
             plan.iter()
@@ -436,7 +461,7 @@ pub async fn run_all(
     let mut set = JoinSet::new();
     // Each of `jobs` workers takes the next case off the queue; a persistent controller
     // keeps one process per worker.
-    for _ in 0..options.jobs.max(1).min(plan.len().max(1)) {
+    for _ in 0..jobs {
         let (queue, cases, controller, options, sender) = (
             queue.clone(),
             cases.clone(),
@@ -451,13 +476,31 @@ pub async fn run_all(
                 let Some((slot, index, state)) = next else {
                     break;
                 };
+                let case = &cases[index];
+                let id = case.scenario.id.clone();
+                let _ = sender.send(Message::Event(RunEvent::CaseStarted {
+                    id: id.clone(),
+                    state,
+                }));
+                let exchanges = sender.clone();
+                let observer: Observer = Arc::new(move |recorded| {
+                    let _ = exchanges.send(Message::Event(RunEvent::ExchangeRecorded {
+                        id: id.clone(),
+                        state,
+                        exchange: ExchangeNote::of(recorded),
+                    }));
+                });
+                let session = SessionOptions {
+                    seed: options.seed,
+                    observer: Some(observer),
+                };
                 let report = if persistent {
-                    run_case_persistent(&cases[index], state, &controller, &options, &mut worker)
+                    run_case_persistent(case, state, &controller, &options, session, &mut worker)
                         .await
                 } else {
-                    run_case(&cases[index], state, &controller, &options).await
+                    run_case_with(case, state, &controller, &options, session).await
                 };
-                let _ = sender.send((slot, report));
+                let _ = sender.send(Message::Judged(slot, Box::new(report)));
             }
             if let Some(worker) = worker {
                 worker.stop().await;
@@ -466,16 +509,21 @@ pub async fn run_all(
     }
     drop(sender);
     let mut reports: Vec<Option<CaseReport>> = vec![None; plan.len()];
-    while let Some((slot, report)) = receiver.recv().await {
-        on_done(&report);
-        reports[slot] = Some(report);
+    while let Some(message) = receiver.recv().await {
+        match message {
+            Message::Event(event) => emit(&event),
+            Message::Judged(slot, report) => {
+                emit(&RunEvent::CaseJudged(report.clone()));
+                reports[slot] = Some(*report);
+            }
+        }
     }
     while let Some(joined) = set.join_next().await {
         if let Err(err) = joined {
             eprintln!("loopcheck: a case worker failed: {err}");
         }
     }
-    reports
+    let reports: Vec<CaseReport> = reports
         .into_iter()
         .enumerate()
         .map(|(slot, report)| {
@@ -488,7 +536,13 @@ pub async fn run_all(
                 )
             })
         })
-        .collect()
+        .collect();
+    emit(&RunEvent::RunFinished {
+        controller: controller.name.clone(),
+        summary: Summary::of(&reports),
+        elapsed: started.elapsed(),
+    });
+    reports
 }
 
 /// Runs one case against an in-process controller: `controller` gets the environment and
@@ -505,7 +559,7 @@ where
     Fut: Future<Output = Value>,
 {
     let started = Instant::now();
-    let (session, server) = match start_session(case, state).await {
+    let (session, server) = match start_session(case, state, SessionOptions::default()).await {
         Ok(started) => started,
         Err(report) => return *report,
     };

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use loopcheck::oracle::{CaseVerdict, CheckVerdict};
-use loopcheck::runner::{CaseReport, run_in_process};
+use loopcheck::report::CaseReport;
+use loopcheck::runner::run_in_process;
 use loopcheck::scenario::StateMode::{self, PreviousResponseId as Chained, Stateless};
 
 use crate::defective::{self, Defect};

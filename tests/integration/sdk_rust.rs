@@ -25,7 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_openai::types::responses::{OutputItem, Response, ResponseStreamEvent, ResponseUsage};
-use loopcheck::runner::{self, CaseReport, ControllerEnv};
+use loopcheck::report::CaseReport;
+use loopcheck::runner::{self, ControllerEnv};
 use loopcheck::scenario::{Case, StateMode};
 use loopcheck::transcript::ModelExchange;
 use serde::de::DeserializeOwned;

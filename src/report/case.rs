@@ -1,0 +1,158 @@
+//! What reports are made of: a judged case run, the counts of a run, and the JSON
+//! report's document. These types are the report formats: they serialize as written to
+//! disk, and [`REPORT_FORMAT`] versions them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::oracle::{CaseVerdict, CheckResult};
+use crate::scenario::{Level, StateMode};
+use crate::transcript::Transcript;
+
+/// The version of the JSON report's format (`"format"` in the document).
+///
+/// Changelog:
+/// - 1: `{"loopcheck", "format", "controller", "summary": {"cases", "passed", "failed",
+///   "non_strict", "unsupported", "timeout", "crashed", "errors"}, "cases": [{"id",
+///   "summary", "level", "state", "verdict", "duration_ms", "detail"?, "checks": [{"id",
+///   "level", "verdict", "message", "rule", "diff"?}]}]}`. Reports written before the
+///   version existed had no `"format"`, `"summary"`, `"level"`, `"detail"`, `"rule"` or
+///   `"diff"` keys in cases and checks; they read as format 1.
+pub const REPORT_FORMAT: u32 = 1;
+
+/// Everything known about one case run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CaseReport {
+    /// Case id.
+    pub id: String,
+    /// The case's summary.
+    #[serde(default)]
+    pub summary: String,
+    /// The case's level.
+    #[serde(default = "must")]
+    pub level: Level,
+    /// State mode.
+    pub state: StateMode,
+    /// Verdict.
+    pub verdict: CaseVerdict,
+    /// Wall time.
+    pub duration_ms: u64,
+    /// Why the case is `crashed`, `timeout`, `unsupported` or `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Judged checks.
+    pub checks: Vec<CheckResult>,
+    /// The full record (not part of the JSON report).
+    #[serde(skip)]
+    pub transcript: Transcript,
+}
+
+fn must() -> Level {
+    Level::Must
+}
+
+impl CaseReport {
+    /// Reports in the order runs are planned: by case id, then state mode.
+    pub fn order(a: &Self, b: &Self) -> std::cmp::Ordering {
+        (&a.id, a.state).cmp(&(&b.id, b.state))
+    }
+}
+
+/// Counts by verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// All case runs (a case in two state modes counts twice).
+    pub cases: usize,
+    /// `pass`.
+    pub passed: usize,
+    /// `fail`.
+    pub failed: usize,
+    /// `non-strict`.
+    pub non_strict: usize,
+    /// `unsupported`.
+    pub unsupported: usize,
+    /// `timeout`.
+    pub timeout: usize,
+    /// `crashed`.
+    pub crashed: usize,
+    /// `error`.
+    pub errors: usize,
+}
+
+impl Summary {
+    /// Counts the reports.
+    pub fn of<'a>(reports: impl IntoIterator<Item = &'a CaseReport>) -> Self {
+        let mut s = Self::default();
+        for report in reports {
+            s.add(report.verdict);
+        }
+        s
+    }
+
+    /// Counts one more case run.
+    pub fn add(&mut self, verdict: CaseVerdict) {
+        self.cases += 1;
+        match verdict {
+            CaseVerdict::Pass => self.passed += 1,
+            CaseVerdict::Fail => self.failed += 1,
+            CaseVerdict::NonStrict => self.non_strict += 1,
+            CaseVerdict::Unsupported => self.unsupported += 1,
+            CaseVerdict::Timeout => self.timeout += 1,
+            CaseVerdict::Crashed => self.crashed += 1,
+            CaseVerdict::Error => self.errors += 1,
+        }
+    }
+
+    /// True when the run exits 0.
+    pub fn ok(&self) -> bool {
+        self.failed + self.timeout + self.crashed + self.errors == 0
+    }
+
+    /// `N cases: N passed, N failed` and the other counts.
+    pub fn line(&self) -> String {
+        format!(
+            "{} cases: {} passed, {} failed, {} non-strict, {} unsupported, {} timeout, {} crashed, {} errors",
+            self.cases,
+            self.passed,
+            self.failed,
+            self.non_strict,
+            self.unsupported,
+            self.timeout,
+            self.crashed,
+            self.errors
+        )
+    }
+}
+
+/// The `--report-json` document: one run against one controller.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunReport {
+    /// The loopcheck version that wrote it.
+    pub loopcheck: String,
+    /// [`REPORT_FORMAT`].
+    #[serde(default = "format_1")]
+    pub format: u32,
+    /// The controller's name.
+    pub controller: String,
+    /// Counts by verdict.
+    pub summary: Summary,
+    /// Every case run, in plan order.
+    pub cases: Vec<CaseReport>,
+}
+
+fn format_1() -> u32 {
+    1
+}
+
+impl RunReport {
+    /// The report of a run, its cases in plan order.
+    pub fn new(controller: &str, mut cases: Vec<CaseReport>) -> Self {
+        cases.sort_by(CaseReport::order);
+        Self {
+            loopcheck: env!("CARGO_PKG_VERSION").to_owned(),
+            format: REPORT_FORMAT,
+            controller: controller.to_owned(),
+            summary: Summary::of(&cases),
+            cases,
+        }
+    }
+}
