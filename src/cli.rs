@@ -16,6 +16,7 @@ use crate::report::progress::ProgressReporter;
 use crate::report::{Reporters, Summary};
 use crate::runner::{self, CAPABILITIES, Controller, RunOptions};
 use crate::scenario::{self, Case, ScenarioError};
+use crate::snapshot::Snapshots;
 
 /// Exit codes.
 pub mod exit {
@@ -91,6 +92,13 @@ struct RunArgs {
     /// standard error).
     #[arg(long)]
     report_json: Option<PathBuf>,
+    /// Compare what the controller sends in each case with its snapshot in this folder
+    /// (one file per case and state mode); a difference is the verdict `drift`.
+    #[arg(long, value_name = "DIR")]
+    snapshots: Option<PathBuf>,
+    /// Write every case run as its snapshot, accepting all changes (refused under CI).
+    #[arg(long, requires = "snapshots")]
+    update_snapshots: bool,
 }
 
 #[derive(Debug, Args)]
@@ -344,10 +352,16 @@ impl Settings {
 }
 
 async fn run(args: RunArgs) -> u8 {
-    let (cases, options) = match (args.selection.cases(), args.settings.options()) {
+    let (cases, mut options) = match (args.selection.cases(), args.settings.options()) {
         (Ok(cases), Ok(options)) => (cases, options),
         (Err(code), _) | (_, Err(code)) => return code,
     };
+    if let Some(dir) = &args.snapshots {
+        match Snapshots::open(dir, args.update_snapshots) {
+            Ok(snapshots) => options.snapshots = Some(snapshots),
+            Err(err) => return usage_error(err.to_string()),
+        }
+    }
     let controller = match controller_from(&args) {
         Ok(controller) => controller,
         Err(message) => return usage_error(message),

@@ -12,6 +12,7 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod server;
+pub mod snapshot;
 pub mod tools;
 pub mod transcript;
 pub mod wire;

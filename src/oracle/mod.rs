@@ -14,6 +14,8 @@ mod reasoning;
 mod state;
 mod stream;
 mod terminal;
+#[cfg(test)]
+mod test_support;
 mod transport;
 mod verdict;
 

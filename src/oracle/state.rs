@@ -324,3 +324,238 @@ fn input_replayed(f: &Facts) -> CheckResult {
     }
     checks::STATE_INPUT_REPLAYED.judge(problems, "every request replays the task's input")
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Stateless};
+
+    const CASE: &str = "state/01-instructions-every-request";
+
+    /// Plays `CASE` correctly except that `change` rewrites each request after the first.
+    fn run_with(state: StateMode, change: impl Fn(&mut serde_json::Value)) -> Run {
+        let run = Run::case(CASE, state);
+        let mut body = run.first_body();
+        loop {
+            let response = run.create(&body);
+            if calls(&response).is_empty() {
+                return run;
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+            change(&mut body);
+        }
+    }
+
+    #[test]
+    fn config_resent_passes_a_correct_run_in_every_mode() {
+        for state in [PreviousResponseId, Stateless] {
+            let run = Run::case(CASE, state);
+            run.correct();
+            assert_passes(&run.judge_completed(), "state/config-resent");
+        }
+    }
+
+    #[test]
+    fn config_resent_fails_instructions_sent_once() {
+        let judgement = run_with(PreviousResponseId, |body| {
+            body.as_object_mut().unwrap().remove("instructions");
+        })
+        .judge_completed();
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "request 2 gives the model the task's instructions neither as `instructions` nor as a system or developer message in its context: the `instructions` parameter is not inherited through previous_response_id",
+        );
+    }
+
+    #[test]
+    fn config_resent_accepts_instructions_as_a_system_message_the_chain_carries() {
+        let run = Run::case(CASE, PreviousResponseId);
+        let mut body = run.first_body();
+        let instructions = body
+            .as_object_mut()
+            .unwrap()
+            .remove("instructions")
+            .unwrap();
+        let mut input = vec![json!({"role": "system", "content": instructions})];
+        input.extend(body["input"].as_array().unwrap().iter().cloned());
+        body["input"] = json!(input);
+        loop {
+            let response = run.create(&body);
+            if calls(&response).is_empty() {
+                break;
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+        }
+        assert_passes(&run.judge_completed(), "state/config-resent");
+    }
+
+    #[test]
+    fn config_resent_fails_a_system_message_with_other_words() {
+        let run = Run::case(CASE, Stateless);
+        let mut body = run.first_body();
+        body.as_object_mut().unwrap().remove("instructions");
+        let mut input = vec![json!({"role": "developer", "content": "Be helpful."})];
+        input.extend(body["input"].as_array().unwrap().iter().cloned());
+        body["input"] = json!(input);
+        run.create(&body);
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "state/config-resent",
+            "the developer message in its context differs from the task's instructions",
+        );
+    }
+
+    #[test]
+    fn config_resent_fails_a_missing_tool_and_another_model() {
+        let judgement = run_with(Stateless, |body| {
+            body["tools"] = json!([]);
+            body["model"] = json!("gpt-4o");
+        })
+        .judge_completed();
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "does not send the tool(s) convert_currency, get_weather",
+        );
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "asks for model 'gpt-4o': the task's model is 'gpt-5'",
+        );
+    }
+
+    #[test]
+    fn a_single_request_gives_chaining_nothing_to_judge() {
+        let run = Run::yaml(
+            r#"
+format: 1
+id: demo/01-answer
+summary: One turn, no tools.
+level: must
+task: {input: "Hi", tools: [get_stock]}
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#,
+            PreviousResponseId,
+        );
+        run.correct();
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, "state/config-resent");
+        assert_not_judged(&judgement, "state/chained");
+        assert_not_judged(&judgement, "state/no-resend");
+    }
+
+    #[test]
+    fn chained_passes_and_fails_a_stale_previous_response_id() {
+        let run = Run::case(CASE, PreviousResponseId);
+        run.correct();
+        assert_passes(&run.judge_completed(), "state/chained");
+
+        let run = Run::case(CASE, PreviousResponseId);
+        let first = run.first_body();
+        let one = run.create(&first);
+        let second = run.next_body(&first, &one, &run.execute(&one));
+        let two = run.create(&second);
+        let mut third = run.next_body(&second, &two, &run.execute(&two));
+        third["previous_response_id"] = one["id"].clone();
+        run.create(&third);
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "state/chained",
+            "request 3 chains to",
+        );
+    }
+
+    #[test]
+    fn no_resend_fails_the_history_resent_beside_previous_response_id() {
+        let run = Run::case(CASE, PreviousResponseId);
+        run.correct();
+        assert_passes(&run.judge_completed(), "state/no-resend");
+
+        let run = Run::case(CASE, PreviousResponseId);
+        let first = run.first_body();
+        let one = run.create(&first);
+        let mut second = run.next_body(&first, &one, &run.execute(&one));
+        let mut input = first["input"].as_array().unwrap().clone();
+        input.extend(second["input"].as_array().unwrap().iter().cloned());
+        second["input"] = json!(input);
+        run.create(&second);
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "state/no-resend",
+            "input[0] resends an item the server already holds (the user's first message)",
+        );
+    }
+
+    #[test]
+    fn store_false_and_include_encrypted_fail_when_left_out() {
+        let run = Run::case(CASE, Stateless);
+        run.correct();
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, "state/store-false");
+        assert_passes(&judgement, "state/include-encrypted");
+
+        let run = Run::case(CASE, Stateless);
+        let mut first = run.first_body();
+        first["store"] = json!(true);
+        first.as_object_mut().unwrap().remove("include");
+        run.create(&first);
+        let judgement = run.judge_failed("api_error");
+        assert_fails(
+            &judgement,
+            "state/store-false",
+            "request 1 does not send `store: false`",
+        );
+        assert_fails(
+            &judgement,
+            "state/include-encrypted",
+            "request 1 does not ask for",
+        );
+    }
+
+    #[test]
+    fn input_replayed_fails_a_stateless_request_without_the_user_input() {
+        let judgement = run_with(Stateless, |body| {
+            let input: Vec<_> = body["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|item| item["role"] != "user")
+                .cloned()
+                .collect();
+            body["input"] = json!(input);
+        })
+        .judge_completed();
+        assert_fails(
+            &judgement,
+            "state/input-replayed",
+            "request 2 does not replay the task's user input",
+        );
+    }
+
+    #[test]
+    fn conversation_passes_and_fails_a_chain_instead_of_the_conversation() {
+        let run = Run::case("state/02-conversation-mode", Conversation);
+        run.correct();
+        assert_passes(&run.judge_completed(), "state/conversation");
+
+        let run = Run::case("state/02-conversation-mode", Conversation);
+        let first = run.first_body();
+        let one = run.create(&first);
+        let mut second = run.next_body(&first, &one, &run.execute(&one));
+        second.as_object_mut().unwrap().remove("conversation");
+        second["previous_response_id"] = one["id"].clone();
+        run.create(&second);
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "state/conversation",
+            "request 2 carries no `conversation`",
+        );
+    }
+}

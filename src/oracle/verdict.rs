@@ -118,6 +118,8 @@ pub enum CaseVerdict {
     Fail,
     /// Only SHOULD checks failed.
     NonStrict,
+    /// Every check held, but what the controller sent differs from its snapshot.
+    Drift,
     /// The controller does not support this case's mode or features.
     Unsupported,
     /// Killed at the case timeout.
@@ -135,6 +137,7 @@ impl CaseVerdict {
             Self::Pass => "pass",
             Self::Fail => "fail",
             Self::NonStrict => "non-strict",
+            Self::Drift => "drift",
             Self::Unsupported => "unsupported",
             Self::Timeout => "timeout",
             Self::Crashed => "crashed",
@@ -146,7 +149,7 @@ impl CaseVerdict {
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            Self::Fail | Self::Timeout | Self::Crashed | Self::Error
+            Self::Fail | Self::Drift | Self::Timeout | Self::Crashed | Self::Error
         )
     }
 

@@ -6,17 +6,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::oracle::{CaseVerdict, CheckResult};
 use crate::scenario::{Level, StateMode};
+use crate::snapshot::{SnapshotNote, SnapshotStatus};
 use crate::transcript::Transcript;
 
 /// The version of the JSON report's format (`"format"` in the document).
 ///
 /// Changelog:
 /// - 1: `{"loopcheck", "format", "controller", "summary": {"cases", "passed", "failed",
-///   "non_strict", "unsupported", "timeout", "crashed", "errors"}, "cases": [{"id",
-///   "summary", "level", "state", "verdict", "duration_ms", "detail"?, "checks": [{"id",
-///   "level", "verdict", "message", "rule", "diff"?}]}]}`. Reports written before the
+///   "non_strict", "drift", "unsupported", "timeout", "crashed", "errors"}, "cases":
+///   [{"id", "summary", "level", "state", "verdict", "duration_ms", "detail"?, "checks":
+///   [{"id", "level", "verdict", "message", "rule", "diff"?}], "snapshot"?: {"path",
+///   "status", "changes"?, "diff"?}}]}`; `verdict` may be `drift`. Reports written before the
 ///   version existed had no `"format"`, `"summary"`, `"level"`, `"detail"`, `"rule"` or
-///   `"diff"` keys in cases and checks; they read as format 1.
+///   `"diff"` keys in cases and checks, nor `"drift"` in the summary; they read as
+///   format 1.
 pub const REPORT_FORMAT: u32 = 1;
 
 /// Everything known about one case run.
@@ -41,6 +44,9 @@ pub struct CaseReport {
     pub detail: Option<String>,
     /// Judged checks.
     pub checks: Vec<CheckResult>,
+    /// The snapshot comparison, when the run compares snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotNote>,
     /// The full record (not part of the JSON report).
     #[serde(skip)]
     pub transcript: Transcript,
@@ -51,6 +57,24 @@ fn must() -> Level {
 }
 
 impl CaseReport {
+    /// Takes a snapshot comparison into the verdict: drift (or a snapshot missing under
+    /// CI) makes a passing case `drift`; an unreadable snapshot makes it `error`. A case
+    /// that already failed keeps its verdict, with the note beside it.
+    pub fn fold_snapshot(&mut self, note: SnapshotNote) {
+        let passing = matches!(self.verdict, CaseVerdict::Pass | CaseVerdict::NonStrict);
+        match note.status {
+            SnapshotStatus::Drifted | SnapshotStatus::Missing if passing => {
+                self.verdict = CaseVerdict::Drift;
+            }
+            SnapshotStatus::Unreadable => {
+                self.verdict = CaseVerdict::Error;
+                self.detail = Some(note.changes.join("; "));
+            }
+            _ => {}
+        }
+        self.snapshot = Some(note);
+    }
+
     /// Reports in the order runs are planned: by case id, then state mode.
     pub fn order(a: &Self, b: &Self) -> std::cmp::Ordering {
         (&a.id, a.state).cmp(&(&b.id, b.state))
@@ -68,6 +92,9 @@ pub struct Summary {
     pub failed: usize,
     /// `non-strict`.
     pub non_strict: usize,
+    /// `drift`.
+    #[serde(default)]
+    pub drift: usize,
     /// `unsupported`.
     pub unsupported: usize,
     /// `timeout`.
@@ -95,6 +122,7 @@ impl Summary {
             CaseVerdict::Pass => self.passed += 1,
             CaseVerdict::Fail => self.failed += 1,
             CaseVerdict::NonStrict => self.non_strict += 1,
+            CaseVerdict::Drift => self.drift += 1,
             CaseVerdict::Unsupported => self.unsupported += 1,
             CaseVerdict::Timeout => self.timeout += 1,
             CaseVerdict::Crashed => self.crashed += 1,
@@ -104,17 +132,22 @@ impl Summary {
 
     /// True when the run exits 0.
     pub fn ok(&self) -> bool {
-        self.failed + self.timeout + self.crashed + self.errors == 0
+        self.failed + self.drift + self.timeout + self.crashed + self.errors == 0
     }
 
     /// `N cases: N passed, N failed` and the other counts.
     pub fn line(&self) -> String {
         format!(
-            "{} cases: {} passed, {} failed, {} non-strict, {} unsupported, {} timeout, {} crashed, {} errors",
+            "{} cases: {} passed, {} failed, {} non-strict, {}{} unsupported, {} timeout, {} crashed, {} errors",
             self.cases,
             self.passed,
             self.failed,
             self.non_strict,
+            if self.drift > 0 {
+                format!("{} drift, ", self.drift)
+            } else {
+                String::new()
+            },
             self.unsupported,
             self.timeout,
             self.crashed,

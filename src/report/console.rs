@@ -9,6 +9,7 @@ use similar::{ChangeTag, TextDiff};
 
 use super::{CaseReport, Reporter, RunEvent, Summary};
 use crate::oracle::{CaseVerdict, CheckVerdict};
+use crate::snapshot::SnapshotStatus;
 use crate::transcript::clip;
 
 /// Writes the console report to a stream: standard output, or standard error when a
@@ -121,6 +122,31 @@ pub fn details(reports: &[CaseReport]) -> String {
                 out.push_str(&diff(expected, actual));
             }
         }
+        if let Some(note) = &report.snapshot
+            && matches!(
+                note.status,
+                SnapshotStatus::Drifted | SnapshotStatus::Missing
+            )
+        {
+            let what = if note.status == SnapshotStatus::Missing {
+                "has no snapshot"
+            } else {
+                "differs from its snapshot"
+            };
+            let _ = writeln!(
+                out,
+                "  ~ what the controller sent {what} {}:",
+                note.path.display()
+            );
+            for change in &note.changes {
+                let _ = writeln!(out, "    {change}");
+            }
+            if let Some(diff) = &note.diff {
+                for line in diff.lines() {
+                    let _ = writeln!(out, "    {line}");
+                }
+            }
+        }
         if let Some(process) = &report.transcript.process
             && matches!(report.verdict, CaseVerdict::Crashed | CaseVerdict::Timeout)
         {
@@ -147,6 +173,26 @@ pub fn details(reports: &[CaseReport]) -> String {
                 }
             }
         }
+    }
+    let count = |status: SnapshotStatus| {
+        reports
+            .iter()
+            .filter(|r| r.snapshot.as_ref().is_some_and(|n| n.status == status))
+            .count()
+    };
+    let (new, drifted, updated) = (
+        count(SnapshotStatus::New),
+        count(SnapshotStatus::Drifted),
+        count(SnapshotStatus::Updated),
+    );
+    if new + drifted > 0 && !crate::snapshot::is_ci() {
+        let _ = writeln!(
+            out,
+            "\n{new} new and {drifted} changed snapshot(s) written as .snap.new: review them with `cargo insta review`, or accept them all with --update-snapshots"
+        );
+    }
+    if updated > 0 {
+        let _ = writeln!(out, "\n{updated} snapshot(s) written");
     }
     let _ = writeln!(out, "\n{}", Summary::of(reports).line());
     out

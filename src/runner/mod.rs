@@ -19,6 +19,7 @@ use crate::oracle::{self, CaseVerdict};
 use crate::report::{CaseReport, Summary};
 use crate::scenario::{Case, OutputSpec, Scenario, StateMode};
 use crate::server::{Observer, RunningServer, Session, SessionOptions};
+use crate::snapshot::Snapshots;
 use crate::transcript::{ControllerResult, ProcessRecord, Transcript, Unfinished};
 use events::{ExchangeNote, RunEvent};
 
@@ -63,6 +64,8 @@ pub struct RunOptions {
     /// What the fake server generates (ids, timestamps, every byte) derives from the
     /// case, the state mode and this seed.
     pub seed: u64,
+    /// Compare each case run with its snapshot.
+    pub snapshots: Option<Snapshots>,
 }
 
 impl Default for RunOptions {
@@ -71,6 +74,7 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(30),
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
             seed: 0,
+            snapshots: None,
         }
     }
 }
@@ -121,6 +125,7 @@ fn unsupported(case: &Case, state: StateMode, missing: &[&str]) -> CaseReport {
         verdict: CaseVerdict::Unsupported,
         duration_ms: 0,
         checks: Vec::new(),
+        snapshot: None,
         detail: Some(format!(
             "the controller does not declare: {}",
             missing.join(", ")
@@ -161,6 +166,7 @@ fn finish(
         verdict: judgement.verdict,
         duration_ms: started.elapsed().as_millis() as u64,
         checks: judgement.checks,
+        snapshot: None,
         detail: judgement.detail,
         transcript,
     }
@@ -494,12 +500,15 @@ pub async fn run_all(
                     seed: options.seed,
                     observer: Some(observer),
                 };
-                let report = if persistent {
+                let mut report = if persistent {
                     run_case_persistent(case, state, &controller, &options, session, &mut worker)
                         .await
                 } else {
                     run_case_with(case, state, &controller, &options, session).await
                 };
+                if let Some(snapshots) = &options.snapshots {
+                    snapshots.check(&mut report);
+                }
                 let _ = sender.send(Message::Judged(slot, Box::new(report)));
             }
             if let Some(worker) = worker {

@@ -4,6 +4,7 @@ mod defective;
 mod support;
 
 mod catalogue;
+mod determinism;
 mod emulation;
 mod families;
 mod mutants;

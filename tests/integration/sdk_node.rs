@@ -69,5 +69,10 @@ fn the_official_node_sdk_passes_the_catalogue() {
         "node {}",
         shell_quote(&dir.join("loop.mjs").to_string_lossy())
     );
-    assert_passes_catalogue(&controller, CAPABILITIES, "the official Node SDK");
+    assert_passes_catalogue(
+        &controller,
+        CAPABILITIES,
+        "the official Node SDK",
+        "snapshots/node",
+    );
 }

@@ -102,5 +102,10 @@ fn the_official_python_sdk_passes_the_catalogue() {
         shell_quote(&python.to_string_lossy()),
         shell_quote(&script.to_string_lossy())
     );
-    assert_passes_catalogue(&controller, CAPABILITIES, "the official Python SDK");
+    assert_passes_catalogue(
+        &controller,
+        CAPABILITIES,
+        "the official Python SDK",
+        "snapshots/python",
+    );
 }

@@ -68,8 +68,9 @@ pub fn missing_sdk(what: &str, message: &str) {
 }
 
 /// Runs the whole embedded catalogue against `controller` and asserts that every case
-/// passes (no `fail`, no `unsupported`, nothing else) and loopcheck exits 0.
-pub fn assert_passes_catalogue(controller: &str, supports: &str, who: &str) {
+/// passes (no `fail`, no `unsupported`, no `drift` from the snapshots in `snapshots`,
+/// nothing else) and loopcheck exits 0.
+pub fn assert_passes_catalogue(controller: &str, supports: &str, who: &str, snapshots: &str) {
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().expect("a temporary directory");
     let report_path = dir.path().join("report.json");
@@ -82,9 +83,12 @@ pub fn assert_passes_catalogue(controller: &str, supports: &str, who: &str) {
             supports,
             "--jobs",
             "2",
+            "--snapshots",
+            snapshots,
         ])
         .arg("--report-json")
         .arg(&report_path)
+        .env("CI", "1")
         .current_dir(root())
         .stdin(Stdio::null())
         .output()
@@ -113,12 +117,18 @@ pub fn assert_passes_catalogue(controller: &str, supports: &str, who: &str) {
                     ));
                 }
             }
+            for change in case["snapshot"]["changes"].as_array().into_iter().flatten() {
+                line.push_str(&format!(
+                    "\n    snapshot: {}",
+                    change.as_str().unwrap_or("?")
+                ));
+            }
             line
         })
         .collect();
     assert!(
         failures.is_empty(),
-        "{} of {} case(s) did not pass with {who}:\n{}\n\nloopcheck output:\n{stdout}",
+        "{} of {} case(s) did not pass with {who}:\n{}\n\n(if what it sends changed on purpose, rerun with --snapshots {snapshots} --update-snapshots outside CI)\n\nloopcheck output:\n{stdout}",
         failures.len(),
         cases.len(),
         failures.join("\n")

@@ -1,6 +1,9 @@
 //! The transcript: every request, response, tool-backend call and the controller's
 //! result, in order. It is the one record every later stage (oracle, reports) reads.
 
+pub mod drift;
+pub mod normalize;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,297 @@
+//! Test support for the oracle's unit tests: a case run built by hand, request by
+//! request, as plain data. Requests go through the fake server's engine directly (no
+//! HTTP, no controller process), which records the transcript exactly as a real run
+//! would; the test then judges it. A test writes a correct run, or the same run with one
+//! defect, in a few lines:
+//!
+//! ```ignore
+//! let run = Run::case("correlation/05-parallel-same-tool", StateMode::Stateless);
+//! let first = run.first_body();
+//! let response = run.create(&first);
+//! let outputs = run.execute(&response);           // each call on the backend
+//! run.create(&run.next_body(&first, &response, &outputs));
+//! let judgement = run.judge_completed();           // the final message's text
+//! assert_passes(&judgement, "call-id/result-matches");
+//! ```
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{CheckResult, CheckVerdict, Judgement, judge};
+use crate::runner::task::task_json;
+use crate::scenario::{Scenario, StateMode, catalogue, final_message_text};
+use crate::server::{EngineRequest, ReplyBody, Session};
+use crate::transcript::{ControllerResult, Unfinished};
+
+/// One case run, built request by request.
+pub struct Run {
+    session: Session,
+    state: StateMode,
+    task: Value,
+}
+
+impl Run {
+    /// A run of catalogue case `id` in `state`.
+    pub fn case(id: &str, state: StateMode) -> Self {
+        let case = catalogue()
+            .expect("the catalogue loads")
+            .into_iter()
+            .find(|c| c.scenario.id == id)
+            .unwrap_or_else(|| panic!("no catalogue case {id}"));
+        Self::of(case.scenario, state)
+    }
+
+    /// A run of a scenario given as YAML.
+    pub fn yaml(yaml: &str, state: StateMode) -> Self {
+        let scenario = crate::scenario::parse(std::path::Path::new("test.yaml"), yaml)
+            .unwrap_or_else(|err| panic!("{err}"));
+        Self::of(scenario, state)
+    }
+
+    fn of(scenario: Scenario, state: StateMode) -> Self {
+        let task = task_json(&scenario, state);
+        Self {
+            session: Session::new(Arc::new(scenario), state),
+            state,
+            task,
+        }
+    }
+
+    /// Sends a request to the engine; the reply's status and JSON body (the events, for
+    /// a stream, after the whole stream was "written").
+    pub fn send(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let reply = self.session.handle(EngineRequest {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            query: None,
+            headers: vec![(
+                "authorization".to_owned(),
+                format!("Bearer {}", self.session.api_key()),
+            )],
+            body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+        });
+        let body = match reply.body {
+            ReplyBody::Json(value) => value,
+            ReplyBody::Raw { text, .. } => Value::String(text),
+            ReplyBody::Stream { events, progress } => {
+                for (index, _) in events.events.iter().enumerate() {
+                    progress.event_sent(index, events.call_done.get(&index).map(String::as_str));
+                }
+                progress.ended();
+                Value::Array(events.events)
+            }
+            ReplyBody::Drop => Value::Null,
+        };
+        (reply.status, body)
+    }
+
+    /// `POST /v1/responses`; the Response object (or the error body). A streamed answer
+    /// gives the terminal event's response.
+    pub fn create(&self, body: &Value) -> Value {
+        let (_, answer) = self.send("POST", "/v1/responses", Some(body));
+        match answer {
+            Value::Array(events) => events
+                .last()
+                .and_then(|e| e.get("response"))
+                .cloned()
+                .unwrap_or(Value::Null),
+            other => other,
+        }
+    }
+
+    /// The first request a correct controller sends for the task in this state mode.
+    pub fn first_body(&self) -> Value {
+        let task = &self.task;
+        let mut body =
+            json!({"model": task["model"], "tools": task["tools"], "input": task["input"]});
+        if let Some(instructions) = task.get("instructions") {
+            body["instructions"] = instructions.clone();
+        }
+        if task["stream"] == true {
+            body["stream"] = json!(true);
+        }
+        match self.state {
+            StateMode::Stateless => {
+                body["store"] = json!(false);
+                body["include"] = json!(["reasoning.encrypted_content"]);
+                if let Value::String(text) = &task["input"] {
+                    body["input"] = json!([{"role": "user", "content": text}]);
+                }
+            }
+            StateMode::Conversation => {
+                let (_, conversation) = self.send("POST", "/v1/conversations", Some(&json!({})));
+                body["conversation"] = conversation["id"].clone();
+            }
+            StateMode::PreviousResponseId => {}
+        }
+        body
+    }
+
+    /// The request a correct controller sends after `response`, which answered `sent`,
+    /// carrying `outputs`: chained with `previous_response_id`, in the same conversation,
+    /// or (stateless) replaying the last input and every output item.
+    pub fn next_body(&self, sent: &Value, response: &Value, outputs: &[Value]) -> Value {
+        let mut body = sent.clone();
+        match self.state {
+            StateMode::Stateless => {
+                let mut input = sent["input"].as_array().cloned().unwrap_or_default();
+                input.extend(response["output"].as_array().cloned().unwrap_or_default());
+                input.extend(outputs.iter().cloned());
+                body["input"] = json!(input);
+            }
+            StateMode::PreviousResponseId => {
+                body["previous_response_id"] = response["id"].clone();
+                body["input"] = json!(outputs);
+            }
+            StateMode::Conversation => body["input"] = json!(outputs),
+        }
+        body
+    }
+
+    /// Runs each call of `response` on the backend as a correct controller does (an
+    /// approval first where the task requires one) and returns its outputs.
+    pub fn execute(&self, response: &Value) -> Vec<Value> {
+        calls(response)
+            .iter()
+            .map(|call| {
+                let name = call["name"].as_str().unwrap_or_default();
+                let arguments: Value =
+                    serde_json::from_str(call["arguments"].as_str().unwrap_or_default())
+                        .unwrap_or(Value::Null);
+                let mut body = json!({"call_id": call["call_id"], "arguments": arguments, "principal": self.task["principal"]});
+                let gated = self.task["approval_required"]
+                    .as_array()
+                    .is_some_and(|names| names.iter().any(|n| n == name));
+                if gated {
+                    let (_, decision) = self.send(
+                        "POST",
+                        "/tools/approvals",
+                        Some(&json!({"call_id": call["call_id"], "name": name, "arguments": arguments, "principal": self.task["principal"]})),
+                    );
+                    if decision["approved"] != true {
+                        return output(call, &json!({"error": "approval denied"}).to_string());
+                    }
+                    body["approval"] = decision["approval"].clone();
+                }
+                let (status, answer) = self.send("POST", &format!("/tools/call/{name}"), Some(&body));
+                let text = if status == 200 {
+                    answer["result"].to_string()
+                } else {
+                    json!({"error": answer["error"]["message"]}).to_string()
+                };
+                output(call, &text)
+            })
+            .collect()
+    }
+
+    /// Plays the whole script as a correct controller would and returns the responses.
+    pub fn correct(&self) -> Vec<Value> {
+        let mut body = self.first_body();
+        let mut responses = Vec::new();
+        loop {
+            let response = self.create(&body);
+            responses.push(response.clone());
+            if response["status"] != "completed" || calls(&response).is_empty() {
+                return responses;
+            }
+            let outputs = self.execute(&response);
+            body = self.next_body(&body, &response, &outputs);
+        }
+    }
+
+    /// Judges the run with the controller's result line.
+    pub fn judge(self, result: Value) -> Judgement {
+        let mut transcript = self.session.transcript();
+        match ControllerResult::from_value(&result) {
+            Ok(result) => transcript.result = Some(result),
+            Err(why) => transcript.unfinished = Some(Unfinished::NoResult { why }),
+        }
+        judge(self.session.scenario(), self.state, &transcript)
+    }
+
+    /// Judges the run reporting the script's final message as the answer.
+    pub fn judge_completed(self) -> Judgement {
+        let text = final_message_text(self.session.scenario()).unwrap_or_default();
+        self.judge(json!({"status": "completed", "output_text": text}))
+    }
+
+    /// Judges the run reporting a failure with `reason`.
+    pub fn judge_failed(self, reason: &str) -> Judgement {
+        self.judge(json!({"status": "failed", "reason": reason}))
+    }
+}
+
+/// The `function_call` items of a response.
+pub fn calls(response: &Value) -> Vec<Value> {
+    response["output"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["type"] == "function_call")
+        .cloned()
+        .collect()
+}
+
+/// The `function_call_output` answering `call` with `text`.
+pub fn output(call: &Value, text: &str) -> Value {
+    json!({"type": "function_call_output", "call_id": call["call_id"], "output": text})
+}
+
+/// A check's result; panics listing the checks judged when it is absent.
+pub fn check<'a>(judgement: &'a Judgement, id: &str) -> &'a CheckResult {
+    judgement
+        .checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no check {id} was judged:\n{}", describe(judgement)))
+}
+
+/// Every check with its verdict and message, for assertion messages.
+pub fn describe(judgement: &Judgement) -> String {
+    judgement
+        .checks
+        .iter()
+        .map(|c| format!("  {} {}: {}", c.verdict.as_str(), c.id, c.message))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Asserts the check passed.
+#[track_caller]
+pub fn assert_passes(judgement: &Judgement, id: &str) {
+    let found = check(judgement, id);
+    assert_eq!(
+        found.verdict,
+        CheckVerdict::Pass,
+        "{id} must pass:\n{}",
+        describe(judgement)
+    );
+}
+
+/// Asserts the check failed (`fail`, or `non-strict` for a SHOULD) with `needle` in its
+/// message.
+#[track_caller]
+pub fn assert_fails(judgement: &Judgement, id: &str, needle: &str) {
+    let found = check(judgement, id);
+    assert!(
+        matches!(found.verdict, CheckVerdict::Fail | CheckVerdict::NonStrict),
+        "{id} must fail:\n{}",
+        describe(judgement)
+    );
+    assert!(
+        found.message.contains(needle),
+        "{id}'s message lacks {needle:?}: {}",
+        found.message
+    );
+}
+
+/// Asserts the check was not judged at all (the run gave it nothing to judge).
+#[track_caller]
+pub fn assert_not_judged(judgement: &Judgement, id: &str) {
+    assert!(
+        judgement.checks.iter().all(|c| c.id != id),
+        "{id} must not be judged here:\n{}",
+        describe(judgement)
+    );
+}

@@ -1,0 +1,319 @@
+//! Snapshots: the normalized transcript of each case run, kept in a folder (one file per
+//! case and state mode; a team keeps one folder per controller) and compared on every
+//! run. The oracle checks what must always hold; a snapshot catches what silently
+//! changed: an SDK upgrade that starts sending `max_output_tokens`, a refactor that
+//! reorders tools, a framework that drops `strict`.
+//!
+//! Files are in insta's format (a `---` metadata header, then the content), so
+//! `cargo insta review` and `cargo insta accept` work on them: a changed or missing
+//! snapshot is written beside the old one as `.snap.new` for review, except under `CI`,
+//! where nothing is written and a missing snapshot fails the case. `--update-snapshots`
+//! accepts every change at once and is refused under `CI`, as insta does.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::CaseReport;
+use crate::scenario::StateMode;
+use crate::transcript::drift::{changes, text_diff};
+use crate::transcript::normalize::{NORMALIZED_FORMAT, Normalized, normalize};
+
+/// Why the snapshot folder cannot be used; the CLI reports it as a usage error.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// `--update-snapshots` under CI.
+    #[error(
+        "refusing to update snapshots because CI is set\n(hint: review changes with `cargo insta review` outside CI, or run without --update-snapshots)"
+    )]
+    UpdateInCi,
+    /// The folder cannot be created or written.
+    #[error(
+        "failed to use the snapshot folder {path}: {source}\n(hint: pass a folder this user can write, or create it first)"
+    )]
+    Folder {
+        /// The folder.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+}
+
+/// What a case run's snapshot said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotStatus {
+    /// The run sent what the snapshot holds.
+    Matched,
+    /// The run sent something else: the case is `drift`.
+    Drifted,
+    /// There was no snapshot; one was written as `.snap.new` for review.
+    New,
+    /// There was no snapshot, and under CI that is a failure (`drift`).
+    Missing,
+    /// `--update-snapshots` wrote the run as the new snapshot.
+    Updated,
+    /// The snapshot file could not be read: the case is `error`.
+    Unreadable,
+}
+
+/// A case run's snapshot comparison, as reports show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotNote {
+    /// The snapshot file.
+    pub path: PathBuf,
+    /// What the comparison found.
+    pub status: SnapshotStatus,
+    /// For drift: each change, named by request and item; for an unreadable file, why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<String>,
+    /// For drift: a unified diff of the two transcripts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+/// The snapshot folder of a run.
+#[derive(Debug, Clone)]
+pub struct Snapshots {
+    dir: PathBuf,
+    update: bool,
+    ci: bool,
+}
+
+/// True when the environment says this is a CI run (`CI` set to anything but `false`
+/// or `0`, as insta reads it).
+pub fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+impl Snapshots {
+    /// The snapshots in `dir`; checks before any case runs that the folder can be written
+    /// when a run may write to it (outside CI, or to update).
+    pub fn open(dir: &Path, update: bool) -> Result<Self, SnapshotError> {
+        let ci = is_ci();
+        if update && ci {
+            return Err(SnapshotError::UpdateInCi);
+        }
+        if update || !ci {
+            let folder = |source| SnapshotError::Folder {
+                path: dir.to_owned(),
+                source,
+            };
+            std::fs::create_dir_all(dir).map_err(folder)?;
+            tempfile::NamedTempFile::new_in(dir).map_err(folder)?;
+        }
+        Ok(Self {
+            dir: dir.to_owned(),
+            update,
+            ci,
+        })
+    }
+
+    /// The file of a case run: `<dir>/<area>/<name>.<state>.snap`.
+    pub fn path(&self, id: &str, state: StateMode) -> PathBuf {
+        self.dir.join(format!("{id}.{}.snap", state.as_str()))
+    }
+
+    /// Compares a judged case run with its snapshot (or writes one), and folds the
+    /// outcome into the report: a drifted run, or a missing snapshot under CI, turns a
+    /// passing verdict into `drift`; an unreadable snapshot makes the case `error`.
+    pub fn check(&self, report: &mut CaseReport) {
+        if report.transcript.model.is_empty() && report.transcript.tools.is_empty() {
+            return; // unsupported or not run: nothing was sent
+        }
+        let actual = normalize(&report.id, report.state, &report.transcript);
+        let path = self.path(&report.id, report.state);
+        let note = self.compare(&path, &actual);
+        report.fold_snapshot(note);
+    }
+
+    fn compare(&self, path: &Path, actual: &Normalized) -> SnapshotNote {
+        let new_path = path.with_extension("snap.new");
+        let note = |status, changes: Vec<String>, diff: Option<String>| SnapshotNote {
+            path: path.to_owned(),
+            status,
+            changes,
+            diff,
+        };
+        let expected = match std::fs::read_to_string(path) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => {
+                return note(
+                    SnapshotStatus::Unreadable,
+                    vec![format!("failed to read {}: {err}", path.display())],
+                    None,
+                );
+            }
+            Ok(text) => match read(path, &text, actual) {
+                Ok(expected) => Some(expected),
+                // Updating replaces an unreadable snapshot too.
+                Err(_) if self.update => None,
+                Err(why) => return note(SnapshotStatus::Unreadable, vec![why], None),
+            },
+        };
+        let write = |to: &Path| -> Result<(), String> {
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("failed to create {}: {e}", parent.display()))?;
+            }
+            crate::runner::write_bytes_atomic(to, render(actual).as_bytes())
+                .map_err(|e| format!("failed to write {}: {e}", to.display()))
+        };
+        match expected {
+            Some(expected) if &expected == actual => {
+                let _ = std::fs::remove_file(&new_path);
+                note(SnapshotStatus::Matched, Vec::new(), None)
+            }
+            _ if self.update => match write(path) {
+                Ok(()) => {
+                    let _ = std::fs::remove_file(&new_path);
+                    note(SnapshotStatus::Updated, Vec::new(), None)
+                }
+                Err(why) => note(SnapshotStatus::Unreadable, vec![why], None),
+            },
+            Some(expected) => {
+                let found = changes(&expected, actual)
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                let diff = text_diff(&content(&expected), &content(actual));
+                if !self.ci
+                    && let Err(why) = write(&new_path)
+                {
+                    return note(SnapshotStatus::Unreadable, vec![why], None);
+                }
+                note(SnapshotStatus::Drifted, found, Some(diff))
+            }
+            None if self.ci => note(
+                SnapshotStatus::Missing,
+                vec![format!(
+                    "no snapshot at {} (under CI a missing snapshot fails; record it outside CI and commit it)",
+                    path.display()
+                )],
+                None,
+            ),
+            None => match write(&new_path) {
+                Ok(()) => note(SnapshotStatus::New, Vec::new(), None),
+                Err(why) => note(SnapshotStatus::Unreadable, vec![why], None),
+            },
+        }
+    }
+}
+
+/// The snapshot's content: the normalized transcript as pretty JSON, one field per line,
+/// so a review shows changes line by line.
+fn content(normalized: &Normalized) -> String {
+    serde_json::to_string_pretty(normalized).unwrap_or_default()
+}
+
+/// The whole file, in insta's format.
+fn render(normalized: &Normalized) -> String {
+    format!(
+        "---\nsource: loopcheck\nexpression: {}\n---\n{}\n",
+        serde_json::to_string(&format!("{} [{}]", normalized.case, normalized.state))
+            .unwrap_or_default(),
+        content(normalized)
+    )
+}
+
+/// Parses a snapshot file; the error names the file, the line and what was expected.
+fn read(path: &Path, text: &str, actual: &Normalized) -> Result<Normalized, String> {
+    let at = |line: usize, what: &str| format!("{}:{line}: {what}", path.display());
+    let mut lines = text.split_inclusive('\n');
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Err(at(
+            1,
+            "expected `---`, the start of an insta snapshot's header",
+        ));
+    }
+    let mut offset = text.find('\n').map_or(text.len(), |n| n + 1);
+    let mut line = 2;
+    loop {
+        let Some(next) = lines.next() else {
+            return Err(at(
+                line,
+                "expected `---`, the end of the snapshot's header, before the end of the file",
+            ));
+        };
+        offset += next.len();
+        if next.trim_end() == "---" {
+            break;
+        }
+        line += 1;
+    }
+    let body = &text[offset..];
+    let normalized: Normalized = serde_json::from_str(body).map_err(|err| {
+        at(
+            line + err.line(),
+            &format!("expected a loopcheck normalized transcript (JSON, format {NORMALIZED_FORMAT}): {err}"),
+        )
+    })?;
+    if normalized.format > NORMALIZED_FORMAT {
+        return Err(at(
+            line + 1,
+            &format!(
+                "this snapshot has format {}, newer than this loopcheck reads ({NORMALIZED_FORMAT}); upgrade loopcheck",
+                normalized.format
+            ),
+        ));
+    }
+    if (&normalized.case, normalized.state) != (&actual.case, actual.state) {
+        return Err(at(
+            line + 1,
+            &format!(
+                "this snapshot is of {} [{}], not {} [{}]",
+                normalized.case, normalized.state, actual.case, actual.state
+            ),
+        ));
+    }
+    Ok(normalized)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn normalized() -> Normalized {
+        Normalized {
+            format: NORMALIZED_FORMAT,
+            case: "area/01-case".to_owned(),
+            state: StateMode::Stateless,
+            steps: Vec::new(),
+            result: None,
+            unfinished: None,
+        }
+    }
+
+    #[test]
+    fn a_rendered_snapshot_reads_back() {
+        let n = normalized();
+        let path = Path::new("s/area/01-case.stateless.snap");
+        assert_eq!(read(path, &render(&n), &n).unwrap(), n);
+    }
+
+    #[test]
+    fn bad_files_name_the_file_the_line_and_what_was_expected() {
+        let n = normalized();
+        let path = Path::new("s.snap");
+        let err = read(path, "hello", &n).unwrap_err();
+        assert!(err.starts_with("s.snap:1: expected `---`"), "{err}");
+        let err = read(path, "---\nsource: x\n", &n).unwrap_err();
+        assert!(
+            err.starts_with("s.snap:3: expected `---`, the end"),
+            "{err}"
+        );
+        let truncated = render(&n);
+        let err = read(path, &truncated[..truncated.len() - 20], &n).unwrap_err();
+        assert!(
+            err.contains("expected a loopcheck normalized transcript"),
+            "{err}"
+        );
+        let mut other = n.clone();
+        other.case = "area/02-other".to_owned();
+        let err = read(path, &render(&other), &n).unwrap_err();
+        assert!(
+            err.contains("is of area/02-other [stateless], not area/01-case"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,303 @@
+//! Drift: what changed between two normalized transcripts of the same case, item by item,
+//! each change named by the request (or tool exchange) and the field or item it touches:
+//! "request 2 (POST /v1/responses): `max_output_tokens` is new: 256".
+
+use serde_json::Value;
+
+use super::normalize::{ModelStep, Normalized, Step, ToolStep};
+use crate::tools::json_equal;
+
+/// Most characters of a value quoted in a change.
+const QUOTE: usize = 100;
+
+/// One difference, located.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Where: `request 2 (POST /v1/responses)`, `tool exchange 1 (call get_stock)`, `result`.
+    pub at: String,
+    /// What changed, from the expected (snapshot, recording) to the actual run.
+    pub what: String,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.at, self.what)
+    }
+}
+
+fn quote(value: &Value) -> String {
+    crate::transcript::clip(&value.to_string(), QUOTE)
+}
+
+/// Every change from `expected` to `actual`, in order; empty when they agree.
+pub fn changes(expected: &Normalized, actual: &Normalized) -> Vec<Change> {
+    let mut out = Vec::new();
+    let (mut requests, mut tools) = (0, 0);
+    for (index, pair) in expected
+        .steps
+        .iter()
+        .map(Some)
+        .chain(std::iter::repeat(None))
+        .zip(actual.steps.iter().map(Some).chain(std::iter::repeat(None)))
+        .take(expected.steps.len().max(actual.steps.len()))
+        .enumerate()
+    {
+        let label = |step: &Step, requests: usize, tools: usize| match step {
+            Step::Model(m) => format!("request {requests} ({} {})", m.method, m.path),
+            Step::Tool(t) => format!("tool exchange {tools} ({} {})", t.kind, t.name),
+        };
+        let step = pair.1.or(pair.0).expect("one side has this step");
+        match step {
+            Step::Model(_) => requests += 1,
+            Step::Tool(_) => tools += 1,
+        }
+        let at = label(step, requests, tools);
+        match pair {
+            (Some(Step::Model(e)), Some(Step::Model(a))) => model(&at, e, a, &mut out),
+            (Some(Step::Tool(e)), Some(Step::Tool(a))) => tool(&at, e, a, &mut out),
+            (Some(e), Some(_)) => out.push(Change {
+                at,
+                what: format!(
+                    "exchange {} is of another kind: expected {}",
+                    index + 1,
+                    label(e, requests, tools)
+                ),
+            }),
+            (None, Some(_)) => out.push(Change {
+                at,
+                what: "is new: the expected run has no such exchange here".to_owned(),
+            }),
+            (Some(_), None) => out.push(Change {
+                at,
+                what: "is gone: the run ended before it".to_owned(),
+            }),
+            (None, None) => {}
+        }
+    }
+    if expected.result != actual.result || expected.unfinished != actual.unfinished {
+        let describe = |n: &Normalized| match (&n.result, &n.unfinished) {
+            (Some(r), _) => serde_json::to_string(r).unwrap_or_default(),
+            (None, Some(why)) => format!("no result ({why})"),
+            (None, None) => "no result".to_owned(),
+        };
+        out.push(Change {
+            at: "result".to_owned(),
+            what: format!("{} instead of {}", describe(actual), describe(expected)),
+        });
+    }
+    out
+}
+
+fn model(at: &str, expected: &ModelStep, actual: &ModelStep, out: &mut Vec<Change>) {
+    let mut push = |what: String| {
+        out.push(Change {
+            at: at.to_owned(),
+            what,
+        })
+    };
+    if (&expected.method, &expected.path) != (&actual.method, &actual.path) {
+        push(format!(
+            "goes to {} {} instead of {} {}",
+            actual.method, actual.path, expected.method, expected.path
+        ));
+    }
+    for (name, value) in &actual.headers {
+        match expected.headers.get(name) {
+            None => push(format!("header `{name}` is new: {value:?}")),
+            Some(was) if was != value => {
+                push(format!("header `{name}` is {value:?} instead of {was:?}"))
+            }
+            Some(_) => {}
+        }
+    }
+    for name in expected.headers.keys() {
+        if !actual.headers.contains_key(name) {
+            push(format!("header `{name}` is gone"));
+        }
+    }
+    fields(&expected.body, &actual.body, &mut push);
+    if expected.answer != actual.answer {
+        push(format!(
+            "was answered {} instead of {}",
+            serde_json::to_string(&actual.answer).unwrap_or_default(),
+            serde_json::to_string(&expected.answer).unwrap_or_default()
+        ));
+    }
+}
+
+/// Top-level keys of a body; `input` and `tools` item by item.
+fn fields(expected: &Value, actual: &Value, push: &mut impl FnMut(String)) {
+    let (Some(e), Some(a)) = (expected.as_object(), actual.as_object()) else {
+        if !json_equal(expected, actual) {
+            push(format!(
+                "the body is {} instead of {}",
+                quote(actual),
+                quote(expected)
+            ));
+        }
+        return;
+    };
+    for (key, value) in a {
+        match e.get(key) {
+            None => push(format!("`{key}` is new: {}", quote(value))),
+            Some(was) if json_equal(was, value) => {}
+            Some(Value::Array(was)) if matches!(key.as_str(), "input" | "tools") => {
+                items(key, was, value.as_array().map_or(&[][..], |v| v), push)
+            }
+            Some(was) => push(format!(
+                "`{key}` is {} instead of {}",
+                quote(value),
+                quote(was)
+            )),
+        }
+    }
+    for key in e.keys() {
+        if !a.contains_key(key) {
+            push(format!("`{key}` is gone (was {})", quote(&e[key])));
+        }
+    }
+}
+
+fn items(key: &str, expected: &[Value], actual: &[Value], push: &mut impl FnMut(String)) {
+    for index in 0..expected.len().max(actual.len()) {
+        match (expected.get(index), actual.get(index)) {
+            (Some(e), Some(a)) if !json_equal(e, a) => {
+                let kind = a["type"].as_str().or(a["role"].as_str()).unwrap_or("item");
+                let mut detail = Vec::new();
+                if let (Some(eo), Some(ao)) = (e.as_object(), a.as_object()) {
+                    for (field, value) in ao {
+                        match eo.get(field) {
+                            None => detail.push(format!("`{field}` is new: {}", quote(value))),
+                            Some(was) if !json_equal(was, value) => detail.push(format!(
+                                "`{field}` is {} instead of {}",
+                                quote(value),
+                                quote(was)
+                            )),
+                            Some(_) => {}
+                        }
+                    }
+                    for field in eo.keys().filter(|f| !ao.contains_key(*f)) {
+                        detail.push(format!("`{field}` is gone"));
+                    }
+                } else {
+                    detail.push(format!("{} instead of {}", quote(a), quote(e)));
+                }
+                push(format!(
+                    "{key}[{index}] ({kind}) changed: {}",
+                    detail.join(", ")
+                ));
+            }
+            (None, Some(a)) => push(format!("{key}[{index}] is new: {}", quote(a))),
+            (Some(e), None) => push(format!("{key}[{index}] is gone (was {})", quote(e))),
+            _ => {}
+        }
+    }
+}
+
+fn tool(at: &str, expected: &ToolStep, actual: &ToolStep, out: &mut Vec<Change>) {
+    let e = serde_json::to_value(expected).unwrap_or_default();
+    let a = serde_json::to_value(actual).unwrap_or_default();
+    fields(&e, &a, &mut |what| {
+        out.push(Change {
+            at: at.to_owned(),
+            what,
+        })
+    });
+}
+
+/// A unified line diff of the two transcripts' renderings, expected (-) against actual
+/// (+), with a few lines of context.
+pub fn text_diff(expected: &str, actual: &str) -> String {
+    similar::TextDiff::from_lines(expected, actual)
+        .unified_diff()
+        .context_radius(3)
+        .header("expected", "actual")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::scenario::StateMode;
+    use crate::transcript::normalize::{Answer, NORMALIZED_FORMAT};
+
+    fn request(body: Value) -> Step {
+        Step::Model(ModelStep {
+            method: "POST".to_owned(),
+            path: "/v1/responses".to_owned(),
+            headers: Default::default(),
+            body,
+            answer: Answer {
+                status: 200,
+                turn: Some(0),
+                response_status: Some("completed".to_owned()),
+                fault: None,
+                rejected_by: None,
+                streamed: false,
+            },
+        })
+    }
+
+    fn run(steps: Vec<Step>) -> Normalized {
+        Normalized {
+            format: NORMALIZED_FORMAT,
+            case: "c".to_owned(),
+            state: StateMode::Stateless,
+            steps,
+            result: None,
+            unfinished: None,
+        }
+    }
+
+    #[test]
+    fn a_new_field_is_named_with_its_request() {
+        let expected = run(vec![
+            request(json!({"model": "gpt-5"})),
+            request(json!({"model": "gpt-5"})),
+        ]);
+        let actual = run(vec![
+            request(json!({"model": "gpt-5"})),
+            request(json!({"model": "gpt-5", "max_output_tokens": 256})),
+        ]);
+        let found = changes(&expected, &actual);
+        assert_eq!(
+            found.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["request 2 (POST /v1/responses): `max_output_tokens` is new: 256"]
+        );
+        assert!(changes(&expected, &expected).is_empty());
+    }
+
+    #[test]
+    fn an_input_item_that_changed_is_named_by_index_and_field() {
+        let item = |text: &str| json!({"type": "function_call_output", "call_id": "call_1", "output": text});
+        let expected = run(vec![request(json!({"input": [item("8")]}))]);
+        let actual = run(vec![request(json!({"input": [item("9"), item("1")]}))]);
+        let found: Vec<String> = changes(&expected, &actual)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "request 1 (POST /v1/responses): input[0] (function_call_output) changed: `output` is \"9\" instead of \"8\"",
+                "request 1 (POST /v1/responses): input[1] is new: {\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"1\"}",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_request_is_named() {
+        let expected = run(vec![request(json!({})), request(json!({}))]);
+        let actual = run(vec![request(json!({}))]);
+        let found: Vec<String> = changes(&expected, &actual)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            found,
+            ["request 2 (POST /v1/responses): is gone: the run ended before it"]
+        );
+    }
+}

@@ -1,0 +1,392 @@
+//! The normalized transcript: what a controller sent in one case, with everything that
+//! changes from run to run replaced by stable placeholders, so two runs of the same
+//! controller compare equal and a change in what it sends stands out. Snapshots and
+//! replay drift compare these.
+//!
+//! The redactor renumbers response, item and call ids in order of first appearance
+//! (`resp_1`, `fc_1`, `call_1`...), consistently across the whole transcript; replaces
+//! encrypted content, approval tokens, program fingerprints, request ids and keys; drops
+//! ports and temporary paths from strings; leaves out durations and timestamps; and keeps
+//! only the headers that describe the request (not the client's platform, retry count or
+//! connection). Tool-backend exchanges between two model requests are listed in the order
+//! of the calls they serve, since a controller may run calls in parallel.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{
+    ControllerResult, ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished,
+};
+use crate::scenario::StateMode;
+
+/// The version of the normalized transcript's format.
+///
+/// Changelog:
+/// - 1: `{"format", "case", "state", "steps": [{"model": {"method", "path", "headers",
+///   "body", "answer": {"status", "turn"?, "response_status"?, "fault"?, "rejected_by"?,
+///   "streamed"?}}} | {"tool": {"kind", "name", "call_id"?, "arguments", "principal"?,
+///   "approval"?, "status", "response"}}], "result"?, "unfinished"?}`.
+pub const NORMALIZED_FORMAT: u32 = 1;
+
+/// One case run, normalized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Normalized {
+    /// [`NORMALIZED_FORMAT`].
+    pub format: u32,
+    /// The case id.
+    pub case: String,
+    /// The state mode.
+    pub state: StateMode,
+    /// Every exchange, in order.
+    pub steps: Vec<Step>,
+    /// The controller's result line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ControllerResult>,
+    /// How it ended without one: `timed-out` or the reason there was no result line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished: Option<String>,
+}
+
+/// One exchange.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// A request to the fake Responses API.
+    Model(ModelStep),
+    /// A request to the fixture tool backend.
+    Tool(ToolStep),
+}
+
+/// A model request and how it was answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelStep {
+    /// HTTP method.
+    pub method: String,
+    /// Path and query, ids renumbered.
+    pub path: String,
+    /// The headers that describe the request.
+    pub headers: BTreeMap<String, String>,
+    /// The body as sent, normalized.
+    pub body: Value,
+    /// How the fake server answered it.
+    pub answer: Answer,
+}
+
+/// How a model request was answered: which scripted turn, or which fault or rejection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// The 0-based script turn served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<usize>,
+    /// The served response's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_status: Option<String>,
+    /// The scripted fault answered instead (`429`, `dropped`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    /// The strict-emulation rule that rejected it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_by: Option<String>,
+    /// Answered as a stream of events.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub streamed: bool,
+}
+
+/// A tool-backend request and its answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolStep {
+    /// `call` or `approval`.
+    pub kind: String,
+    /// The tool.
+    pub name: String,
+    /// The call_id sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The arguments sent.
+    pub arguments: Value,
+    /// The principal sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// The approval token sent with a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// HTTP status answered.
+    pub status: u16,
+    /// The answer, normalized.
+    pub response: Value,
+}
+
+/// Headers that say nothing about what the controller asked for: the client's platform
+/// and version, its retry count and timeouts, the connection, and what the body's length
+/// already says. `authorization` is redacted when recorded.
+fn volatile_header(name: &str) -> bool {
+    matches!(
+        name,
+        "host"
+            | "content-length"
+            | "connection"
+            | "accept-encoding"
+            | "user-agent"
+            | "authorization"
+            | "traceparent"
+            | "tracestate"
+    ) || name.starts_with("x-stainless-")
+}
+
+/// Values that change from run to run, by the placeholder kind they get.
+static VOLATILE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\b(?P<id>(?:resp|rs|fc|fco|msg|cm|cmo|conv|item)_[0-9a-f]{48})\b",
+        r"|\b(?P<call>call_[0-9A-Za-z]{24})\b",
+        r"|\b(?P<apr>apr_[0-9a-f]{24})\b",
+        r"|\b(?P<fp>fp_[0-9A-Za-z]{43})\b",
+        r"|\b(?P<req>req_[0-9a-f]{32})\b",
+        r"|(?P<enc>gAAAAAB[0-9A-Za-z_-]{20,}={0,2})",
+        r"|(?P<key>sk-[0-9A-Za-z_-]{8,})",
+        r"|(?P<port>(?:127\.0\.0\.1|localhost):[0-9]{2,5})",
+        r"|(?P<temp>/tmp/loopcheck-[0-9A-Za-z._-]+)",
+    ))
+    .expect("the volatile-value pattern compiles")
+});
+
+/// Renumbers volatile values in order of first appearance.
+#[derive(Default)]
+struct Redactor {
+    seen: HashMap<String, String>,
+    counts: HashMap<String, usize>,
+}
+
+impl Redactor {
+    fn placeholder(&mut self, value: &str, kind: &str) -> String {
+        if let Some(known) = self.seen.get(value) {
+            return known.clone();
+        }
+        let count = self.counts.entry(kind.to_owned()).or_insert(0);
+        *count += 1;
+        let placeholder = match kind {
+            "enc" => format!("[encrypted_content {count}]"),
+            "key" => "[api key]".to_owned(),
+            "port" => "127.0.0.1:[port]".to_owned(),
+            "temp" => "[temp]".to_owned(),
+            prefix => format!("{prefix}_{count}"),
+        };
+        self.seen.insert(value.to_owned(), placeholder.clone());
+        placeholder
+    }
+
+    fn text(&mut self, text: &str) -> String {
+        VOLATILE
+            .replace_all(text, |caps: &Captures| {
+                let (name, matched) = [
+                    "id", "call", "apr", "fp", "req", "enc", "key", "port", "temp",
+                ]
+                .iter()
+                .find_map(|name| caps.name(name).map(|m| (*name, m.as_str())))
+                .expect("one group matched");
+                let kind = match name {
+                    "id" => matched.split('_').next().unwrap_or("item"),
+                    other => other,
+                };
+                self.placeholder(matched, kind)
+            })
+            .into_owned()
+    }
+
+    fn value(&mut self, value: &Value) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.text(text)),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.value(v)).collect()),
+            Value::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(key, v)| (key.clone(), self.value(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// Gives numbers to the ids in `value` without keeping the result: a response's ids
+    /// are numbered when the server sends them, before the controller echoes them.
+    fn see(&mut self, value: &Value) {
+        let _ = self.value(value);
+    }
+}
+
+/// A transcript's exchanges in a stable order: model exchanges as they came, and the
+/// tool exchanges between two of them in the order of the calls they serve (approval
+/// before execution, attempts in order).
+fn canonical_order(transcript: &Transcript) -> Vec<Entry<'_>> {
+    let mut issued: Vec<String> = Vec::new();
+    let mut entries: Vec<Entry<'_>> = Vec::new();
+    let mut window: Vec<&ToolExchange> = Vec::new();
+    let mut tools = transcript.tools.iter().peekable();
+    for model in &transcript.model {
+        while let Some(tool) = tools.next_if(|t| t.seq < model.seq) {
+            window.push(tool);
+        }
+        entries.extend(in_call_order(&mut window, &issued).map(Entry::Tool));
+        if let Some(served) = model.served() {
+            issued.extend(
+                served["output"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|item| item["type"] == "function_call")
+                    .filter_map(|item| item["call_id"].as_str().map(str::to_owned)),
+            );
+        }
+        entries.push(Entry::Model(model));
+    }
+    window.extend(tools);
+    entries.extend(in_call_order(&mut window, &issued).map(Entry::Tool));
+    entries
+}
+
+/// Drains tool exchanges sorted by the position of their call among the calls issued,
+/// approvals before executions, then in arrival order.
+fn in_call_order<'w, 'a>(
+    window: &'w mut Vec<&'a ToolExchange>,
+    issued: &[String],
+) -> std::vec::Drain<'w, &'a ToolExchange> {
+    let position = |t: &ToolExchange| {
+        t.call_id
+            .as_deref()
+            .and_then(|id| issued.iter().position(|i| i == id))
+            .unwrap_or(usize::MAX)
+    };
+    window.sort_by_key(|t| (position(t), t.kind != ToolRequestKind::Approval, t.seq));
+    window.drain(..)
+}
+
+enum Entry<'a> {
+    Model(&'a ModelExchange),
+    Tool(&'a ToolExchange),
+}
+
+/// Normalizes one case run's transcript.
+pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Normalized {
+    let mut redactor = Redactor::default();
+    let mut steps = Vec::new();
+    for entry in canonical_order(transcript) {
+        match entry {
+            Entry::Model(m) => {
+                let path = redactor.text(&m.path);
+                let headers = m
+                    .headers
+                    .iter()
+                    .filter(|(name, _)| !volatile_header(name))
+                    .map(|(name, value)| (name.clone(), redactor.text(value)))
+                    .collect();
+                let body = redactor.value(&m.body);
+                let served = m.served();
+                if let Some(served) = served {
+                    redactor.see(served);
+                } else {
+                    redactor.see(&m.response);
+                }
+                steps.push(Step::Model(ModelStep {
+                    method: m.method.clone(),
+                    path,
+                    headers,
+                    body,
+                    answer: Answer {
+                        status: m.status,
+                        turn: m.turn,
+                        response_status: served
+                            .unwrap_or(&m.response)
+                            .get("status")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        fault: m.fault.as_ref().map(|f| {
+                            if f.dropped {
+                                "dropped".to_owned()
+                            } else {
+                                f.status.map_or("delayed".to_owned(), |s| s.to_string())
+                            }
+                        }),
+                        rejected_by: m.rejected_by.clone(),
+                        streamed: m.stream.is_some(),
+                    },
+                }));
+            }
+            Entry::Tool(t) => {
+                let text = |r: &mut Redactor, v: &Option<String>| v.as_deref().map(|s| r.text(s));
+                steps.push(Step::Tool(ToolStep {
+                    kind: t.kind.as_str().to_owned(),
+                    name: t.name.clone(),
+                    call_id: text(&mut redactor, &t.call_id),
+                    arguments: redactor.value(&t.arguments),
+                    principal: text(&mut redactor, &t.principal),
+                    approval: text(&mut redactor, &t.approval),
+                    status: t.status,
+                    response: redactor.value(&t.response),
+                }));
+            }
+        }
+    }
+    let result = transcript.result.as_ref().map(|r| ControllerResult {
+        status: r.status.clone(),
+        output_text: r.output_text.as_deref().map(|s| redactor.text(s)),
+        reason: r.reason.clone(),
+        detail: r.detail.as_deref().map(|s| redactor.text(s)),
+    });
+    let unfinished = transcript.unfinished.as_ref().map(|u| match u {
+        Unfinished::TimedOut { .. } => "timed-out".to_owned(),
+        Unfinished::NoResult { why } => redactor.text(why),
+    });
+    Normalized {
+        format: NORMALIZED_FORMAT,
+        case: case.to_owned(),
+        state,
+        steps,
+        result,
+        unfinished,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn ids_are_renumbered_in_order_of_first_appearance_everywhere() {
+        let mut r = Redactor::default();
+        let fc = format!("fc_{}", "a".repeat(48));
+        let call = "call_AbCdEfGhIjKlMnOpQrStUvWx";
+        let first =
+            r.value(&json!({"id": fc, "call_id": call, "output": format!("{call} failed")}));
+        assert_eq!(
+            first,
+            json!({"id": "fc_1", "call_id": "call_1", "output": "call_1 failed"})
+        );
+        let other = format!("fc_{}", "b".repeat(48));
+        assert_eq!(r.text(&other), "fc_2");
+        assert_eq!(r.text(&fc), "fc_1");
+        assert_eq!(
+            r.text("http://127.0.0.1:41234/v1"),
+            "http://127.0.0.1:[port]/v1"
+        );
+        assert_eq!(r.text("key sk-loopcheck-abcdefgh123"), "key [api key]");
+        assert_eq!(
+            r.text("/tmp/loopcheck-case-Ab12/task.json"),
+            "[temp]/task.json"
+        );
+    }
+
+    #[test]
+    fn volatile_headers_are_left_out() {
+        assert!(volatile_header("x-stainless-retry-count"));
+        assert!(volatile_header("user-agent"));
+        assert!(!volatile_header("content-type"));
+        assert!(!volatile_header("openai-beta"));
+    }
+}
