@@ -61,14 +61,32 @@ impl Run {
     /// Sends a request to the engine; the reply's status and JSON body (the events, for
     /// a stream, after the whole stream was "written").
     pub fn send(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        self.send_with(method, path, body, &[])
+    }
+
+    /// [`Run::send`] with more headers (e.g. `x-stainless-retry-count` for an SDK retry)
+    /// and a query in `path` (`/v1/responses/x?stream=true`).
+    pub fn send_with(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let mut all = vec![(
+            "authorization".to_owned(),
+            format!("Bearer {}", self.session.api_key()),
+        )];
+        all.extend(headers.iter().map(|(n, v)| (n.to_string(), v.to_string())));
+        let (path, query) = match path.split_once('?') {
+            Some((path, query)) => (path, Some(query.to_owned())),
+            None => (path, None),
+        };
         let reply = self.session.handle(EngineRequest {
             method: method.to_owned(),
             path: path.to_owned(),
-            query: None,
-            headers: vec![(
-                "authorization".to_owned(),
-                format!("Bearer {}", self.session.api_key()),
-            )],
+            query,
+            headers: all,
             body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
         });
         let body = match reply.body {
