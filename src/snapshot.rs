@@ -209,7 +209,7 @@ fn content(normalized: &Normalized) -> String {
 /// The whole file, in insta's format.
 fn render(normalized: &Normalized) -> String {
     format!(
-        "---\nsource: loopcheck\nexpression: {}\n---\n{}\n",
+        "---\nsource: loopcheck\ndescription: {}\n---\n{}\n",
         serde_json::to_string(&format!("{} [{}]", normalized.case, normalized.state))
             .unwrap_or_default(),
         content(normalized)

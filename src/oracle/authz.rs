@@ -61,12 +61,14 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
 
 fn denial_relayed(f: &Facts) -> CheckResult {
     let mut problems = Vec::new();
+    let mut judged = std::collections::BTreeSet::new();
     for denied in f
         .tools
         .iter()
         .filter(|t| t.kind == ToolRequestKind::Call && t.status == 403)
     {
-        let Some(call_id) = denied.call_id.as_deref() else {
+        // The first denial of a call is the one to relay; repeats are its retries.
+        let Some(call_id) = denied.call_id.as_deref().filter(|id| judged.insert(*id)) else {
             continue;
         };
         let retries = f
@@ -116,12 +118,13 @@ fn approval_before_execution(f: &Facts) -> CheckResult {
 
 fn approval_denied(f: &Facts) -> CheckResult {
     let mut problems = Vec::new();
+    let mut judged = std::collections::BTreeSet::new();
     for refusal in f
         .tools
         .iter()
         .filter(|t| t.kind == ToolRequestKind::Approval && t.response["approved"] == false)
     {
-        let Some(call_id) = refusal.call_id.as_deref() else {
+        let Some(call_id) = refusal.call_id.as_deref().filter(|id| judged.insert(*id)) else {
             continue;
         };
         if f.executions_of(call_id).iter().any(|t| t.seq > refusal.seq) {
@@ -200,4 +203,353 @@ fn approval_request_matches(f: &Facts) -> CheckResult {
         problems,
         "every approval request names its call's tool and arguments",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::Judgement;
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::PreviousResponseId;
+
+    /// The principal of the authz cases that name none.
+    const USER: &str = "user-1";
+    /// The principal of the cross-tenant cases.
+    const ACME: &str = "acme-user-17";
+
+    /// Plays a case whose first response has calls and whose second is the answer:
+    /// `answer` does what the controller does with the calls (on the backend too) and
+    /// returns the outputs it sends. Judged as reporting the final message.
+    fn play(id: &str, answer: impl Fn(&Run, &[Value]) -> Vec<Value>) -> Judgement {
+        let run = Run::case(id, PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let outputs = answer(&run, &calls(&response));
+        run.create(&run.next_body(&first, &response, &outputs));
+        run.judge_completed()
+    }
+
+    fn arguments(call: &Value) -> Value {
+        serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap()
+    }
+
+    /// Asks the approver about `call` with this request body; its decision.
+    fn ask_with(run: &Run, body: Value) -> Value {
+        let (status, decision) = run.send("POST", "/tools/approvals", Some(&body));
+        assert_eq!(status, 200, "{decision}");
+        decision
+    }
+
+    /// Asks the approver about `call` as a correct controller does; its decision.
+    fn ask(run: &Run, call: &Value, principal: &str) -> Value {
+        ask_with(
+            run,
+            json!({"call_id": call["call_id"], "name": call["name"], "arguments": arguments(call), "principal": principal}),
+        )
+    }
+
+    /// Runs `call` on the backend for `principal` with `approval` (the token, or
+    /// nothing); the output relaying the answer: its result, or its error.
+    fn run_tool(run: &Run, call: &Value, principal: &str, approval: Option<&Value>) -> Value {
+        let mut body = json!({"call_id": call["call_id"], "arguments": arguments(call), "principal": principal});
+        if let Some(token) = approval {
+            body["approval"] = token.clone();
+        }
+        let name = call["name"].as_str().unwrap();
+        let (status, answer) = run.send("POST", &format!("/tools/call/{name}"), Some(&body));
+        let text = if status == 200 {
+            answer["result"].to_string()
+        } else {
+            json!({"error": answer["error"]["message"]}).to_string()
+        };
+        output(call, &text)
+    }
+
+    /// The checks that judge approvals.
+    const APPROVAL_CHECKS: [&str; 4] = [
+        "authz/approval-asked",
+        "authz/approval-before-execution",
+        "authz/approval-denied",
+        "authz/approval-request-matches",
+    ];
+
+    #[test]
+    fn denial_relayed_passes_a_403_relayed_as_an_error_output() {
+        for id in [
+            "authz/01-cross-tenant-denied",
+            "authz/05-parallel-one-denied",
+        ] {
+            let run = Run::case(id, PreviousResponseId);
+            run.correct();
+            let judgement = run.judge_completed();
+            assert_passes(&judgement, "authz/denial-relayed");
+            assert_passes(&judgement, "authz/principal-forwarded");
+            for check in APPROVAL_CHECKS {
+                assert_not_judged(&judgement, check);
+            }
+        }
+    }
+
+    #[test]
+    fn denial_relayed_fails_a_denied_call_retried() {
+        let judgement = play("authz/01-cross-tenant-denied", |run, calls| {
+            run_tool(run, &calls[0], ACME, None);
+            vec![run_tool(run, &calls[0], ACME, None)]
+        });
+        assert_fails(
+            &judgement,
+            "authz/denial-relayed",
+            "the backend denied 'get_invoice' (403) and the controller retried it 1 time(s): a denial is final",
+        );
+    }
+
+    #[test]
+    fn denial_relayed_fails_a_denial_answered_with_null() {
+        let judgement = play("authz/01-cross-tenant-denied", |run, calls| {
+            run_tool(run, &calls[0], ACME, None);
+            vec![output(&calls[0], "null")]
+        });
+        assert_fails(
+            &judgement,
+            "authz/denial-relayed",
+            "is null, which is not an error: expected it to say the call did not run (e.g. \"Invoice INV-9001 belongs to another tenant",
+        );
+    }
+
+    #[test]
+    fn denial_relayed_fails_a_loop_that_ends_at_the_denial() {
+        let run = Run::case("authz/01-cross-tenant-denied", PreviousResponseId);
+        let response = run.create(&run.first_body());
+        run_tool(&run, &calls(&response)[0], ACME, None);
+        assert_fails(
+            &run.judge_failed("error"),
+            "authz/denial-relayed",
+            "the controller stopped after the denied call",
+        );
+    }
+
+    #[test]
+    fn denial_relayed_is_not_judged_without_a_403() {
+        let run = Run::case("authz/03-approval-granted", PreviousResponseId);
+        run.correct();
+        assert_not_judged(&run.judge_completed(), "authz/denial-relayed");
+    }
+
+    #[test]
+    fn approval_checks_pass_each_refund_run_with_the_approval_granted_for_it() {
+        for id in ["authz/03-approval-granted", "authz/06-two-approvals"] {
+            let run = Run::case(id, PreviousResponseId);
+            run.correct();
+            let judgement = run.judge_completed();
+            assert_passes(&judgement, "authz/approval-asked");
+            assert_passes(&judgement, "authz/approval-before-execution");
+            assert_passes(&judgement, "authz/approval-request-matches");
+            assert_passes(&judgement, "authz/principal-forwarded");
+            assert_not_judged(&judgement, "authz/approval-denied");
+        }
+    }
+
+    #[test]
+    fn approval_asked_fails_a_refund_dispatched_without_asking() {
+        let judgement = play("authz/03-approval-granted", |run, calls| {
+            vec![run_tool(run, &calls[0], USER, None)]
+        });
+        assert_fails(
+            &judgement,
+            "authz/approval-asked",
+            "needs an approval ('issue_refund' is in approval_required), but the controller never asked the approver for it",
+        );
+    }
+
+    #[test]
+    fn approval_before_execution_fails_a_granted_token_left_off_the_call() {
+        let judgement = play("authz/03-approval-granted", |run, calls| {
+            ask(run, &calls[0], USER);
+            vec![run_tool(run, &calls[0], USER, None)]
+        });
+        assert_passes(&judgement, "authz/approval-asked");
+        assert_fails(
+            &judgement,
+            "authz/approval-before-execution",
+            "without an approval granted for that call: 'issue_refund' needs an approval for call",
+        );
+        assert_fails(
+            &judgement,
+            "authz/approval-before-execution",
+            "this request carries no approval",
+        );
+    }
+
+    #[test]
+    fn approval_before_execution_fails_one_token_reused_for_both_refunds() {
+        let judgement = play("authz/06-two-approvals", |run, calls| {
+            let token = ask(run, &calls[0], USER)["approval"].clone();
+            calls
+                .iter()
+                .map(|call| run_tool(run, call, USER, Some(&token)))
+                .collect()
+        });
+        assert_fails(
+            &judgement,
+            "authz/approval-before-execution",
+            "which was granted for call call_",
+        );
+    }
+
+    #[test]
+    fn approval_checks_are_not_judged_without_an_approval_required_tool() {
+        let run = Run::case("correlation/01-single-call", PreviousResponseId);
+        run.correct();
+        let judgement = run.judge_completed();
+        for check in APPROVAL_CHECKS {
+            assert_not_judged(&judgement, check);
+        }
+        assert_passes(&judgement, "authz/principal-forwarded");
+    }
+
+    #[test]
+    fn approval_denied_passes_a_refused_refund_answered_with_an_error() {
+        for id in ["authz/02-approval-denied", "authz/04-injected-instructions"] {
+            let run = Run::case(id, PreviousResponseId);
+            run.correct();
+            let judgement = run.judge_completed();
+            assert_passes(&judgement, "authz/approval-denied");
+            assert_passes(&judgement, "authz/approval-asked");
+            assert_passes(&judgement, "authz/approval-before-execution");
+            assert_passes(&judgement, "authz/approval-request-matches");
+        }
+    }
+
+    #[test]
+    fn approval_denied_fails_a_refused_refund_dispatched_anyway() {
+        let judgement = play("authz/02-approval-denied", |run, calls| {
+            ask(run, &calls[0], USER);
+            vec![run_tool(run, &calls[0], USER, None)]
+        });
+        assert_fails(
+            &judgement,
+            "authz/approval-denied",
+            "the approver refused 'issue_refund', yet the controller dispatched it",
+        );
+    }
+
+    #[test]
+    fn approval_denied_fails_a_refusal_answered_with_an_empty_output() {
+        let judgement = play("authz/02-approval-denied", |run, calls| {
+            ask(run, &calls[0], USER);
+            vec![output(&calls[0], "")]
+        });
+        assert_fails(
+            &judgement,
+            "authz/approval-denied",
+            "which is not an error: expected it to say the call did not run (e.g. \"Refunds above 500 EUR need a second approver from finance.\")",
+        );
+    }
+
+    #[test]
+    fn principal_forwarded_fails_tools_run_under_the_controllers_own_identity() {
+        let judgement = play("authz/05-parallel-one-denied", |run, calls| {
+            calls
+                .iter()
+                .map(|call| run_tool(run, call, "loop-service", None))
+                .collect()
+        });
+        assert_fails(
+            &judgement,
+            "authz/principal-forwarded",
+            "the tool request for 'get_invoice' (call_",
+        );
+        assert_fails(
+            &judgement,
+            "authz/principal-forwarded",
+            "carries principal 'loop-service': expected the task's principal 'acme-user-17'",
+        );
+    }
+
+    #[test]
+    fn principal_forwarded_fails_an_approval_asked_without_a_principal() {
+        let judgement = play("authz/03-approval-granted", |run, calls| {
+            let call = &calls[0];
+            let decision = ask_with(
+                run,
+                json!({"call_id": call["call_id"], "name": call["name"], "arguments": arguments(call)}),
+            );
+            vec![run_tool(run, call, USER, Some(&decision["approval"]))]
+        });
+        assert_fails(
+            &judgement,
+            "authz/principal-forwarded",
+            "the approval request for 'issue_refund'",
+        );
+        assert_fails(
+            &judgement,
+            "authz/principal-forwarded",
+            "carries principal (none): expected the task's principal 'user-1'",
+        );
+    }
+
+    #[test]
+    fn principal_forwarded_is_not_judged_without_tool_requests() {
+        let judgement = play("dispatch/01-unknown-tool", |_, calls| {
+            vec![output(&calls[0], "error: unknown tool")]
+        });
+        assert_not_judged(&judgement, "authz/principal-forwarded");
+    }
+
+    #[test]
+    fn approval_request_matches_fails_an_approval_asked_without_the_tool_name() {
+        let judgement = play("authz/02-approval-denied", |run, calls| {
+            let call = &calls[0];
+            let decision = ask_with(
+                run,
+                json!({"call_id": call["call_id"], "arguments": arguments(call), "principal": USER}),
+            );
+            vec![run_tool(run, call, USER, Some(&decision["approval"]))]
+        });
+        assert_fails(
+            &judgement,
+            "authz/approval-request-matches",
+            "names '' with {\"invoice_id\":\"INV-5120\",\"amount_cents\":129000}: expected the call's own tool and arguments, issue_refund",
+        );
+    }
+
+    #[test]
+    fn approval_request_matches_fails_arguments_sent_as_json_text() {
+        let judgement = play("authz/03-approval-granted", |run, calls| {
+            let call = &calls[0];
+            let decision = ask_with(
+                run,
+                json!({"call_id": call["call_id"], "name": call["name"], "arguments": call["arguments"], "principal": USER}),
+            );
+            vec![run_tool(run, call, USER, Some(&decision["approval"]))]
+        });
+        assert_fails(
+            &judgement,
+            "authz/approval-request-matches",
+            "names 'issue_refund' with \"{",
+        );
+    }
+
+    #[test]
+    fn approval_request_matches_fails_an_approval_asked_under_the_item_id() {
+        let judgement = play("authz/03-approval-granted", |run, calls| {
+            let call = &calls[0];
+            let decision = ask_with(
+                run,
+                json!({"call_id": call["id"], "name": call["name"], "arguments": arguments(call), "principal": USER}),
+            );
+            vec![run_tool(run, call, USER, Some(&decision["approval"]))]
+        });
+        assert_fails(
+            &judgement,
+            "authz/approval-request-matches",
+            "an approval was asked for call_id fc_",
+        );
+        assert_fails(
+            &judgement,
+            "authz/approval-request-matches",
+            "which the model never issued",
+        );
+    }
 }

@@ -57,3 +57,140 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     ));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::PreviousResponseId;
+
+    const POLLING: &str = "background/01-polling";
+
+    /// Polls response `id` at most `limit` times, until it ends; the last snapshot.
+    fn poll(run: &Run, id: &Value, limit: usize) -> Value {
+        let mut response = Value::Null;
+        for _ in 0..limit {
+            let (status, body) = run.send(
+                "GET",
+                &format!("/v1/responses/{}", id.as_str().unwrap()),
+                None,
+            );
+            assert_eq!(status, 200, "{body}");
+            response = body;
+            if !matches!(response["status"].as_str(), Some("queued" | "in_progress")) {
+                break;
+            }
+        }
+        response
+    }
+
+    /// Plays `case` in the background, polling each response at most `limit` times and
+    /// going on from the last snapshot; `background` is what each request sends.
+    fn play(case: &str, background: bool, limit: usize) -> Run {
+        let run = Run::case(case, PreviousResponseId);
+        let mut body = run.first_body();
+        body["background"] = json!(background);
+        loop {
+            let mut response = run.create(&body);
+            if response["status"] == "queued" {
+                response = poll(&run, &response["id"], limit);
+            }
+            if response["status"] != "completed" || calls(&response).is_empty() {
+                return run;
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+        }
+    }
+
+    #[test]
+    fn background_checks_pass_a_run_polled_until_each_response_completes() {
+        let judgement = play(POLLING, true, 10).judge_completed();
+        assert_passes(&judgement, "background/requested");
+        assert_passes(&judgement, "background/polled-to-terminal");
+    }
+
+    #[test]
+    fn polled_to_terminal_passes_polling_that_stops_at_a_failed_status() {
+        let judgement = play("background/02-failed", true, 10).judge_failed("response_failed");
+        assert_passes(&judgement, "background/requested");
+        assert_passes(&judgement, "background/polled-to-terminal");
+    }
+
+    #[test]
+    fn polled_to_terminal_passes_a_queued_response_resumed_as_a_stream() {
+        let run = Run::case(POLLING, PreviousResponseId);
+        let mut first = run.first_body();
+        first["background"] = json!(true);
+        let queued = run.create(&first);
+        let path = format!(
+            "/v1/responses/{}?stream=true",
+            queued["id"].as_str().unwrap()
+        );
+        let (status, events) = run.send("GET", &path, None);
+        assert_eq!(status, 200);
+        let response = events.as_array().unwrap().last().unwrap()["response"].clone();
+        assert_eq!(response["status"], "completed");
+        let outputs = run.execute(&response);
+        let second = run.next_body(&first, &response, &outputs);
+        let queued = run.create(&second);
+        assert_eq!(poll(&run, &queued["id"], 10)["status"], "completed");
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, "background/requested");
+        assert_passes(&judgement, "background/polled-to-terminal");
+    }
+
+    #[test]
+    fn requested_fails_requests_without_background() {
+        let judgement = play(POLLING, false, 10).judge_completed();
+        assert_fails(
+            &judgement,
+            "background/requested",
+            "request 1 does not send `background: true`: the task asks for background mode",
+        );
+        assert_passes(&judgement, "background/polled-to-terminal");
+    }
+
+    #[test]
+    fn polled_to_terminal_fails_the_queued_snapshot_taken_as_the_answer() {
+        let run = Run::case(POLLING, PreviousResponseId);
+        let mut first = run.first_body();
+        first["background"] = json!(true);
+        let queued = run.create(&first);
+        assert_eq!(queued["status"], "queued");
+        let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
+        assert_passes(&judgement, "background/requested");
+        assert_fails(
+            &judgement,
+            "background/polled-to-terminal",
+            "was queued; the controller polled it 0 time(s) and never saw a terminal status",
+        );
+    }
+
+    #[test]
+    fn polled_to_terminal_fails_polling_given_up_while_in_progress() {
+        let judgement = play(POLLING, true, 2).judge_failed("timeout");
+        assert_fails(
+            &judgement,
+            "background/polled-to-terminal",
+            "the controller polled it 2 time(s) and never saw a terminal status",
+        );
+    }
+
+    #[test]
+    fn a_foreground_task_gives_the_background_checks_nothing_to_judge() {
+        let run = Run::case("correlation/01-single-call", PreviousResponseId);
+        run.correct();
+        let judgement = run.judge_completed();
+        assert_not_judged(&judgement, "background/requested");
+        assert_not_judged(&judgement, "background/polled-to-terminal");
+    }
+
+    #[test]
+    fn a_background_task_without_model_requests_gives_its_checks_nothing_to_judge() {
+        let judgement = Run::case(POLLING, PreviousResponseId).judge_failed("api_error");
+        assert_not_judged(&judgement, "background/requested");
+        assert_not_judged(&judgement, "background/polled-to-terminal");
+    }
+}

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::checks;
 use super::facts::{Facts, output_text};
-use super::verdict::CheckResult;
+use super::verdict::{CheckResult, Diff};
 use crate::tools::{CallValidity, json_equal};
 use crate::wire::request::{call_id, item_type};
 
@@ -65,8 +65,11 @@ fn answered(f: &Facts) -> CheckResult {
     )
 }
 
+/// Each wrong call_id is reported once, where it first appears (a stateless replay
+/// repeats it in every later request).
 fn own_id(f: &Facts) -> CheckResult {
     let mut problems = Vec::new();
+    let mut reported = std::collections::BTreeSet::new();
     let mut seen = 0;
     for (position, request) in f.requests.iter().enumerate() {
         for item in Facts::input_of(request) {
@@ -75,7 +78,7 @@ fn own_id(f: &Facts) -> CheckResult {
             }
             seen += 1;
             let id = call_id(&item).unwrap_or_default();
-            if f.call_by_id(id).is_some() {
+            if f.call_by_id(id).is_some() || !reported.insert(id.to_owned()) {
                 continue;
             }
             let expected = if let Some(call) = f.call_by_item_id(id) {
@@ -202,10 +205,10 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
             };
             problems.push(problem);
             if diff.is_none() {
-                diff = Some((
-                    pretty(expected),
-                    actual.as_ref().map_or(text.clone(), pretty),
-                ));
+                diff = Some(Diff {
+                    expected: pretty(expected),
+                    actual: actual.as_ref().map_or(text.clone(), pretty),
+                });
             }
         }
     }
@@ -233,4 +236,236 @@ fn carries(output: &Value, result: &Value) -> bool {
 
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::{Conversation, PreviousResponseId, Stateless};
+
+    const CHECKS: [&str; 4] = [
+        "call-id/answered",
+        "call-id/own-id",
+        "call-id/executed-as-issued",
+        "call-id/result-matches",
+    ];
+
+    /// Plays the first round of `case` correctly, lets `change` rewrite the outputs
+    /// sent back, sends them and judges the run as failed (the API may refuse them).
+    fn second_request_with(case: &str, change: impl Fn(&Value, Vec<Value>) -> Vec<Value>) -> Run {
+        let run = Run::case(case, PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let outputs = change(&response, run.execute(&response));
+        run.create(&run.next_body(&first, &response, &outputs));
+        run
+    }
+
+    /// The backend's result carried by a correct output.
+    fn result_of(output: &Value) -> Value {
+        serde_json::from_str(output["output"].as_str().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn every_call_id_check_passes_a_correct_run_in_every_mode() {
+        for case in [
+            "correlation/05-parallel-same-tool",
+            "correlation/03-mixed-items",
+        ] {
+            for state in [PreviousResponseId, Stateless, Conversation] {
+                let run = Run::case(case, state);
+                run.correct();
+                let judgement = run.judge_completed();
+                for id in CHECKS {
+                    assert_passes(&judgement, id);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_without_calls_gives_the_call_id_checks_nothing_to_judge() {
+        let run = Run::yaml(
+            r#"
+format: 1
+id: demo/01-answer
+summary: One turn, no tools.
+level: must
+task: {input: "Hi", tools: [get_stock]}
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#,
+            PreviousResponseId,
+        );
+        run.correct();
+        let judgement = run.judge_completed();
+        for id in CHECKS {
+            assert_not_judged(&judgement, id);
+        }
+    }
+
+    #[test]
+    fn answered_fails_a_parallel_call_left_without_output() {
+        let run = second_request_with("correlation/04-parallel-different-tools", |_, outputs| {
+            outputs[..1].to_vec()
+        });
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/answered",
+            "request 2 has no function_call_output for",
+        );
+    }
+
+    #[test]
+    fn answered_fails_a_call_answered_twice() {
+        let run = second_request_with("correlation/01-single-call", |_, outputs| {
+            vec![outputs[0].clone(), outputs[0].clone()]
+        });
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/answered",
+            "2 times: expected exactly one function_call_output",
+        );
+    }
+
+    #[test]
+    fn answered_fails_a_controller_that_stops_with_a_call_pending() {
+        let run = Run::case("correlation/01-single-call", PreviousResponseId);
+        let response = run.create(&run.first_body());
+        run.execute(&response);
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/answered",
+            "and the controller never sent its output: it made no further request",
+        );
+    }
+
+    #[test]
+    fn answered_passes_a_call_left_pending_on_the_last_round_the_budget_allows() {
+        let run = Run::case("budget/03-single-round", PreviousResponseId);
+        run.create(&run.first_body());
+        let judgement = run.judge_failed("max_rounds");
+        assert_passes(&judgement, "call-id/answered");
+        assert_passes(&judgement, "call-id/own-id");
+        assert_not_judged(&judgement, "call-id/executed-as-issued");
+        assert_not_judged(&judgement, "call-id/result-matches");
+    }
+
+    #[test]
+    fn own_id_fails_an_output_under_the_item_id() {
+        let run = second_request_with("correlation/02-call-id-distinct", |response, outputs| {
+            let mut output = outputs[0].clone();
+            output["call_id"] = calls(response)[0]["id"].clone();
+            vec![output]
+        });
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/own-id",
+            "(the item id of call_",
+        );
+    }
+
+    #[test]
+    fn own_id_fails_an_output_under_the_tool_name() {
+        let run = second_request_with("correlation/01-single-call", |_, outputs| {
+            let mut output = outputs[0].clone();
+            output["call_id"] = json!("get_weather");
+            vec![output]
+        });
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/own-id",
+            "carries call_id 'get_weather' (a tool name), expected the call_id of the call",
+        );
+    }
+
+    #[test]
+    fn own_id_fails_an_output_under_an_invented_id() {
+        let run = second_request_with("correlation/01-single-call", |_, outputs| {
+            let mut output = outputs[0].clone();
+            output["call_id"] = json!("call_0");
+            vec![output]
+        });
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/own-id",
+            "carries call_id 'call_0' which matches no call the model issued",
+        );
+    }
+
+    #[test]
+    fn executed_as_issued_fails_arguments_run_under_the_sibling_call_id() {
+        let run = Run::case("correlation/05-parallel-same-tool", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        // Pairs arguments with call_ids in reverse: A7 runs under B2's call_id and back.
+        let issued = calls(&response);
+        let mut swapped = issued.clone();
+        swapped[0]["call_id"] = issued[1]["call_id"].clone();
+        swapped[1]["call_id"] = issued[0]["call_id"].clone();
+        let outputs = run.execute(&json!({"output": swapped}));
+        run.create(&run.next_body(&first, &response, &outputs));
+        assert_fails(
+            &run.judge_completed(),
+            "call-id/executed-as-issued",
+            r#"the backend was asked to run get_stock {"sku":"B2"} under"#,
+        );
+    }
+
+    #[test]
+    fn result_matches_passes_a_result_in_a_one_level_envelope() {
+        let run = Run::case("correlation/01-single-call", Stateless);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let outputs: Vec<Value> = run
+            .execute(&response)
+            .iter()
+            .map(|o| {
+                let wrapped = json!({"result": result_of(o)}).to_string();
+                json!({"type": "function_call_output", "call_id": o["call_id"], "output": wrapped})
+            })
+            .collect();
+        run.create(&run.next_body(&first, &response, &outputs));
+        assert_passes(&run.judge_completed(), "call-id/result-matches");
+    }
+
+    #[test]
+    fn result_matches_fails_parallel_results_swapped() {
+        let run = second_request_with("correlation/05-parallel-same-tool", |_, outputs| {
+            let mut swapped = outputs.clone();
+            swapped[0]["output"] = outputs[1]["output"].clone();
+            swapped[1]["output"] = outputs[0]["output"].clone();
+            swapped
+        });
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, "call-id/executed-as-issued");
+        assert_fails(
+            &judgement,
+            "call-id/result-matches",
+            "(that is the result of call_",
+        );
+    }
+
+    #[test]
+    fn result_matches_fails_an_output_that_carries_another_calls_result_too() {
+        let run = second_request_with("correlation/05-parallel-same-tool", |_, outputs| {
+            let all: serde_json::Map<String, Value> = outputs
+                .iter()
+                .map(|o| (o["call_id"].as_str().unwrap().to_owned(), result_of(o)))
+                .collect();
+            let text = Value::Object(all).to_string();
+            outputs
+                .iter()
+                .map(|o| json!({"type": "function_call_output", "call_id": o["call_id"], "output": text}))
+                .collect()
+        });
+        assert_fails(
+            &run.judge_completed(),
+            "call-id/result-matches",
+            "carries its result and also the result of call_",
+        );
+    }
 }

@@ -86,11 +86,13 @@ fn not_dispatched(
     check.judge(problems, pass)
 }
 
+/// A rejected call the controller dispatched anyway is judged by the dispatch check it
+/// breaks; what it then answered follows from that.
 fn rejection_answered(f: &Facts) -> CheckResult {
     let mut problems = Vec::new();
     for call in f
         .actionable_calls()
-        .filter(|c| c.validity != CallValidity::Valid)
+        .filter(|c| c.validity != CallValidity::Valid && f.executions_of(&c.call_id).is_empty())
     {
         problems.extend(f.error_answer_problem(call, "the rejected", None));
     }
@@ -143,4 +145,288 @@ fn valid_executed(f: &Facts) -> Option<CheckResult> {
         problems,
         format!("all {} valid call(s) were executed", expected.len()),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::Judgement;
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::PreviousResponseId;
+
+    /// Plays a case whose first response has calls and whose second is the answer:
+    /// `answer` does what the controller does with the calls (on the backend too) and
+    /// returns the outputs it sends. Judged as reporting the final message.
+    fn play(id: &str, answer: impl Fn(&Run, &[Value]) -> Vec<Value>) -> Judgement {
+        let run = Run::case(id, PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let outputs = answer(&run, &calls(&response));
+        run.create(&run.next_body(&first, &response, &outputs));
+        run.judge_completed()
+    }
+
+    /// `output(call, text)`, echoing the call's `caller` when a program owns it.
+    fn reply(call: &Value, text: &str) -> Value {
+        let mut item = output(call, text);
+        if let Some(caller) = call.get("caller").filter(|c| !c.is_null()) {
+            item["caller"] = caller.clone();
+        }
+        item
+    }
+
+    /// The error output a correct controller sends for a call it rejects.
+    fn rejected(call: &Value) -> Value {
+        reply(
+            call,
+            &json!({"error": "rejected before dispatch"}).to_string(),
+        )
+    }
+
+    /// Dispatches `call` as the model wrote it (arguments parsed, nothing validated) and
+    /// relays the backend's answer: its result, or its error as an error output.
+    fn dispatch(run: &Run, call: &Value) -> Value {
+        let arguments: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+        let name = call["name"].as_str().unwrap();
+        let body =
+            json!({"call_id": call["call_id"], "arguments": arguments, "principal": "user-1"});
+        let (status, answer) = run.send("POST", &format!("/tools/call/{name}"), Some(&body));
+        let text = if status == 200 {
+            answer["result"].to_string()
+        } else {
+            json!({"error": answer["error"]["message"]}).to_string()
+        };
+        reply(call, &text)
+    }
+
+    /// A correct controller: the calls to the tools named in `valid` dispatched, the
+    /// others rejected.
+    fn correct(run: &Run, calls: &[Value], valid: &[&str]) -> Vec<Value> {
+        calls
+            .iter()
+            .map(|call| {
+                if valid.contains(&call["name"].as_str().unwrap()) {
+                    dispatch(run, call)
+                } else {
+                    rejected(call)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_unknown_tool_rejected_before_dispatch_passes_and_judges_nothing_else() {
+        let judgement = play("dispatch/01-unknown-tool", |_, calls| {
+            calls.iter().map(rejected).collect()
+        });
+        assert_passes(&judgement, "dispatch/registered-only");
+        assert_passes(&judgement, "dispatch/rejection-answered");
+        for id in [
+            "dispatch/arguments-parsed",
+            "dispatch/schema-valid",
+            "dispatch/caller-allowed",
+            "dispatch/valid-executed",
+        ] {
+            assert_not_judged(&judgement, id);
+        }
+    }
+
+    #[test]
+    fn registered_only_fails_an_unknown_tool_dispatched_by_its_name() {
+        let judgement = play("dispatch/01-unknown-tool", |run, calls| {
+            calls.iter().map(|call| dispatch(run, call)).collect()
+        });
+        assert_fails(
+            &judgement,
+            "dispatch/registered-only",
+            "(delete_account {\"user_id\":\"user-1\",\"confirm\":true}): the call is not in the task's registry, yet the controller dispatched it to the backend",
+        );
+        // The backend's 404, relayed, is the error output: one finding, not two.
+        assert_passes(&judgement, "dispatch/rejection-answered");
+    }
+
+    #[test]
+    fn registered_only_fails_a_near_miss_name_normalised_into_a_registered_tool() {
+        let judgement = play("dispatch/06-near-miss-name", |run, calls| {
+            calls
+                .iter()
+                .map(|call| {
+                    let mut normalised = call.clone();
+                    normalised["name"] = json!("get_stock");
+                    dispatch(run, &normalised)
+                })
+                .collect()
+        });
+        assert_fails(
+            &judgement,
+            "dispatch/registered-only",
+            "(functions.get_stock {\"sku\":\"C3\"}): the call is not in the task's registry",
+        );
+    }
+
+    #[test]
+    fn arguments_parsed_passes_truncated_json_rejected_before_dispatch() {
+        let judgement = play("dispatch/04-malformed-arguments", |_, calls| {
+            calls.iter().map(rejected).collect()
+        });
+        assert_passes(&judgement, "dispatch/arguments-parsed");
+        assert_passes(&judgement, "dispatch/rejection-answered");
+        assert_not_judged(&judgement, "dispatch/schema-valid");
+    }
+
+    #[test]
+    fn arguments_parsed_passes_an_array_rejected_before_dispatch() {
+        let judgement = play("dispatch/02-arguments-not-object", |_, calls| {
+            calls.iter().map(rejected).collect()
+        });
+        assert_passes(&judgement, "dispatch/arguments-parsed");
+        assert_passes(&judgement, "dispatch/rejection-answered");
+    }
+
+    #[test]
+    fn an_array_dispatched_as_arguments_is_one_finding_of_arguments_parsed() {
+        let judgement = play("dispatch/02-arguments-not-object", |run, calls| {
+            calls.iter().map(|call| dispatch(run, call)).collect()
+        });
+        assert_fails(
+            &judgement,
+            "dispatch/arguments-parsed",
+            "the call has arguments that are not a JSON object (the JSON is an array), yet the controller dispatched it",
+        );
+        assert_not_judged(&judgement, "dispatch/schema-valid");
+        assert_passes(&judgement, "dispatch/rejection-answered");
+    }
+
+    #[test]
+    fn schema_valid_passes_a_schema_violation_rejected_before_dispatch() {
+        let judgement = play("dispatch/09-schema-violation", |_, calls| {
+            calls.iter().map(rejected).collect()
+        });
+        assert_passes(&judgement, "dispatch/schema-valid");
+        assert_passes(&judgement, "dispatch/rejection-answered");
+        assert_not_judged(&judgement, "dispatch/arguments-parsed");
+        assert_not_judged(&judgement, "dispatch/valid-executed");
+    }
+
+    #[test]
+    fn schema_valid_fails_a_schema_violation_dispatched() {
+        let judgement = play("dispatch/09-schema-violation", |run, calls| {
+            calls.iter().map(|call| dispatch(run, call)).collect()
+        });
+        assert_fails(
+            &judgement,
+            "dispatch/schema-valid",
+            "(get_stock {\"sku\":42}): the call has arguments that violate the tool's schema (",
+        );
+        assert_passes(&judgement, "dispatch/rejection-answered");
+    }
+
+    #[test]
+    fn schema_valid_fails_a_refund_without_its_amount_dispatched() {
+        let judgement = play("dispatch/05-missing-required-field", |run, calls| {
+            calls.iter().map(|call| dispatch(run, call)).collect()
+        });
+        assert_fails(&judgement, "dispatch/schema-valid", "amount_cents");
+    }
+
+    #[test]
+    fn caller_allowed_passes_a_program_call_to_a_direct_only_tool_refused() {
+        let judgement = play("program/03-caller-not-allowed", |run, calls| {
+            correct(run, calls, &["get_stock"])
+        });
+        assert_passes(&judgement, "dispatch/caller-allowed");
+        assert_passes(&judgement, "dispatch/rejection-answered");
+        assert_passes(&judgement, "dispatch/valid-executed");
+    }
+
+    #[test]
+    fn caller_allowed_fails_a_program_call_to_a_direct_only_tool_dispatched() {
+        let judgement = play("program/03-caller-not-allowed", |run, calls| {
+            calls.iter().map(|call| dispatch(run, call)).collect()
+        });
+        assert_fails(
+            &judgement,
+            "dispatch/caller-allowed",
+            "(send_email {\"to\":\"team@example.com\",\"subject\":\"A7\",\"body\":\"8\"}): the call comes from a caller the tool's allowed_callers excludes, yet the controller dispatched it",
+        );
+    }
+
+    #[test]
+    fn rejection_answered_fails_a_rejected_call_dropped_from_the_next_request() {
+        let run = Run::case("dispatch/08-parallel-one-rejected", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let valid = &calls(&response)[..1];
+        let outputs: Vec<Value> = valid.iter().map(|call| dispatch(&run, call)).collect();
+        run.create(&run.next_body(&first, &response, &outputs));
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "dispatch/rejection-answered",
+            "request 2 sends no error output for the rejected call",
+        );
+    }
+
+    #[test]
+    fn rejection_answered_fails_an_empty_or_null_output() {
+        for text in ["", "null"] {
+            let judgement = play("dispatch/01-unknown-tool", |_, calls| {
+                calls.iter().map(|call| reply(call, text)).collect()
+            });
+            assert_passes(&judgement, "dispatch/registered-only");
+            assert_fails(
+                &judgement,
+                "dispatch/rejection-answered",
+                "which is not an error: expected it to say the call did not run",
+            );
+        }
+    }
+
+    #[test]
+    fn rejection_answered_fails_a_loop_that_ends_at_the_rejected_call() {
+        let run = Run::case("dispatch/04-malformed-arguments", PreviousResponseId);
+        run.create(&run.first_body());
+        assert_fails(
+            &run.judge_failed("error"),
+            "dispatch/rejection-answered",
+            "the controller stopped after the rejected call",
+        );
+    }
+
+    #[test]
+    fn valid_executed_passes_the_valid_sibling_of_a_rejected_call() {
+        let judgement = play("dispatch/08-parallel-one-rejected", |run, calls| {
+            correct(run, calls, &["get_stock"])
+        });
+        assert_passes(&judgement, "dispatch/valid-executed");
+        assert_passes(&judgement, "dispatch/registered-only");
+        assert_passes(&judgement, "dispatch/rejection-answered");
+    }
+
+    #[test]
+    fn valid_executed_fails_a_batch_abandoned_for_one_rejected_call() {
+        let judgement = play("dispatch/08-parallel-one-rejected", |_, calls| {
+            calls.iter().map(rejected).collect()
+        });
+        assert_fails(
+            &judgement,
+            "dispatch/valid-executed",
+            "(get_stock {\"sku\":\"A7\"}) is a valid call to a registered tool, but the controller never executed it on the backend",
+        );
+        assert_passes(&judgement, "dispatch/rejection-answered");
+    }
+
+    #[test]
+    fn valid_executed_expects_no_call_the_approver_refuses() {
+        let run = Run::case("authz/02-approval-denied", PreviousResponseId);
+        run.correct();
+        assert_not_judged(&run.judge_completed(), "dispatch/valid-executed");
+    }
+
+    #[test]
+    fn valid_executed_expects_no_call_on_the_last_round() {
+        let run = Run::case("budget/03-single-round", PreviousResponseId);
+        run.create(&run.first_body());
+        assert_not_judged(&run.judge_failed("max_rounds"), "dispatch/valid-executed");
+    }
 }

@@ -20,16 +20,22 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     let mut problems = Vec::new();
     let mut successes: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
     for execution in &executions {
+        // A request the backend refused had no effect, but was still sent to run.
+        let what = if execution.status == 200 {
+            "executed".to_owned()
+        } else {
+            format!("dispatched (the backend refused it, {})", execution.status)
+        };
         let Some(call_id) = execution.call_id.as_deref() else {
             problems.push(format!(
-                "'{}' was executed with no call_id at all",
+                "'{}' was {what} with no call_id at all",
                 execution.name
             ));
             continue;
         };
         if f.call_by_id(call_id).is_none() {
             problems.push(format!(
-                "'{}' was executed under call_id '{call_id}', which the model never issued",
+                "'{}' was {what} under call_id '{call_id}', which the model never issued",
                 execution.name
             ));
         }
@@ -51,4 +57,101 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             executions.len()
         ),
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::PreviousResponseId;
+
+    const ID: &str = "effects/at-most-once";
+
+    /// A response holding only `call`, to execute that one call with [`Run::execute`].
+    fn only(call: &Value) -> Value {
+        json!({"output": [call]})
+    }
+
+    #[test]
+    fn at_most_once_passes_a_correct_run() {
+        let run = Run::case("correlation/06-three-rounds", PreviousResponseId);
+        run.correct();
+        assert_passes(&run.judge_completed(), ID);
+    }
+
+    #[test]
+    fn at_most_once_passes_a_retry_of_a_transient_failure_under_the_same_call_id() {
+        let run = Run::case("effects/01-tool-unavailable-then-ok", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let issued = calls(&response);
+        let mut outputs = run.execute(&response);
+        assert!(outputs[1]["output"].as_str().unwrap().contains("error"));
+        outputs[1] = run.execute(&only(&issued[1])).remove(0);
+        run.create(&run.next_body(&first, &response, &outputs));
+        assert_passes(&run.judge_completed(), ID);
+    }
+
+    #[test]
+    fn at_most_once_fails_a_call_executed_again_in_a_later_round() {
+        // Collects the calls of every response so far, so round 2 runs round 1's again.
+        let run = Run::case("correlation/06-three-rounds", PreviousResponseId);
+        let first = run.first_body();
+        let one = run.create(&first);
+        let second = run.next_body(&first, &one, &run.execute(&one));
+        let two = run.create(&second);
+        run.execute(&one);
+        run.create(&run.next_body(&second, &two, &run.execute(&two)));
+        assert_fails(
+            &run.judge_failed("api_error"),
+            ID,
+            "('get_order') was executed 2 times: a call's side effect must happen at most once",
+        );
+    }
+
+    #[test]
+    fn at_most_once_fails_an_execution_under_a_call_id_the_model_never_issued() {
+        // Executes under the call's fc_ item id, then answers under its call_id.
+        let run = Run::case("correlation/02-call-id-distinct", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let call = calls(&response).remove(0);
+        let mut under_item_id = call.clone();
+        under_item_id["call_id"] = call["id"].clone();
+        let mut outputs = run.execute(&only(&under_item_id));
+        outputs[0]["call_id"] = call["call_id"].clone();
+        run.create(&run.next_body(&first, &response, &outputs));
+        assert_fails(
+            &run.judge_completed(),
+            ID,
+            &format!(
+                "'search_docs' was executed under call_id '{}', which the model never issued",
+                call["id"].as_str().unwrap()
+            ),
+        );
+    }
+
+    #[test]
+    fn at_most_once_fails_an_execution_without_a_call_id() {
+        let run = Run::case("correlation/01-single-call", PreviousResponseId);
+        run.create(&run.first_body());
+        run.send(
+            "POST",
+            "/tools/call/get_weather",
+            Some(&json!({"arguments": {"city": "Lisbon"}, "principal": "user-1"})),
+        );
+        assert_fails(
+            &run.judge_failed("api_error"),
+            ID,
+            "'get_weather' was dispatched (the backend refused it, 422) with no call_id at all",
+        );
+    }
+
+    #[test]
+    fn at_most_once_is_not_judged_when_nothing_was_executed() {
+        let run = Run::case("budget/03-single-round", PreviousResponseId);
+        run.create(&run.first_body());
+        assert_not_judged(&run.judge_failed("max_rounds"), ID);
+    }
 }

@@ -126,3 +126,193 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::{self, PreviousResponseId, Stateless};
+
+    const ONE_PAUSE: &str = "program/01-one-pause";
+    const TWO_PAUSES: &str = "program/02-two-pauses";
+    const NO_MESSAGE: &str = "program/04-output-without-final-message";
+    const STATELESS: &str = "program/05-stateless-replay";
+
+    /// The outputs of a controller that drops each call's `caller`.
+    fn without_caller(run: &Run, response: &Value) -> Vec<Value> {
+        run.execute(response)
+            .into_iter()
+            .map(|mut output| {
+                output.as_object_mut().unwrap().remove("caller");
+                output
+            })
+            .collect()
+    }
+
+    /// Plays `case` in `state` like a correct controller (going on past a response that
+    /// only holds a `program_output`), with `answer` giving each round's outputs and
+    /// `change` rewriting each request after the first. Returns the run once a response
+    /// holds a message, or has no calls and is not a program pause, or was rejected.
+    fn play(
+        case: &str,
+        state: StateMode,
+        answer: impl Fn(&Run, &Value) -> Vec<Value>,
+        change: impl Fn(&mut Value),
+    ) -> Run {
+        let run = Run::case(case, state);
+        let mut body = run.first_body();
+        loop {
+            let response = run.create(&body);
+            let items = response["output"].as_array().cloned().unwrap_or_default();
+            let pause = items.iter().any(|i| i["type"] == "program_output")
+                && !items.iter().any(|i| i["type"] == "message");
+            if response["status"] != "completed" || (calls(&response).is_empty() && !pause) {
+                return run;
+            }
+            let outputs = answer(&run, &response);
+            body = run.next_body(&body, &response, &outputs);
+            change(&mut body);
+        }
+    }
+
+    #[test]
+    fn a_correct_run_passes_every_program_check() {
+        for (case, state) in [
+            (ONE_PAUSE, PreviousResponseId),
+            (TWO_PAUSES, PreviousResponseId),
+            (TWO_PAUSES, Stateless),
+            (STATELESS, Stateless),
+        ] {
+            let judgement = play(case, state, Run::execute, |_| {}).judge_completed();
+            assert_passes(&judgement, "wire/accepted");
+            assert_passes(&judgement, "program/caller-echoed");
+            if state == Stateless {
+                assert_passes(&judgement, "program/replayed");
+            } else {
+                assert_not_judged(&judgement, "program/replayed");
+            }
+        }
+    }
+
+    #[test]
+    fn program_checks_are_not_judged_without_a_program() {
+        let run = Run::case("correlation/01-single-call", Stateless);
+        run.correct();
+        let judgement = run.judge_completed();
+        for id in [
+            "program/caller-echoed",
+            "program/replayed",
+            "program/continued",
+        ] {
+            assert_not_judged(&judgement, id);
+        }
+    }
+
+    #[test]
+    fn caller_echoed_fails_an_output_without_the_caller() {
+        let judgement =
+            play(ONE_PAUSE, PreviousResponseId, without_caller, |_| {}).judge_failed("api_error");
+        assert_fails(
+            &judgement,
+            "program/caller-echoed",
+            "request 2: the output for call_",
+        );
+        assert_fails(
+            &judgement,
+            "program/caller-echoed",
+            "carries caller (none); expected the call's caller {",
+        );
+    }
+
+    #[test]
+    fn caller_echoed_fails_a_caller_of_another_shape() {
+        // The caller's id alone, not the object the model sent.
+        let judgement = play(
+            ONE_PAUSE,
+            PreviousResponseId,
+            |run, response| {
+                let mut outputs = run.execute(response);
+                for output in &mut outputs {
+                    output["caller"] = output["caller"]["caller_id"].clone();
+                }
+                outputs
+            },
+            |_| {},
+        )
+        .judge_failed("api_error");
+        assert_fails(&judgement, "program/caller-echoed", "carries caller \"");
+    }
+
+    #[test]
+    fn replayed_fails_a_program_dropped_from_the_stateless_replay() {
+        let judgement = play(STATELESS, Stateless, Run::execute, |body| {
+            let input: Vec<Value> = body["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|item| item["type"] != "program")
+                .cloned()
+                .collect();
+            body["input"] = json!(input);
+        })
+        .judge_failed("api_error");
+        assert_fails(
+            &judgement,
+            "program/replayed",
+            "request 2 does not replay program ",
+        );
+        assert_fails(
+            &judgement,
+            "program/replayed",
+            "in stateless mode the program item travels with its calls",
+        );
+    }
+
+    #[test]
+    fn replayed_fails_a_program_with_reformatted_code() {
+        let judgement = play(STATELESS, Stateless, Run::execute, |body| {
+            for item in body["input"].as_array_mut().unwrap() {
+                if item["type"] == "program" {
+                    let code = item["code"].as_str().unwrap().trim().to_owned();
+                    item["code"] = json!(code);
+                }
+            }
+        })
+        .judge_failed("api_error");
+        assert_fails(&judgement, "program/replayed", "request 2 replays program ");
+        assert_fails(
+            &judgement,
+            "program/replayed",
+            "altered (code or fingerprint): expected it verbatim",
+        );
+    }
+
+    #[test]
+    fn continued_passes_a_loop_that_goes_past_the_program_output() {
+        let judgement =
+            play(NO_MESSAGE, PreviousResponseId, Run::execute, |_| {}).judge_completed();
+        assert_passes(&judgement, "program/continued");
+    }
+
+    #[test]
+    fn continued_fails_a_loop_that_stops_at_the_program_output() {
+        let run = Run::case(NO_MESSAGE, PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        run.create(&run.next_body(&first, &response, &run.execute(&response)));
+        let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
+        assert_fails(&judgement, "program/continued", "response 2 (resp_");
+        assert_fails(
+            &judgement,
+            "program/continued",
+            "ends with a program_output and no message; the controller stopped there",
+        );
+    }
+
+    #[test]
+    fn continued_is_not_judged_when_the_program_output_comes_with_the_answer() {
+        let judgement = play(ONE_PAUSE, PreviousResponseId, Run::execute, |_| {}).judge_completed();
+        assert_not_judged(&judgement, "program/continued");
+    }
+}

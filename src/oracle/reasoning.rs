@@ -241,3 +241,293 @@ fn unaltered<'p>(replays: &[(usize, Vec<Value>)], prior_items: &Prior<'p>) -> Op
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::Judgement;
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Stateless};
+
+    const RETENTION: &str = "reasoning/01-encrypted-retention";
+    const TWO_PAIRS: &str = "reasoning/02-two-reasoning-items-one-turn";
+    const MIXED: &str = "correlation/03-mixed-items";
+
+    const ALL: [&str; 4] = [
+        "reasoning/replayed",
+        "reasoning/items-in-order",
+        "reasoning/input-shape",
+        "reasoning/items-unaltered",
+    ];
+
+    /// Plays `case` like a correct controller in `state`, except that `change` rewrites
+    /// the input of each request after the first; stops at the first response without
+    /// calls (or the server's rejection) and judges the run accordingly.
+    fn replay_with(case: &str, state: StateMode, change: impl Fn(&mut Vec<Value>)) -> Judgement {
+        let run = Run::case(case, state);
+        let mut body = run.first_body();
+        loop {
+            let response = run.create(&body);
+            if calls(&response).is_empty() {
+                return if response["status"] == "completed" {
+                    run.judge_completed()
+                } else {
+                    run.judge_failed("api_error")
+                };
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+            let mut input = body["input"].as_array().cloned().unwrap_or_default();
+            change(&mut input);
+            body["input"] = json!(input);
+        }
+    }
+
+    /// Applies `edit` to every replayed item of type `kind`.
+    fn each(kind: &str, edit: impl Fn(&mut Value)) -> impl Fn(&mut Vec<Value>) {
+        let kind = kind.to_owned();
+        move |input| {
+            input
+                .iter_mut()
+                .filter(|item| item["type"] == kind.as_str())
+                .for_each(&edit)
+        }
+    }
+
+    #[test]
+    fn a_correct_stateless_replay_passes_every_reasoning_check() {
+        for case in [RETENTION, TWO_PAIRS, MIXED] {
+            let judgement = replay_with(case, Stateless, |_| {});
+            assert_passes(&judgement, "wire/accepted");
+            for id in ALL {
+                assert_passes(&judgement, id);
+            }
+        }
+    }
+
+    #[test]
+    fn reasoning_checks_are_not_judged_outside_stateless_mode() {
+        for state in [PreviousResponseId, Conversation] {
+            let judgement = replay_with(RETENTION, state, |_| {});
+            assert_passes(&judgement, "wire/accepted");
+            for id in ALL {
+                assert_not_judged(&judgement, id);
+            }
+        }
+    }
+
+    #[test]
+    fn a_single_request_gives_the_reasoning_checks_nothing_to_judge() {
+        let run = Run::yaml(
+            r#"
+format: 1
+id: demo/01-answer-after-reasoning
+summary: One turn, reasoning then the answer.
+level: must
+task: {input: "Hi", tools: [get_stock]}
+script:
+  - output: [{reasoning: {summary: A greeting.}}, {message: "Hello."}]
+expect: {outcome: completed}
+"#,
+            Stateless,
+        );
+        run.correct();
+        let judgement = run.judge_completed();
+        for id in ALL {
+            assert_not_judged(&judgement, id);
+        }
+    }
+
+    #[test]
+    fn a_replay_without_reasoning_judges_only_order_and_alteration() {
+        let judgement = replay_with("dispatch/04-malformed-arguments", Stateless, |_| {});
+        assert_not_judged(&judgement, "reasoning/replayed");
+        assert_not_judged(&judgement, "reasoning/input-shape");
+        assert_passes(&judgement, "reasoning/items-in-order");
+        assert_passes(&judgement, "reasoning/items-unaltered");
+    }
+
+    #[test]
+    fn replayed_fails_dropped_reasoning_items() {
+        let judgement = replay_with(RETENTION, Stateless, |input| {
+            input.retain(|item| item["type"] != "reasoning")
+        });
+        assert_fails(
+            &judgement,
+            "reasoning/replayed",
+            "request 2 does not replay reasoning item rs_",
+        );
+        // A missing reasoning item is reported once, by reasoning/replayed.
+        assert_passes(&judgement, "reasoning/items-in-order");
+    }
+
+    #[test]
+    fn replayed_fails_reasoning_without_its_encrypted_content() {
+        let judgement = replay_with(
+            RETENTION,
+            Stateless,
+            each("reasoning", |item| {
+                item.as_object_mut().unwrap().remove("encrypted_content");
+            }),
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/replayed",
+            "without its encrypted_content: expected it verbatim",
+        );
+    }
+
+    #[test]
+    fn replayed_fails_an_altered_encrypted_content() {
+        // The partial content of the stream's `output_item.added`, kept instead of the
+        // whole one.
+        let judgement = replay_with(
+            RETENTION,
+            Stateless,
+            each("reasoning", |item| {
+                let content = item["encrypted_content"].as_str().unwrap().to_owned();
+                item["encrypted_content"] = json!(&content[..content.len() / 2]);
+            }),
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/replayed",
+            "with an altered encrypted_content: expected it byte for byte",
+        );
+    }
+
+    #[test]
+    fn items_in_order_fails_reasoning_grouped_before_the_calls() {
+        let judgement = replay_with(TWO_PAIRS, Stateless, |input| {
+            let (reasoning, rest): (Vec<Value>, Vec<Value>) = input
+                .drain(..)
+                .partition(|item| item["type"] == "reasoning");
+            let user = rest[0].clone();
+            *input = [vec![user], reasoning, rest[1..].to_vec()].concat();
+        });
+        assert_fails(
+            &judgement,
+            "reasoning/items-in-order",
+            "at input[1] is not immediately followed by the item it produced (function_call fc_",
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/items-in-order",
+            "at input[2], before fc_",
+        );
+        assert_passes(&judgement, "reasoning/replayed");
+    }
+
+    #[test]
+    fn items_in_order_fails_a_dropped_preamble_message() {
+        let judgement = replay_with(MIXED, Stateless, |input| {
+            input.retain(|item| item["role"] != "assistant")
+        });
+        assert_fails(
+            &judgement,
+            "reasoning/items-in-order",
+            "request 2 does not replay message msg_",
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/items-in-order",
+            "(\"I'll check the Oslo forecast and the umbrella stock.\")",
+        );
+    }
+
+    #[test]
+    fn items_in_order_accepts_an_assistant_message_replayed_without_its_id() {
+        let forms: [fn(&str) -> Value; 2] = [
+            |text| json!({"role": "assistant", "content": text}),
+            |text| {
+                json!({"type": "message", "role": "assistant", "content": [
+                    {"type": "output_text", "text": text, "annotations": []}
+                ]})
+            },
+        ];
+        for form in forms {
+            let judgement = replay_with(
+                MIXED,
+                Stateless,
+                each("message", |item| {
+                    let text = item["content"][0]["text"].as_str().unwrap().to_owned();
+                    *item = form(&text);
+                }),
+            );
+            assert_passes(&judgement, "wire/accepted");
+            assert_passes(&judgement, "reasoning/items-in-order");
+            assert_passes(&judgement, "reasoning/items-unaltered");
+        }
+    }
+
+    #[test]
+    fn input_shape_fails_a_replayed_reasoning_item_with_status() {
+        let judgement = replay_with(
+            RETENTION,
+            Stateless,
+            each("reasoning", |item| item["status"] = json!("completed")),
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/input-shape",
+            "request 2: input[1] is a reasoning item with `status`, an output-only field",
+        );
+        assert_passes(&judgement, "reasoning/replayed");
+    }
+
+    #[test]
+    fn items_unaltered_fails_a_call_replayed_with_empty_arguments() {
+        let judgement = replay_with(
+            "dispatch/04-malformed-arguments",
+            Stateless,
+            each("function_call", |item| item["arguments"] = json!("{}")),
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/items-unaltered",
+            r#"request 2 replays function_call fc_"#,
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/items-unaltered",
+            r#"with the arguments "{}" instead of "{\"sku\": \"A7\"""#,
+        );
+    }
+
+    #[test]
+    fn items_unaltered_fails_a_message_replayed_with_clipped_text() {
+        let judgement = replay_with(
+            MIXED,
+            Stateless,
+            each("message", |item| {
+                let text = item["content"][0]["text"].as_str().unwrap().to_owned();
+                item["content"][0]["text"] = json!(text.chars().take(20).collect::<String>());
+            }),
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/items-unaltered",
+            r#"replays message msg_"#,
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/items-unaltered",
+            r#"with the text "I'll check the Oslo " instead of "I'll check the Oslo forecast"#,
+        );
+    }
+
+    #[test]
+    fn items_unaltered_accepts_arguments_re_serialised_as_equal_json() {
+        let judgement = replay_with(
+            TWO_PAIRS,
+            Stateless,
+            each("function_call", |item| {
+                let parsed: Value =
+                    serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+                item["arguments"] = json!(serde_json::to_string_pretty(&parsed).unwrap());
+            }),
+        );
+        assert_passes(&judgement, "reasoning/items-unaltered");
+    }
+}

@@ -3,7 +3,7 @@
 
 use super::checks;
 use super::facts::Facts;
-use super::verdict::{CheckResult, CheckVerdict};
+use super::verdict::{CheckResult, CheckVerdict, Diff};
 use crate::scenario::{Outcome, OutputSpec, final_message_text};
 use crate::transcript::Unfinished;
 
@@ -52,8 +52,12 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             .iter()
             .filter(|&&i| f.request_after(i).is_none())
             .map(|&i| {
+                let taken = match f.result {
+                    Some(r) if r.status == "completed" => ", taking the message as the answer",
+                    _ => "",
+                };
                 format!(
-                    "{} carries a message and {} call(s); the controller stopped there, taking the message as the answer: expected it to answer the calls and continue",
+                    "{} carries a message and {} call(s); the controller stopped there{taken}: expected it to answer the calls and continue",
                     f.response_label(i),
                     f.served[i].calls.len()
                 )
@@ -210,17 +214,30 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
     let last_status = f.served.last().map(|s| s.status.as_str()).unwrap_or("none");
     let mut problems = Vec::new();
     let mut diff = None;
+    let scripted = f.scenario.script.len();
+    let reached = f
+        .served
+        .iter()
+        .any(|s| s.exchange.turn == Some(scripted - 1));
     match (expect.outcome, result.status.as_str()) {
         (Outcome::Completed, "completed") => {
             let expected = expect.output_text.clone().or_else(|| final_message_text(f.scenario)).unwrap_or_default();
             let actual = result.output_text.clone().unwrap_or_default();
             if actual.trim() != expected.trim() {
+                let never = if reached {
+                    String::new()
+                } else {
+                    format!(
+                        ", an answer the model never gave ({} of {scripted} scripted turns were served)",
+                        f.served.len()
+                    )
+                };
                 problems.push(format!(
-                    "the controller reported '{}': expected the final message's text '{}'",
+                    "the controller reported '{}'{never}: expected the final message's text '{}'",
                     crate::transcript::clip(&actual, 200),
                     crate::transcript::clip(&expected, 200)
                 ));
-                diff = Some((expected, actual));
+                diff = Some(Diff { expected, actual });
             }
         }
         (Outcome::Completed, _) => problems.push(format!(
@@ -244,4 +261,418 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
             },
         )
         .with_diff(diff)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::CaseVerdict;
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::{Conversation, PreviousResponseId, Stateless};
+
+    /// Plays the script as a correct controller does; the last request and its response.
+    fn play(run: &Run) -> (Value, Value) {
+        let mut body = run.first_body();
+        loop {
+            let response = run.create(&body);
+            if response["status"] != "completed" || calls(&response).is_empty() {
+                return (body, response);
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+        }
+    }
+
+    /// Asks the model again after `response` (which answered `sent`) with a user nudge;
+    /// the new request and its response.
+    fn ask_again(run: &Run, sent: &Value, response: &Value) -> (Value, Value) {
+        let nudge = json!({"role": "user", "content": "Please answer, or call a tool."});
+        let body = run.next_body(sent, response, &[nudge]);
+        let answer = run.create(&body);
+        (body, answer)
+    }
+
+    /// The text of the first content part of `response`'s first output item.
+    fn first_text(response: &Value) -> Value {
+        response["output"][0]["content"][0]["text"].clone()
+    }
+
+    #[test]
+    fn a_correct_run_passes_every_terminal_check_it_gives_something_to_judge() {
+        for state in [PreviousResponseId, Stateless, Conversation] {
+            let run = Run::case("terminal/01-message-beside-calls", state);
+            run.correct();
+            let judgement = run.judge_completed();
+            assert_passes(&judgement, "terminal/outcome");
+            assert_passes(&judgement, "terminal/calls-beside-message");
+            assert_passes(&judgement, "terminal/stopped-at-answer");
+            assert_not_judged(&judgement, "terminal/reason");
+            assert_not_judged(&judgement, "terminal/unfinished-not-executed");
+            assert_not_judged(&judgement, "terminal/result-line");
+            assert_not_judged(&judgement, "terminal/finished");
+            assert_eq!(
+                judgement.verdict,
+                CaseVerdict::Pass,
+                "{}",
+                describe(&judgement)
+            );
+        }
+    }
+
+    #[test]
+    fn outcome_fails_the_partial_text_of_an_incomplete_response_reported_as_the_answer() {
+        let run = Run::case("terminal/05-incomplete-partial-text", PreviousResponseId);
+        let (_, last) = play(&run);
+        let judgement = run.judge(json!({"status": "completed", "output_text": first_text(&last)}));
+        assert_fails(
+            &judgement,
+            "terminal/outcome",
+            "but there was no answer to report (last response status 'incomplete'): expected failed with reason 'incomplete'",
+        );
+        assert_not_judged(&judgement, "terminal/reason");
+    }
+
+    #[test]
+    fn outcome_fails_a_failed_response_reported_as_an_empty_answer() {
+        let run = Run::case("terminal/03-failed-status", PreviousResponseId);
+        run.correct();
+        let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
+        assert_fails(
+            &judgement,
+            "terminal/outcome",
+            "the controller reported completed with '', but there was no answer to report (last response status 'failed'): expected failed with reason 'response_failed'",
+        );
+    }
+
+    #[test]
+    fn outcome_fails_a_streamed_refusal_reported_as_an_empty_answer() {
+        let run = Run::case("terminal/08-refusal-streamed", Stateless);
+        run.correct();
+        let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
+        assert_fails(
+            &judgement,
+            "terminal/outcome",
+            "(last response status 'completed'): expected failed with reason 'refusal'",
+        );
+    }
+
+    #[test]
+    fn outcome_fails_the_budget_exhausted_reported_as_an_answer() {
+        let run = Run::case("budget/01-endless-tool-calls", PreviousResponseId);
+        let mut body = run.first_body();
+        for _ in 1..4 {
+            let response = run.create(&body);
+            body = run.next_body(&body, &response, &run.execute(&response));
+        }
+        run.create(&body);
+        let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
+        assert_fails(
+            &judgement,
+            "terminal/outcome",
+            "(last response status 'completed', round budget exhausted): expected failed with reason 'max_rounds'",
+        );
+    }
+
+    #[test]
+    fn outcome_fails_a_reasoning_summary_leaked_into_the_answer() {
+        let run = Run::case("terminal/04-final-answer-after-reasoning", Stateless);
+        run.correct();
+        let judgement = run.judge(json!({
+            "status": "completed",
+            "output_text": "Stock is zero; give the restock date.\nNot yet. B2 is expected back on 14 July.",
+        }));
+        assert_fails(
+            &judgement,
+            "terminal/outcome",
+            "expected the final message's text 'Not yet. B2 is expected back on 14 July.'",
+        );
+        assert!(check(&judgement, "terminal/outcome").diff.is_some());
+    }
+
+    #[test]
+    fn outcome_ignores_whitespace_around_the_answer() {
+        let run = Run::case("terminal/04-final-answer-after-reasoning", Stateless);
+        run.correct();
+        let judgement = run.judge(json!({
+            "status": "completed",
+            "output_text": "\n Not yet. B2 is expected back on 14 July.\n",
+        }));
+        assert_passes(&judgement, "terminal/outcome");
+    }
+
+    #[test]
+    fn outcome_fails_a_failure_reported_when_there_was_an_answer() {
+        let run = Run::case(
+            "terminal/04-final-answer-after-reasoning",
+            PreviousResponseId,
+        );
+        run.correct();
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "terminal/outcome",
+            "the controller reported failed (api_error): expected completed with the final message's text",
+        );
+    }
+
+    #[test]
+    fn reason_passes_the_recognised_word_alone_or_within_a_longer_reason() {
+        for reason in ["incomplete", "incomplete: max_output_tokens"] {
+            let run = Run::case("terminal/05-incomplete-partial-text", PreviousResponseId);
+            play(&run);
+            let judgement = run.judge_failed(reason);
+            assert_passes(&judgement, "terminal/outcome");
+            assert_passes(&judgement, "terminal/reason");
+            assert_passes(&judgement, "terminal/stopped-at-answer");
+        }
+    }
+
+    #[test]
+    fn reason_fails_another_word_and_lists_the_recognised_ones() {
+        let run = Run::case("terminal/05-incomplete-partial-text", PreviousResponseId);
+        play(&run);
+        let judgement = run.judge_failed("truncated");
+        assert_passes(&judgement, "terminal/outcome");
+        assert_fails(
+            &judgement,
+            "terminal/reason",
+            "the controller failed with reason 'truncated': expected the recognised word 'incomplete'",
+        );
+        assert_fails(
+            &judgement,
+            "terminal/reason",
+            "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled)",
+        );
+        assert_eq!(judgement.verdict, CaseVerdict::NonStrict);
+    }
+
+    #[test]
+    fn reason_fails_a_word_that_only_contains_the_recognised_one() {
+        let run = Run::case("terminal/05-incomplete-partial-text", PreviousResponseId);
+        play(&run);
+        assert_fails(
+            &run.judge_failed("response_incomplete"),
+            "terminal/reason",
+            "reason 'response_incomplete'",
+        );
+    }
+
+    #[test]
+    fn calls_beside_message_fails_the_early_message_taken_as_the_answer() {
+        let run = Run::case("terminal/01-message-beside-calls", PreviousResponseId);
+        let first = run.create(&run.first_body());
+        let judgement =
+            run.judge(json!({"status": "completed", "output_text": first_text(&first)}));
+        assert_fails(
+            &judgement,
+            "terminal/calls-beside-message",
+            "carries a message and 1 call(s); the controller stopped there, taking the message as the answer",
+        );
+        assert_not_judged(&judgement, "terminal/stopped-at-answer");
+    }
+
+    #[test]
+    fn calls_beside_message_is_not_judged_without_a_message_beside_calls() {
+        let run = Run::case(
+            "terminal/04-final-answer-after-reasoning",
+            PreviousResponseId,
+        );
+        run.correct();
+        assert_not_judged(&run.judge_completed(), "terminal/calls-beside-message");
+    }
+
+    #[test]
+    fn calls_beside_message_is_not_judged_on_the_last_round_the_budget_allows() {
+        let run = Run::yaml(
+            r#"
+format: 1
+id: demo/01-last-round
+summary: A message beside a call on the only round the budget allows.
+level: must
+task: {input: "Has order O-1 shipped?", tools: [get_order], max_rounds: 1}
+script:
+  - output:
+      - message: "Let me check."
+      - call: {name: get_order, arguments: {order_id: O-1}}
+expect: {outcome: failed, reason: max_rounds}
+"#,
+            PreviousResponseId,
+        );
+        run.create(&run.first_body());
+        let judgement = run.judge_failed("max_rounds");
+        assert_not_judged(&judgement, "terminal/calls-beside-message");
+        assert_passes(&judgement, "terminal/outcome");
+        assert_passes(&judgement, "terminal/reason");
+    }
+
+    #[test]
+    fn unfinished_not_executed_passes_a_controller_that_stops_at_the_incomplete_response() {
+        let run = Run::case("terminal/07-incomplete-with-whole-call", PreviousResponseId);
+        play(&run);
+        let judgement = run.judge_failed("incomplete");
+        assert_passes(&judgement, "terminal/unfinished-not-executed");
+        assert_passes(&judgement, "terminal/stopped-at-answer");
+    }
+
+    #[test]
+    fn unfinished_not_executed_fails_a_whole_looking_call_of_an_incomplete_response_executed() {
+        let run = Run::case("terminal/07-incomplete-with-whole-call", PreviousResponseId);
+        let (_, last) = play(&run);
+        run.execute(&last);
+        let judgement = run.judge_failed("incomplete");
+        assert_fails(
+            &judgement,
+            "terminal/unfinished-not-executed",
+            "(send_email {\"to\":\"team@example.com\"",
+        );
+        assert_fails(
+            &judgement,
+            "terminal/unfinished-not-executed",
+            "came in a response with status 'incomplete' and was executed anyway",
+        );
+        assert_passes(&judgement, "terminal/outcome");
+    }
+
+    #[test]
+    fn stopped_at_answer_fails_a_request_after_the_final_answer() {
+        let run = Run::case(
+            "terminal/04-final-answer-after-reasoning",
+            PreviousResponseId,
+        );
+        let (sent, last) = play(&run);
+        ask_again(&run, &sent, &last);
+        let judgement = run.judge_completed();
+        assert_fails(
+            &judgement,
+            "terminal/stopped-at-answer",
+            "request 3 came after response 2 (resp_",
+        );
+        assert_fails(
+            &judgement,
+            "terminal/stopped-at-answer",
+            "the last scripted turn, whose message was the final answer: the loop ends there",
+        );
+        assert_not_judged(&judgement, "terminal/outcome");
+    }
+
+    #[test]
+    fn asking_again_after_an_incomplete_response_is_one_finding() {
+        let run = Run::case("terminal/05-incomplete-partial-text", PreviousResponseId);
+        let (sent, last) = play(&run);
+        ask_again(&run, &sent, &last);
+        // The loop's own failure is now the error past the script.
+        let judgement = run.judge_failed("api_error");
+        assert_fails(
+            &judgement,
+            "terminal/stopped-at-answer",
+            "which was incomplete: an incomplete response ends the loop, reported as failed with reason 'incomplete'",
+        );
+        assert_not_judged(&judgement, "terminal/outcome");
+        assert_not_judged(&judgement, "terminal/reason");
+    }
+
+    #[test]
+    fn stopped_at_answer_names_why_the_turn_ended_the_loop() {
+        for (case, needle) in [
+            (
+                "terminal/03-failed-status",
+                "which failed: a failed response ends the loop, reported as failed with reason 'response_failed'",
+            ),
+            (
+                "terminal/09-refusal",
+                "which was a refusal: a refusal ends the loop, reported as failed with reason 'refusal'",
+            ),
+        ] {
+            let run = Run::case(case, Stateless);
+            let (sent, last) = play(&run);
+            ask_again(&run, &sent, &last);
+            assert_fails(
+                &run.judge_failed("api_error"),
+                "terminal/stopped-at-answer",
+                needle,
+            );
+        }
+    }
+
+    #[test]
+    fn stopped_at_answer_passes_stopping_at_an_empty_answer_or_after_one_nudge() {
+        let run = Run::case("terminal/02-empty-output", PreviousResponseId);
+        play(&run);
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, "terminal/stopped-at-answer");
+        assert_passes(&judgement, "terminal/outcome");
+
+        let run = Run::case("terminal/02-empty-output", PreviousResponseId);
+        let (sent, last) = play(&run);
+        ask_again(&run, &sent, &last);
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, "terminal/stopped-at-answer");
+        assert_passes(&judgement, "terminal/outcome");
+    }
+
+    #[test]
+    fn stopped_at_answer_fails_asking_again_and_again_after_an_empty_answer() {
+        let run = Run::case("terminal/02-empty-output", PreviousResponseId);
+        let (mut sent, mut last) = play(&run);
+        for _ in 0..2 {
+            (sent, last) = ask_again(&run, &sent, &last);
+        }
+        assert_fails(
+            &run.judge_completed(),
+            "terminal/stopped-at-answer",
+            "which had no message and no calls, the controller asked again 2 times: one nudge is defensible",
+        );
+    }
+
+    #[test]
+    fn result_line_fails_a_result_that_is_not_a_result_and_the_case_crashes() {
+        let run = Run::case(
+            "terminal/04-final-answer-after-reasoning",
+            PreviousResponseId,
+        );
+        run.correct();
+        let judgement = run.judge(json!({"status": "done", "output_text": "Not yet."}));
+        assert_fails(
+            &judgement,
+            "terminal/result-line",
+            "the result's `status` is 'done': expected 'completed' or 'failed'",
+        );
+        assert_eq!(judgement.verdict, CaseVerdict::Crashed);
+        assert_not_judged(&judgement, "terminal/outcome");
+    }
+
+    #[test]
+    fn result_line_fails_completed_without_output_text() {
+        let run = Run::case(
+            "terminal/04-final-answer-after-reasoning",
+            PreviousResponseId,
+        );
+        run.correct();
+        let judgement = run.judge(json!({"status": "completed", "text": "Not yet."}));
+        assert_fails(
+            &judgement,
+            "terminal/result-line",
+            "the result says `completed` but has no `output_text` string",
+        );
+        assert_eq!(judgement.verdict, CaseVerdict::Crashed);
+    }
+
+    #[test]
+    fn finished_fails_a_controller_killed_at_the_timeout() {
+        // A controller that hangs after its first request.
+        let run = Run::case(
+            "terminal/04-final-answer-after-reasoning",
+            PreviousResponseId,
+        );
+        run.create(&run.first_body());
+        let judgement = run.judge_timed_out(30_000);
+        assert_fails(
+            &judgement,
+            "terminal/finished",
+            "the controller was still running after 30000 ms and was killed",
+        );
+        assert_eq!(judgement.verdict, CaseVerdict::Timeout);
+        assert_not_judged(&judgement, "terminal/result-line");
+        assert_not_judged(&judgement, "terminal/outcome");
+    }
 }

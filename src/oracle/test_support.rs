@@ -73,6 +73,33 @@ impl Run {
         body: Option<&Value>,
         headers: &[(&str, &str)],
     ) -> (u16, Value) {
+        self.exchange(method, path, body, headers, &mut |_, _, _| {})
+    }
+
+    /// A streamed create that calls `during(run, index, event)` right after each event is
+    /// written, so a test can act mid-stream (run a call before its `output_item.done`).
+    /// Returns the events written.
+    pub fn stream_with(
+        &self,
+        body: &Value,
+        during: &mut dyn FnMut(&Run, usize, &Value),
+    ) -> Vec<Value> {
+        match self.exchange("POST", "/v1/responses", Some(body), &[], during) {
+            (_, Value::Array(events)) => events,
+            (status, other) => panic!("expected a stream, got {status}: {other}"),
+        }
+    }
+
+    /// Sends a request as a front end would: a stream is written event by event (up to a
+    /// scripted cut), each reported to the recorder, then `during` is called.
+    fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+        during: &mut dyn FnMut(&Run, usize, &Value),
+    ) -> (u16, Value) {
         let mut all = vec![(
             "authorization".to_owned(),
             format!("Bearer {}", self.session.api_key()),
@@ -93,11 +120,14 @@ impl Run {
             ReplyBody::Json(value) => value,
             ReplyBody::Raw { text, .. } => Value::String(text),
             ReplyBody::Stream { events, progress } => {
-                for (index, _) in events.events.iter().enumerate() {
+                let limit = events.cut_after.unwrap_or(events.events.len());
+                let written: Vec<Value> = events.events.iter().take(limit).cloned().collect();
+                for (index, event) in written.iter().enumerate() {
                     progress.event_sent(index, events.call_done.get(&index).map(String::as_str));
+                    during(self, index, event);
                 }
                 progress.ended();
-                Value::Array(events.events)
+                Value::Array(written)
             }
             ReplyBody::Drop => Value::Null,
         };
@@ -105,12 +135,17 @@ impl Run {
     }
 
     /// `POST /v1/responses`; the Response object (or the error body). A streamed answer
-    /// gives the terminal event's response.
+    /// gives the terminal event's response (null when the stream broke off).
     pub fn create(&self, body: &Value) -> Value {
         let (_, answer) = self.send("POST", "/v1/responses", Some(body));
         match answer {
             Value::Array(events) => events
                 .last()
+                .filter(|e| {
+                    e["type"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with("response."))
+                })
                 .and_then(|e| e.get("response"))
                 .cloned()
                 .unwrap_or(Value::Null),
@@ -168,7 +203,8 @@ impl Run {
     }
 
     /// Runs each call of `response` on the backend as a correct controller does (an
-    /// approval first where the task requires one) and returns its outputs.
+    /// approval first where the task requires one) and returns its outputs, each with
+    /// the call's `caller` when a program made it.
     pub fn execute(&self, response: &Value) -> Vec<Value> {
         calls(response)
             .iter()
@@ -203,14 +239,23 @@ impl Run {
             .collect()
     }
 
-    /// Plays the whole script as a correct controller would and returns the responses.
+    /// Plays the whole script as a correct controller would and returns the responses:
+    /// every call answered, and on past a program's output to the model's message.
     pub fn correct(&self) -> Vec<Value> {
         let mut body = self.first_body();
         let mut responses = Vec::new();
         loop {
             let response = self.create(&body);
             responses.push(response.clone());
-            if response["status"] != "completed" || calls(&response).is_empty() {
+            let kinds: Vec<&str> = response["output"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|item| item["type"].as_str())
+                .collect();
+            let program_paused = kinds.contains(&"program_output") && !kinds.contains(&"message");
+            if response["status"] != "completed" || (calls(&response).is_empty() && !program_paused)
+            {
                 return responses;
             }
             let outputs = self.execute(&response);
@@ -225,6 +270,13 @@ impl Run {
             Ok(result) => transcript.result = Some(result),
             Err(why) => transcript.unfinished = Some(Unfinished::NoResult { why }),
         }
+        judge(self.session.scenario(), self.state, &transcript)
+    }
+
+    /// Judges the run as killed at the case timeout after `after_ms`.
+    pub fn judge_timed_out(self, after_ms: u64) -> Judgement {
+        let mut transcript = self.session.transcript();
+        transcript.unfinished = Some(Unfinished::TimedOut { after_ms });
         judge(self.session.scenario(), self.state, &transcript)
     }
 
@@ -251,9 +303,14 @@ pub fn calls(response: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// The `function_call_output` answering `call` with `text`.
+/// The `function_call_output` answering `call` with `text` (echoing its `caller`).
 pub fn output(call: &Value, text: &str) -> Value {
-    json!({"type": "function_call_output", "call_id": call["call_id"], "output": text})
+    let mut item =
+        json!({"type": "function_call_output", "call_id": call["call_id"], "output": text});
+    if let Some(caller) = call.get("caller").filter(|c| !c.is_null()) {
+        item["caller"] = caller.clone();
+    }
+    item
 }
 
 /// A check's result; panics listing the checks judged when it is absent.

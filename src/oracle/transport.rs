@@ -35,13 +35,45 @@ fn describe(exchange: &ModelExchange) -> String {
     }
 }
 
-/// The `transport` checks (only where the run met a fault).
+/// A request the API rejected as invalid (4xx from strict emulation) and the controller
+/// sent again unchanged: a client error retried.
+fn rejected_and_resent(f: &Facts) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (position, round) in f.rounds.iter().enumerate() {
+        for pair in round.windows(2) {
+            let rejected = &pair[0];
+            if rejected
+                .rejected_by
+                .as_deref()
+                .is_some_and(|rule| rule != "script")
+                && (400..500).contains(&rejected.status)
+                && !matches!(rejected.status, 408 | 409 | 429)
+            {
+                problems.push(format!(
+                    "{} was rejected with HTTP {} ({}) and the controller sent the same request again: a client error fails again",
+                    Facts::request_label(position),
+                    rejected.status,
+                    rejected.rejected_by.as_deref().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// The `transport` checks (only where the run met a fault, or resent a rejected
+/// request).
 pub fn check(f: &Facts) -> Vec<CheckResult> {
+    let resent = rejected_and_resent(f);
     if !f.rounds.iter().flatten().any(|a| a.fault.is_some()) {
-        return Vec::new();
+        return if resent.is_empty() {
+            Vec::new()
+        } else {
+            vec![checks::TRANSPORT_NO_RETRY_4XX.judge(resent, "")]
+        };
     }
     let mut retried = Vec::new();
-    let mut not_retried = Vec::new();
+    let mut not_retried = resent;
     let mut bounded = Vec::new();
     let mut waited = Vec::new();
     let mut waits = 0;
@@ -103,4 +135,256 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::Value;
+
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::PreviousResponseId;
+
+    #[test]
+    fn no_retry_4xx_fails_a_request_the_api_rejected_sent_again_unchanged() {
+        let run = Run::case("correlation/01-single-call", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let mut second = run.next_body(&first, &response, &run.execute(&response));
+        second["input"][0]["call_id"] = Value::from("call_made_up");
+        run.create(&second);
+        run.send_with(
+            "POST",
+            "/v1/responses",
+            Some(&second),
+            &[("x-stainless-retry-count", "1")],
+        );
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "transport/no-retry-4xx",
+            "request 2 was rejected with HTTP 400 (E3) and the controller sent the same request again",
+        );
+    }
+
+    const CHECKS: [&str; 4] = [
+        "transport/retried",
+        "transport/no-retry-4xx",
+        "transport/retry-bounded",
+        "transport/retry-after-honoured",
+    ];
+
+    /// Plays `run`'s script as a correct controller does, except that each model request
+    /// is attempted up to `attempts` times, `wait` apart, until it is served: the first
+    /// attempt, then SDK retries carrying `x-stainless-retry-count`. True when the loop
+    /// got to its end, false when a request was never served.
+    fn play(run: &Run, attempts: u32, wait: Duration) -> bool {
+        let mut body = run.first_body();
+        loop {
+            let Some(response) = attempt(run, &body, attempts, wait) else {
+                return false;
+            };
+            if calls(&response).is_empty() {
+                return true;
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+        }
+    }
+
+    /// Sends `body` up to `attempts` times, `wait` apart; the response once served.
+    fn attempt(run: &Run, body: &Value, attempts: u32, wait: Duration) -> Option<Value> {
+        for k in 0..attempts {
+            let count = k.to_string();
+            let headers: &[(&str, &str)] = if k == 0 {
+                &[]
+            } else {
+                std::thread::sleep(wait);
+                &[("x-stainless-retry-count", &count)]
+            };
+            let (status, response) = run.send_with("POST", "/v1/responses", Some(body), headers);
+            if status == 200 {
+                return Some(response);
+            }
+        }
+        None
+    }
+
+    /// Runs `case` with `attempts` per request, `wait` apart, and judges it: the answer
+    /// when the loop got to its end, else failed with reason api_error.
+    fn judged(case: &str, attempts: u32, wait: Duration) -> crate::oracle::Judgement {
+        let run = Run::case(case, PreviousResponseId);
+        if play(&run, attempts, wait) {
+            run.judge_completed()
+        } else {
+            run.judge_failed("api_error")
+        }
+    }
+
+    #[test]
+    fn a_run_without_faults_gives_transport_nothing_to_judge() {
+        let run = Run::case("correlation/01-single-call", PreviousResponseId);
+        run.correct();
+        let judgement = run.judge_completed();
+        for id in CHECKS {
+            assert_not_judged(&judgement, id);
+        }
+    }
+
+    #[test]
+    fn retried_passes_every_transient_error_retried() {
+        for case in [
+            "transport/01-500-then-success",
+            "transport/04-503-non-json",
+            "transport/05-connection-dropped",
+            "transport/07-retry-after-tools-ran",
+        ] {
+            let judgement = judged(case, 3, Duration::ZERO);
+            assert_passes(&judgement, "transport/retried");
+            assert_passes(&judgement, "transport/no-retry-4xx");
+            assert_passes(&judgement, "transport/retry-bounded");
+            assert_not_judged(&judgement, "transport/retry-after-honoured");
+            assert_passes(&judgement, "terminal/outcome");
+        }
+    }
+
+    #[test]
+    fn retried_fails_a_controller_that_gives_up_on_a_transient_error() {
+        for (case, needle) in [
+            (
+                "transport/01-500-then-success",
+                "request 1 met HTTP 500 (transient) and the controller gave up after 1 attempt: expected it retried",
+            ),
+            (
+                "transport/04-503-non-json",
+                "request 1 met HTTP 503 (transient)",
+            ),
+            (
+                "transport/05-connection-dropped",
+                "request 1 met a dropped connection (transient)",
+            ),
+            (
+                "transport/07-retry-after-tools-ran",
+                "request 2 met HTTP 500 (transient)",
+            ),
+        ] {
+            assert_fails(
+                &judged(case, 1, Duration::ZERO),
+                "transport/retried",
+                needle,
+            );
+        }
+    }
+
+    #[test]
+    fn giving_up_on_a_rate_limit_leaves_retry_after_unjudged() {
+        let judgement = judged("transport/03-429-retry-after", 1, Duration::ZERO);
+        assert_fails(
+            &judgement,
+            "transport/retried",
+            "request 1 met HTTP 429 (transient)",
+        );
+        assert_not_judged(&judgement, "transport/retry-after-honoured");
+    }
+
+    #[test]
+    fn no_retry_4xx_passes_a_400_reported_as_a_failure() {
+        let judgement = judged("transport/02-400-not-retried", 1, Duration::ZERO);
+        assert_passes(&judgement, "transport/no-retry-4xx");
+        assert_passes(&judgement, "transport/retried");
+        assert_passes(&judgement, "terminal/outcome");
+        assert_passes(&judgement, "terminal/reason");
+    }
+
+    #[test]
+    fn no_retry_4xx_fails_a_400_sent_again() {
+        let judgement = judged("transport/02-400-not-retried", 3, Duration::ZERO);
+        assert_fails(
+            &judgement,
+            "transport/no-retry-4xx",
+            "request 1 met HTTP 400, which is not transient, and the controller sent the same request again",
+        );
+    }
+
+    #[test]
+    fn no_retry_4xx_passes_and_fails_a_500_with_x_should_retry_false() {
+        let judgement = judged("transport/08-should-retry-false", 1, Duration::ZERO);
+        assert_passes(&judgement, "transport/no-retry-4xx");
+        assert_passes(&judgement, "transport/retried");
+
+        let judgement = judged("transport/08-should-retry-false", 3, Duration::ZERO);
+        assert_fails(
+            &judgement,
+            "transport/no-retry-4xx",
+            "request 1 met HTTP 500 with x-should-retry: false, which is not transient",
+        );
+    }
+
+    #[test]
+    fn retry_bounded_passes_five_attempts_and_fails_six() {
+        let judgement = judged("transport/06-persistent-500", 3, Duration::ZERO);
+        assert_passes(&judgement, "transport/retry-bounded");
+        assert_passes(&judgement, "transport/retried");
+        assert_passes(&judgement, "terminal/outcome");
+
+        let judgement = judged("transport/06-persistent-500", 5, Duration::ZERO);
+        assert_passes(&judgement, "transport/retry-bounded");
+
+        let judgement = judged("transport/06-persistent-500", 6, Duration::ZERO);
+        assert_fails(
+            &judgement,
+            "transport/retry-bounded",
+            "request 1 was attempted 6 times: retries must be bounded (at most 5 attempts)",
+        );
+    }
+
+    #[test]
+    fn retry_after_honoured_passes_a_retry_that_waited_as_asked() {
+        let judgement = judged(
+            "transport/03-429-retry-after",
+            3,
+            Duration::from_millis(300),
+        );
+        assert_passes(&judgement, "transport/retry-after-honoured");
+        assert_passes(&judgement, "transport/retried");
+    }
+
+    #[test]
+    fn retry_after_honoured_fails_a_retry_after_a_fixed_short_backoff() {
+        let judgement = judged("transport/03-429-retry-after", 3, Duration::from_millis(20));
+        assert_fails(
+            &judgement,
+            "transport/retry-after-honoured",
+            "request 1: the answer asked to retry after 300 ms and the retry came",
+        );
+        assert_passes(&judgement, "transport/retried");
+    }
+
+    #[test]
+    fn retry_after_in_seconds_is_honoured_too() {
+        let yaml = r#"
+format: 1
+id: demo/01-retry-after-seconds
+summary: A 503 asking for a retry after 0.2 s.
+level: must
+task: {input: "How many units of D9?", tools: [get_stock]}
+script:
+  - faults:
+      - {status: 503, retry_after: 0.2}
+    output:
+      - message: "12 units."
+expect: {outcome: completed}
+"#;
+        let run = Run::yaml(yaml, PreviousResponseId);
+        assert!(play(&run, 2, Duration::from_millis(200)));
+        assert_passes(&run.judge_completed(), "transport/retry-after-honoured");
+
+        let run = Run::yaml(yaml, PreviousResponseId);
+        assert!(play(&run, 2, Duration::ZERO));
+        assert_fails(
+            &run.judge_completed(),
+            "transport/retry-after-honoured",
+            "the answer asked to retry after 200 ms",
+        );
+    }
 }

@@ -47,10 +47,19 @@ pub struct CheckResult {
     /// The check's rule, as declared (what the controller must do).
     #[serde(default)]
     pub rule: String,
-    /// For a payload that differs from what was expected: (expected, actual), rendered
-    /// as a diff by the console report.
+    /// For a payload that differs from what was expected, both sides, rendered as a
+    /// diff by the console report.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub diff: Option<(String, String)>,
+    pub diff: Option<Diff>,
+}
+
+/// What was expected and what the controller sent or reported instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diff {
+    /// The expected text.
+    pub expected: String,
+    /// What was there instead.
+    pub actual: String,
 }
 
 /// Most problems listed in one message before the rest are counted.
@@ -100,7 +109,7 @@ impl CheckResult {
     }
 
     /// Attaches an expected/actual pair for a diff.
-    pub fn with_diff(mut self, diff: Option<(String, String)>) -> Self {
+    pub fn with_diff(mut self, diff: Option<Diff>) -> Self {
         if self.verdict != CheckVerdict::Pass {
             self.diff = diff;
         }

@@ -118,8 +118,8 @@ pub fn details(reports: &[CaseReport]) -> String {
                 check.verdict.as_str(),
                 check.message
             );
-            if let Some((expected, actual)) = &check.diff {
-                out.push_str(&diff(expected, actual));
+            if let Some(d) = &check.diff {
+                out.push_str(&diff(&d.expected, &d.actual));
             }
         }
         if let Some(note) = &report.snapshot

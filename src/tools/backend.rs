@@ -116,7 +116,16 @@ impl Registry {
         }
         let parsed: Value = match serde_json::from_str(arguments) {
             Ok(value @ Value::Object(_)) => value,
-            Ok(_) => return CallValidity::MalformedArguments("not a JSON object".to_owned()),
+            Ok(other) => {
+                let kind = match other {
+                    Value::Array(_) => "an array",
+                    Value::String(_) => "a string",
+                    Value::Number(_) => "a number",
+                    Value::Bool(_) => "a boolean",
+                    _ => "null",
+                };
+                return CallValidity::MalformedArguments(format!("the JSON is {kind}"));
+            }
             Err(err) => return CallValidity::MalformedArguments(err.to_string()),
         };
         match tool.check_arguments(&parsed) {

@@ -1,0 +1,175 @@
+//! `loopcheck run --snapshots`: drift reported item by item, new snapshots written for
+//! review outside CI and failing under CI, updates refused under CI, and bad snapshot
+//! files or folders reported, never a panic.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::support::{loopcheck_bin, root};
+
+const CASE: &str = "correlation/01-single-call";
+
+/// `loopcheck run` of CASE in stateless mode with the Rust reference; `ci` sets `CI`.
+fn run(snapshots: &Path, ci: bool, extra: &[&str]) -> (Output, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let mut command = Command::new(loopcheck_bin());
+    command
+        .args([
+            "run",
+            "--filter",
+            CASE,
+            "--supports",
+            "stateless",
+            "--jobs",
+            "1",
+        ])
+        .arg("--snapshots")
+        .arg(snapshots)
+        .arg("--report-json")
+        .arg(&report)
+        .args(extra)
+        .current_dir(root())
+        .env_remove("CI");
+    if ci {
+        command.env("CI", "true");
+    }
+    let output = command.output().expect("loopcheck runs");
+    let value = std::fs::read(&report)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or(Value::Null);
+    (output, value)
+}
+
+fn snap(dir: &Path) -> std::path::PathBuf {
+    dir.join(format!("{CASE}.stateless.snap"))
+}
+
+/// The stateless run's entry in the report (the other mode is unsupported).
+fn stateless(report: &Value) -> &Value {
+    report["cases"]
+        .as_array()
+        .and_then(|cases| cases.iter().find(|c| c["state"] == "stateless"))
+        .unwrap_or(&Value::Null)
+}
+
+fn verdict(report: &Value) -> &str {
+    stateless(report)["verdict"].as_str().unwrap_or("none")
+}
+
+#[test]
+fn a_changed_request_is_drift_naming_the_request_and_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, _) = run(dir.path(), false, &["--update-snapshots"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    // The recorded run without `parallel_tool_calls` in its second request: as though
+    // the controller had just started sending it.
+    let text = std::fs::read_to_string(snap(dir.path())).unwrap();
+    let second = text
+        .match_indices("\"parallel_tool_calls\": true,")
+        .nth(1)
+        .unwrap()
+        .0;
+    let line_end = text[second..].find('\n').unwrap() + 1;
+    let edited = format!("{}{}", &text[..second], &text[second + line_end..]);
+    let edited = edited.replacen("\n          \n", "\n", 1);
+    std::fs::write(snap(dir.path()), edited).unwrap();
+
+    let (output, report) = run(dir.path(), true, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(verdict(&report), "drift", "{report:#}");
+    let changes = &stateless(&report)["snapshot"]["changes"];
+    assert_eq!(
+        changes,
+        &serde_json::json!(["request 2 (POST /v1/responses): `parallel_tool_calls` is new: true"]),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("DRIFT"), "{stdout}");
+    assert!(
+        stdout.contains("+          \"parallel_tool_calls\": true,"),
+        "{stdout}"
+    );
+    assert!(
+        !snap(dir.path()).with_extension("snap.new").exists(),
+        "nothing is written under CI"
+    );
+}
+
+#[test]
+fn a_missing_snapshot_is_written_for_review_and_fails_under_ci() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, report) = run(dir.path(), false, &[]);
+    assert!(output.status.success());
+    assert_eq!(verdict(&report), "pass");
+    assert_eq!(stateless(&report)["snapshot"]["status"], "new");
+    let new = snap(dir.path()).with_extension("snap.new");
+    assert!(new.exists());
+    assert!(
+        std::fs::read_to_string(&new)
+            .unwrap()
+            .starts_with("---\nsource: loopcheck\n")
+    );
+
+    let (output, report) = run(dir.path(), true, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(verdict(&report), "drift");
+    assert_eq!(stateless(&report)["snapshot"]["status"], "missing");
+}
+
+#[test]
+fn updating_snapshots_is_refused_under_ci() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, _) = run(dir.path(), true, &["--update-snapshots"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("refusing to update snapshots because CI is set"),
+        "{stderr}"
+    );
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn a_corrupt_snapshot_is_an_error_naming_its_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = snap(dir.path());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        &path,
+        "---\nsource: loopcheck\n---\n{\"format\": 1, \"case\": ",
+    )
+    .unwrap();
+    let (output, report) = run(dir.path(), true, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(verdict(&report), "error");
+    let detail = stateless(&report)["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!(
+            "{}:4: expected a loopcheck normalized transcript",
+            path.display()
+        )),
+        "{detail}"
+    );
+}
+
+#[test]
+fn an_unusable_snapshot_folder_is_a_usage_error_before_any_case_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let (output, report) = run(&file.join("snapshots"), false, &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(report, Value::Null, "no case ran");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("failed to use the snapshot folder"),
+        "{stderr}"
+    );
+}
