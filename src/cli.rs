@@ -1,7 +1,7 @@
 //! The command line: `run`, `list`, `lint`.
 
 use std::collections::BTreeSet;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -370,7 +370,14 @@ async fn run(args: RunArgs) -> u8 {
     let mut reporters = Reporters::new();
     // The bar first: at the end it clears itself before the details are printed.
     let progress = ProgressReporter::on_terminal();
-    let live = progress.is_none();
+    // Case lines go wherever the console report goes, unless that is the terminal the
+    // bar is drawn on.
+    let console_on_terminal = if json_to_stdout {
+        true
+    } else {
+        io::stdout().is_terminal()
+    };
+    let live = progress.is_none() || !console_on_terminal;
     if let Some(progress) = progress {
         reporters.push(progress);
     }
