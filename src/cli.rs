@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use globset::{Glob, GlobSetBuilder};
 
-use crate::report::console::ConsoleReporter;
+use crate::report::console::{self, ConsoleReporter};
 use crate::report::json::JsonReporter;
 use crate::report::matrix::MatrixReporter;
 use crate::report::progress::ProgressReporter;
@@ -46,6 +46,10 @@ enum Command {
     Lint(LintArgs),
     /// Run the cases against several controllers and print a compliance table.
     Matrix(MatrixArgs),
+    /// Record a command's model traffic through a proxy into a cassette (a scenario).
+    Record(RecordArgs),
+    /// Replay a cassette to any command and report drift from the recording.
+    Replay(ReplayArgs),
     /// Run the built-in Rust reference controller (contract v1, from the environment).
     #[command(hide = true)]
     ReferenceController,
@@ -123,6 +127,57 @@ struct MatrixArgs {
 }
 
 #[derive(Debug, Args)]
+struct RecordArgs {
+    /// The real API's base URL (e.g. https://api.openai.com/v1); the command's requests
+    /// go there through the proxy, with the key from its own environment.
+    #[arg(long)]
+    upstream: Option<String>,
+    /// More CA certificates (PEM) to trust for the upstream, for a private endpoint.
+    #[arg(long, value_name = "FILE")]
+    upstream_ca: Option<PathBuf>,
+    /// The cassette to write (YAML, or JSON for `.json`).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// once: refuse to overwrite; new: replay what matches, record from the first unseen
+    /// request; all: record again; none: replay only.
+    #[arg(long, value_enum, default_value = "once")]
+    mode: crate::record::Mode,
+    /// A scenario file whose `task` (and `tools`) a contract controller gets: the task file
+    /// is written and the fixture tool backend served, so tool calls are recorded too.
+    #[arg(long, value_name = "FILE")]
+    task: Option<PathBuf>,
+    /// The state mode written into the task.
+    #[arg(long, default_value = "previous_response_id", value_parser = parse_state)]
+    state: crate::scenario::StateMode,
+    /// A JSON pointer to redact in every request and response body (repeatable).
+    #[arg(long, value_name = "POINTER")]
+    redact_json: Vec<String>,
+    /// A regular expression to redact in every string recorded (repeatable).
+    #[arg(long, value_name = "RE")]
+    redact_regex: Vec<String>,
+    /// The command to record, after `--`.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct ReplayArgs {
+    /// The cassette.
+    cassette: PathBuf,
+    /// The command to replay it to, after `--`.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+fn parse_state(word: &str) -> Result<crate::scenario::StateMode, String> {
+    crate::scenario::StateMode::parse(word).ok_or_else(|| {
+        format!(
+            "unknown state mode '{word}': expected previous_response_id, stateless or conversation"
+        )
+    })
+}
+
+#[derive(Debug, Args)]
 struct ListArgs {
     /// List the checks (id, level, rule) instead of the cases.
     #[arg(long)]
@@ -160,6 +215,11 @@ pub fn main() -> ExitCode {
         Command::List(args) => list(args),
         Command::Lint(args) => lint(args),
         Command::Matrix(args) => runtime.block_on(matrix(args)),
+        Command::Record(args) => runtime.block_on(record(args)),
+        Command::Replay(args) => runtime.block_on(finish_recording(crate::record::replay(
+            &args.cassette,
+            &args.command,
+        ))),
         Command::ReferenceController => {
             let outcome = runtime.block_on(loopcheck_reference::run_from_env());
             println!("{}", loopcheck_reference::result_line(&outcome));
@@ -578,4 +638,51 @@ async fn matrix(args: MatrixArgs) -> u8 {
     // A matrix compares controllers; their failures are its content, not an error. Only
     // cases loopcheck itself could not run make it fail.
     if errors { exit::FAILURES } else { exit::OK }
+}
+
+async fn record(args: RecordArgs) -> u8 {
+    let options = crate::record::RecordOptions {
+        upstream: args.upstream,
+        upstream_ca: args.upstream_ca,
+        out: args.out,
+        mode: args.mode,
+        task: args.task,
+        state: args.state,
+        redact_json: args.redact_json,
+        redact_regex: args.redact_regex,
+        command: args.command,
+    };
+    finish_recording(crate::record::record(&options)).await
+}
+
+/// Reports how a record or replay ended and gives its exit code.
+async fn finish_recording(
+    outcome: impl std::future::Future<
+        Output = Result<crate::record::Finished, crate::record::RecordError>,
+    >,
+) -> u8 {
+    use crate::record::RecordError;
+    match outcome.await {
+        Ok(finished) => {
+            if !finished.summary.is_empty() {
+                eprintln!("loopcheck: {}", finished.summary);
+            }
+            if let Some(comparison) = &finished.comparison {
+                eprint!("{}", console::replay_report(comparison));
+            }
+            if !finished.status.success() {
+                eprintln!("loopcheck: the command exited with {}", finished.status);
+            }
+            if finished.ok() {
+                exit::OK
+            } else {
+                exit::FAILURES
+            }
+        }
+        Err(err @ RecordError::Usage(_)) => usage_error(err.to_string()),
+        Err(err) => {
+            eprintln!("error: {err}");
+            exit::FAILURES
+        }
+    }
 }

@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod oracle;
+pub mod record;
 pub mod report;
 pub mod runner;
 pub mod scenario;

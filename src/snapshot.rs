@@ -12,11 +12,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::report::CaseReport;
 use crate::scenario::StateMode;
-use crate::transcript::drift::{changes, text_diff};
+use crate::transcript::drift::{Comparison, ComparisonStatus, changes, text_diff};
 use crate::transcript::normalize::{NORMALIZED_FORMAT, Normalized, normalize};
 
 /// Why the snapshot folder cannot be used; the CLI reports it as a usage error.
@@ -37,39 +35,6 @@ pub enum SnapshotError {
         /// What went wrong.
         source: std::io::Error,
     },
-}
-
-/// What a case run's snapshot said.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SnapshotStatus {
-    /// The run sent what the snapshot holds.
-    Matched,
-    /// The run sent something else: the case is `drift`.
-    Drifted,
-    /// There was no snapshot; one was written as `.snap.new` for review.
-    New,
-    /// There was no snapshot, and under CI that is a failure (`drift`).
-    Missing,
-    /// `--update-snapshots` wrote the run as the new snapshot.
-    Updated,
-    /// The snapshot file could not be read: the case is `error`.
-    Unreadable,
-}
-
-/// A case run's snapshot comparison, as reports show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SnapshotNote {
-    /// The snapshot file.
-    pub path: PathBuf,
-    /// What the comparison found.
-    pub status: SnapshotStatus,
-    /// For drift: each change, named by request and item; for an unreadable file, why.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<String>,
-    /// For drift: a unified diff of the two transcripts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diff: Option<String>,
 }
 
 /// The snapshot folder of a run.
@@ -127,9 +92,9 @@ impl Snapshots {
         report.fold_snapshot(note);
     }
 
-    fn compare(&self, path: &Path, actual: &Normalized) -> SnapshotNote {
+    fn compare(&self, path: &Path, actual: &Normalized) -> Comparison {
         let new_path = path.with_extension("snap.new");
-        let note = |status, changes: Vec<String>, diff: Option<String>| SnapshotNote {
+        let note = |status, changes: Vec<String>, diff: Option<String>| Comparison {
             path: path.to_owned(),
             status,
             changes,
@@ -139,7 +104,7 @@ impl Snapshots {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
             Err(err) => {
                 return note(
-                    SnapshotStatus::Unreadable,
+                    ComparisonStatus::Unreadable,
                     vec![format!("failed to read {}: {err}", path.display())],
                     None,
                 );
@@ -148,7 +113,7 @@ impl Snapshots {
                 Ok(expected) => Some(expected),
                 // Updating replaces an unreadable snapshot too.
                 Err(_) if self.update => None,
-                Err(why) => return note(SnapshotStatus::Unreadable, vec![why], None),
+                Err(why) => return note(ComparisonStatus::Unreadable, vec![why], None),
             },
         };
         let write = |to: &Path| -> Result<(), String> {
@@ -162,14 +127,14 @@ impl Snapshots {
         match expected {
             Some(expected) if &expected == actual => {
                 let _ = std::fs::remove_file(&new_path);
-                note(SnapshotStatus::Matched, Vec::new(), None)
+                note(ComparisonStatus::Matched, Vec::new(), None)
             }
             _ if self.update => match write(path) {
                 Ok(()) => {
                     let _ = std::fs::remove_file(&new_path);
-                    note(SnapshotStatus::Updated, Vec::new(), None)
+                    note(ComparisonStatus::Updated, Vec::new(), None)
                 }
-                Err(why) => note(SnapshotStatus::Unreadable, vec![why], None),
+                Err(why) => note(ComparisonStatus::Unreadable, vec![why], None),
             },
             Some(expected) => {
                 let found = changes(&expected, actual)
@@ -180,12 +145,12 @@ impl Snapshots {
                 if !self.ci
                     && let Err(why) = write(&new_path)
                 {
-                    return note(SnapshotStatus::Unreadable, vec![why], None);
+                    return note(ComparisonStatus::Unreadable, vec![why], None);
                 }
-                note(SnapshotStatus::Drifted, found, Some(diff))
+                note(ComparisonStatus::Drifted, found, Some(diff))
             }
             None if self.ci => note(
-                SnapshotStatus::Missing,
+                ComparisonStatus::Missing,
                 vec![format!(
                     "no snapshot at {} (under CI a missing snapshot fails; record it outside CI and commit it)",
                     path.display()
@@ -193,8 +158,8 @@ impl Snapshots {
                 None,
             ),
             None => match write(&new_path) {
-                Ok(()) => note(SnapshotStatus::New, Vec::new(), None),
-                Err(why) => note(SnapshotStatus::Unreadable, vec![why], None),
+                Ok(()) => note(ComparisonStatus::New, Vec::new(), None),
+                Err(why) => note(ComparisonStatus::Unreadable, vec![why], None),
             },
         }
     }

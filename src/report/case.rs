@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::oracle::{CaseVerdict, CheckResult};
 use crate::scenario::{Level, StateMode};
-use crate::snapshot::{SnapshotNote, SnapshotStatus};
 use crate::transcript::Transcript;
+use crate::transcript::drift::{Comparison, ComparisonStatus};
 
 /// The version of the JSON report's format (`"format"` in the document).
 ///
@@ -16,7 +16,8 @@ use crate::transcript::Transcript;
 ///   "non_strict", "drift", "unsupported", "timeout", "crashed", "errors"}, "cases":
 ///   [{"id", "summary", "level", "state", "verdict", "duration_ms", "detail"?, "checks":
 ///   [{"id", "level", "verdict", "message", "rule", "diff"?}], "snapshot"?: {"path",
-///   "status", "changes"?, "diff"?}}]}`; `verdict` may be `drift`. Reports written before the
+///   "status", "changes"?, "diff"?}, "recording"?: (the same)}]}`; `verdict` may be
+///   `drift`. Reports written before the
 ///   version existed had no `"format"`, `"summary"`, `"level"`, `"detail"`, `"rule"` or
 ///   `"diff"` keys in cases and checks, nor `"drift"` in the summary; they read as
 ///   format 1.
@@ -46,7 +47,10 @@ pub struct CaseReport {
     pub checks: Vec<CheckResult>,
     /// The snapshot comparison, when the run compares snapshots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<SnapshotNote>,
+    pub snapshot: Option<Comparison>,
+    /// The comparison with the recording, when the case is a cassette.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<Comparison>,
     /// The full record (not part of the JSON report).
     #[serde(skip)]
     pub transcript: Transcript,
@@ -57,22 +61,33 @@ fn must() -> Level {
 }
 
 impl CaseReport {
-    /// Takes a snapshot comparison into the verdict: drift (or a snapshot missing under
-    /// CI) makes a passing case `drift`; an unreadable snapshot makes it `error`. A case
-    /// that already failed keeps its verdict, with the note beside it.
-    pub fn fold_snapshot(&mut self, note: SnapshotNote) {
+    /// Takes a snapshot comparison into the verdict (see [`CaseReport::fold`]).
+    pub fn fold_snapshot(&mut self, note: Comparison) {
+        self.fold(&note);
+        self.snapshot = Some(note);
+    }
+
+    /// Takes the comparison with the recording into the verdict.
+    pub fn fold_recording(&mut self, note: Comparison) {
+        self.fold(&note);
+        self.recording = Some(note);
+    }
+
+    /// Drift (or a snapshot missing under CI) makes a passing case `drift`; a file that
+    /// cannot be read makes it `error`. A case that already failed keeps its verdict,
+    /// with the comparison beside it.
+    fn fold(&mut self, note: &Comparison) {
         let passing = matches!(self.verdict, CaseVerdict::Pass | CaseVerdict::NonStrict);
         match note.status {
-            SnapshotStatus::Drifted | SnapshotStatus::Missing if passing => {
+            ComparisonStatus::Drifted | ComparisonStatus::Missing if passing => {
                 self.verdict = CaseVerdict::Drift;
             }
-            SnapshotStatus::Unreadable => {
+            ComparisonStatus::Unreadable => {
                 self.verdict = CaseVerdict::Error;
                 self.detail = Some(note.changes.join("; "));
             }
             _ => {}
         }
-        self.snapshot = Some(note);
     }
 
     /// Reports in the order runs are planned: by case id, then state mode.

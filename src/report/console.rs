@@ -9,8 +9,8 @@ use similar::{ChangeTag, TextDiff};
 
 use super::{CaseReport, Reporter, RunEvent, Summary};
 use crate::oracle::{CaseVerdict, CheckVerdict};
-use crate::snapshot::SnapshotStatus;
 use crate::transcript::clip;
+use crate::transcript::drift::{Comparison, ComparisonStatus};
 
 /// Writes the console report to a stream: standard output, or standard error when a
 /// machine-readable report goes to standard output.
@@ -122,29 +122,12 @@ pub fn details(reports: &[CaseReport]) -> String {
                 out.push_str(&diff(&d.expected, &d.actual));
             }
         }
-        if let Some(note) = &report.snapshot
-            && matches!(
-                note.status,
-                SnapshotStatus::Drifted | SnapshotStatus::Missing
-            )
-        {
-            let what = if note.status == SnapshotStatus::Missing {
-                "has no snapshot"
-            } else {
-                "differs from its snapshot"
-            };
-            let _ = writeln!(
-                out,
-                "  ~ what the controller sent {what} {}:",
-                note.path.display()
-            );
-            for change in &note.changes {
-                let _ = writeln!(out, "    {change}");
-            }
-            if let Some(diff) = &note.diff {
-                for line in diff.lines() {
-                    let _ = writeln!(out, "    {line}");
-                }
+        for (note, against) in [
+            (&report.snapshot, "its snapshot"),
+            (&report.recording, "its recording"),
+        ] {
+            if let Some(note) = note {
+                out.push_str(&comparison(note, against));
             }
         }
         if let Some(process) = &report.transcript.process
@@ -174,16 +157,16 @@ pub fn details(reports: &[CaseReport]) -> String {
             }
         }
     }
-    let count = |status: SnapshotStatus| {
+    let count = |status: ComparisonStatus| {
         reports
             .iter()
             .filter(|r| r.snapshot.as_ref().is_some_and(|n| n.status == status))
             .count()
     };
     let (new, drifted, updated) = (
-        count(SnapshotStatus::New),
-        count(SnapshotStatus::Drifted),
-        count(SnapshotStatus::Updated),
+        count(ComparisonStatus::New),
+        count(ComparisonStatus::Drifted),
+        count(ComparisonStatus::Updated),
     );
     if new + drifted > 0 && !crate::snapshot::is_ci() {
         let _ = writeln!(
@@ -195,6 +178,34 @@ pub fn details(reports: &[CaseReport]) -> String {
         let _ = writeln!(out, "\n{updated} snapshot(s) written");
     }
     let _ = writeln!(out, "\n{}", Summary::of(reports).line());
+    out
+}
+
+/// The report of a replay: matched, or every change with the diff.
+pub fn replay_report(comparison: &Comparison) -> String {
+    match comparison.status {
+        ComparisonStatus::Matched => format!(
+            "loopcheck: the replay sent what {} recorded\n",
+            comparison.path.display()
+        ),
+        _ => format!("DRIFT\n{}", self::comparison(comparison, "its recording")),
+    }
+}
+
+/// What a drifted comparison found: each change, then the diff.
+fn comparison(note: &Comparison, against: &str) -> String {
+    let what = match note.status {
+        ComparisonStatus::Missing => format!("has no snapshot at {}", note.path.display()),
+        ComparisonStatus::Drifted => format!("differs from {against} {}", note.path.display()),
+        _ => return String::new(),
+    };
+    let mut out = format!("  ~ what the controller sent {what}:\n");
+    for change in &note.changes {
+        let _ = writeln!(out, "    {change}");
+    }
+    for line in note.diff.iter().flat_map(|d| d.lines()) {
+        let _ = writeln!(out, "    {line}");
+    }
     out
 }
 

@@ -5,6 +5,8 @@
 pub mod events;
 mod persistent;
 mod process;
+
+pub(crate) use process::kill_group;
 pub mod task;
 
 use std::collections::BTreeSet;
@@ -105,11 +107,16 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if !task.approval_required.is_empty() {
         needed.push("approvals");
     }
-    let programmatic = scenario
-        .script
-        .iter()
-        .flat_map(|turn| &turn.output)
-        .any(|item| matches!(item, OutputSpec::Program(_)));
+    let programmatic = scenario.script.iter().any(|turn| {
+        turn.output
+            .iter()
+            .any(|item| matches!(item, OutputSpec::Program(_)))
+            || turn.recorded.as_ref().is_some_and(|r| {
+                r.response["output"]
+                    .as_array()
+                    .is_some_and(|items| items.iter().any(|i| i["type"] == "program"))
+            })
+    });
     if programmatic {
         needed.push("programmatic");
     }
@@ -126,6 +133,7 @@ fn unsupported(case: &Case, state: StateMode, missing: &[&str]) -> CaseReport {
         duration_ms: 0,
         checks: Vec::new(),
         snapshot: None,
+        recording: None,
         detail: Some(format!(
             "the controller does not declare: {}",
             missing.join(", ")
@@ -167,6 +175,7 @@ fn finish(
         duration_ms: started.elapsed().as_millis() as u64,
         checks: judgement.checks,
         snapshot: None,
+        recording: None,
         detail: judgement.detail,
         transcript,
     }
@@ -508,6 +517,13 @@ pub async fn run_all(
                 };
                 if let Some(snapshots) = &options.snapshots {
                     snapshots.check(&mut report);
+                }
+                if let Some(recorded) = &case.scenario.recorded
+                    && report.verdict != CaseVerdict::Unsupported
+                {
+                    let comparison =
+                        crate::record::replay::compare(recorded, &report.transcript, &case.source);
+                    report.fold_recording(comparison);
                 }
                 let _ = sender.send(Message::Judged(slot, Box::new(report)));
             }

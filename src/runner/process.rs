@@ -60,7 +60,8 @@ pub async fn run(
     Ok((record, timed_out))
 }
 
-pub(super) fn kill_group(group: Option<i32>) {
+/// Kills a whole process group (a command and everything it started).
+pub(crate) fn kill_group(group: Option<i32>) {
     if let Some(pgid) = group.filter(|&p| p > 0) {
         // SAFETY: killpg only sends a signal; a stale group id at worst names no process.
         unsafe {

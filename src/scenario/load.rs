@@ -107,7 +107,7 @@ fn locate(text: &str, needle: &str) -> (u64, u64) {
 
 /// Hosted (server-side) tool types a task may list beside its functions; they are not
 /// part of the controller's registry.
-const HOSTED_TOOLS: &[&str] = &[
+pub const HOSTED_TOOLS: &[&str] = &[
     "programmatic_tool_calling",
     "web_search",
     "web_search_preview",
@@ -132,12 +132,30 @@ pub fn tool_names(scenario: &Scenario) -> Vec<String> {
 /// Semantic checks beyond the schema. An error is (text to locate, message).
 fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
     let err = |needle: &str, message: String| Err((needle.to_owned(), message));
-    if scenario.format != FORMAT_VERSION {
+    if !(1..=FORMAT_VERSION).contains(&scenario.format) {
         return err(
             "format",
             format!(
-                "unsupported format version {}: expected {FORMAT_VERSION}",
+                "unsupported format version {}: expected 1 to {FORMAT_VERSION}",
                 scenario.format
+            ),
+        );
+    }
+    let recorded_features =
+        scenario.recorded.is_some() || scenario.script.iter().any(|turn| turn.recorded.is_some());
+    if recorded_features && scenario.format < 2 {
+        return err("recorded", "`recorded` needs `format: 2`".to_owned());
+    }
+    if let Some(index) = scenario
+        .script
+        .iter()
+        .position(|turn| turn.recorded.is_some() && !turn.output.is_empty())
+    {
+        return err(
+            "recorded",
+            format!(
+                "turn {} has both `recorded` and `output`: a recorded turn is served as recorded",
+                index + 1
             ),
         );
     }

@@ -6,7 +6,7 @@ mod model;
 
 use std::path::{Path, PathBuf};
 
-pub use load::{ScenarioError, final_message_text, load_file, parse, tool_names};
+pub use load::{HOSTED_TOOLS, ScenarioError, final_message_text, load_file, parse, tool_names};
 pub use model::*;
 
 mod embedded {

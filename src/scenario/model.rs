@@ -6,13 +6,23 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The scenario format version this build reads.
+/// The newest scenario format version this build reads (it reads every older one too).
 ///
 /// Changelog:
 /// - 1: first version (task, fixture tool behaviour, script of turns, expected outcome);
 ///   compatible additions: `task.stream`, `task.background`, turn `faults`, `stream`,
-///   `polls`, `program` / `program_output` items, call `caller`, tool `unavailable`.
-pub const FORMAT_VERSION: u32 = 1;
+///   `polls`, `program` / `program_output` items, call `caller`, tool `unavailable`;
+///   an `endless` turn may be empty (a model that keeps answering with nothing).
+/// - 2: recordings (`loopcheck record`): a turn may hold a `recorded` response (and its
+///   stream events with their delays) served verbatim instead of `output`; a top-level
+///   `recorded` section holds the normalized requests the recording saw, which a replay
+///   is compared with. A fault's `body` that is JSON is served as JSON.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// For `skip_serializing_if`: a field at its default is left out of a written scenario.
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
 
 /// RFC 2119 level of a case or a check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -100,7 +110,7 @@ pub struct Scenario {
     /// How much a failure of this case weighs.
     pub level: Level,
     /// Free tags for filtering.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub tags: Vec<String>,
     /// The task handed to the controller.
     pub task: TaskSpec,
@@ -108,12 +118,33 @@ pub struct Scenario {
     #[serde(default = "default_states")]
     pub states: Vec<StateMode>,
     /// Scripted behaviour of the fixture tools, by tool name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub tools: BTreeMap<String, ToolBehaviour>,
     /// The model's turns, one per accepted request.
     pub script: Vec<Turn>,
     /// What a correct controller reports.
     pub expect: Expectation,
+    /// For a recording: what the controller sent when it was recorded; a replay that
+    /// sends something else is `drift`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<Recorded>,
+}
+
+/// What a recording saw the controller send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recorded {
+    /// The upstream it was recorded from.
+    pub upstream: String,
+    /// The user's redaction rules (JSON pointers), applied to a replay before it is
+    /// compared, as they were to the recording.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redact_json: Vec<String>,
+    /// The user's redaction rules (regular expressions), likewise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redact_regex: Vec<String>,
+    /// Every exchange, normalized.
+    pub transcript: crate::transcript::normalize::Normalized,
 }
 
 impl Scenario {
@@ -143,12 +174,12 @@ pub struct TaskSpec {
     /// The first request's `input`: a string or an array of input items.
     pub input: Value,
     /// Instructions to send with every request.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     /// Tools: the name of a built-in fixture tool, or an inline function definition.
     pub tools: Vec<ToolRef>,
     /// Tools whose every call needs an approval first.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub approval_required: Vec<String>,
     /// The most model requests the controller may make.
     #[serde(default = "default_max_rounds")]
@@ -157,10 +188,10 @@ pub struct TaskSpec {
     #[serde(default = "default_principal")]
     pub principal: String,
     /// The controller must stream (`stream: true`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub stream: bool,
     /// The controller must run responses in the background and poll them.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub background: bool,
 }
 
@@ -179,19 +210,19 @@ pub enum ToolRef {
 #[serde(deny_unknown_fields)]
 pub struct ToolBehaviour {
     /// Results by arguments: the first rule whose `when` matches gives the result.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub results: Vec<ResultRule>,
     /// The result when no rule matches (default: an echo of the tool and arguments).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Value>,
     /// Authorization denials (HTTP 403 from the backend).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub deny: Vec<DenyRule>,
     /// Approval decisions for calls to this tool.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub approvals: Vec<ApprovalRule>,
     /// Transient failures (HTTP 503) before a call succeeds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub unavailable: Vec<UnavailableRule>,
 }
 
@@ -201,7 +232,7 @@ pub struct ToolBehaviour {
 #[serde(deny_unknown_fields)]
 pub struct UnavailableRule {
     /// Only for arguments matching this subset (any when absent).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<Value>,
     /// How many attempts fail (per call_id).
     pub attempts: u32,
@@ -212,7 +243,7 @@ pub struct UnavailableRule {
 #[serde(deny_unknown_fields)]
 pub struct ResultRule {
     /// Argument subset to match (every key given must be equal).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<Value>,
     /// The result returned.
     pub result: Value,
@@ -223,10 +254,10 @@ pub struct ResultRule {
 #[serde(deny_unknown_fields)]
 pub struct DenyRule {
     /// Only for this principal (any when absent).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
     /// Only for arguments matching this subset (any when absent).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<Value>,
     /// The backend's message.
     pub message: String,
@@ -237,12 +268,12 @@ pub struct DenyRule {
 #[serde(deny_unknown_fields)]
 pub struct ApprovalRule {
     /// Only for arguments matching this subset (any when absent).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<Value>,
     /// Whether the call is approved.
     pub approved: bool,
     /// Why (sent back when denied).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
@@ -264,31 +295,57 @@ pub enum TurnStatus {
 #[serde(deny_unknown_fields)]
 pub struct Turn {
     /// Output items in order.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub output: Vec<OutputSpec>,
     /// The response status.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub status: TurnStatus,
     /// `incomplete_details.reason` (default `max_output_tokens`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete_reason: Option<String>,
     /// `error` of a failed response (default: a `server_error`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<TurnError>,
     /// When true, this (last) turn repeats for every later request with fresh ids: a
     /// model that never stops calling tools.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub endless: bool,
     /// Transport faults answered to the first attempts at this turn, one per attempt;
     /// the attempt after the last fault is served the turn.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub faults: Vec<Fault>,
     /// How the turn is streamed when the request asks for a stream.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub stream: StreamSpec,
     /// Background mode: polls that still see the response queued or in progress.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub polls: Option<u32>,
+    /// A response recorded from a real API, served verbatim instead of `output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<RecordedTurn>,
+}
+
+/// A response as a real API sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedTurn {
+    /// The Response object (for a stream, the terminal event's; for a background run,
+    /// the terminal one the polls reached).
+    pub response: Value,
+    /// For a streamed answer: every event as it arrived, with the wait before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<RecordedEvent>,
+}
+
+/// One server-sent event as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedEvent {
+    /// Milliseconds since the previous event (or the request).
+    #[serde(default)]
+    pub after_ms: u64,
+    /// The event's JSON.
+    pub event: Value,
 }
 
 /// One transport fault, answered instead of (or, with only `delay_ms`, before) the turn.
@@ -296,25 +353,25 @@ pub struct Turn {
 #[serde(deny_unknown_fields)]
 pub struct Fault {
     /// HTTP status (429 rate limit, 500 server error, 503 overloaded, 400, ...).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     /// `retry-after` header, seconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<f64>,
     /// `retry-after-ms` header.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
     /// `x-should-retry` header.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub should_retry: Option<bool>,
     /// A raw (non-JSON) body, e.g. an edge proxy's HTML page.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
     /// Close the connection without any response.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub drop: bool,
     /// Wait this long before answering (alone: a slow but successful answer).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub delay_ms: u64,
 }
 
@@ -330,23 +387,23 @@ impl Fault {
 #[serde(deny_unknown_fields)]
 pub struct StreamSpec {
     /// Characters per argument/text delta (default 8).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta_size: Option<usize>,
     /// Split function-call arguments at these character offsets instead (hostile
     /// boundaries, e.g. inside a string value).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub split_at: Vec<usize>,
     /// Write the body this many bytes at a time (1 splits inside multi-byte characters).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_bytes: Option<usize>,
     /// Wait between events.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub delay_ms: u64,
     /// Close the connection after this many events, before the terminal event.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_after: Option<usize>,
     /// End the stream with an in-stream `error` event after this many events.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<StreamError>,
 }
 
@@ -357,7 +414,7 @@ pub struct StreamError {
     /// Events sent before it.
     pub after: usize,
     /// `flat` (documented) or `nested` (as actually sent).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub shape: ErrorShape,
     /// Error code.
     #[serde(default = "default_stream_error_code")]
@@ -433,7 +490,7 @@ pub struct ProgramOutputSpec {
     /// The result text.
     pub result: String,
     /// `completed` (default) or `incomplete`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
 }
 
@@ -442,7 +499,7 @@ pub struct ProgramOutputSpec {
 #[serde(deny_unknown_fields)]
 pub struct ReasoningSpec {
     /// Summary text (empty summary when absent).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
 }
 
@@ -481,7 +538,7 @@ pub struct MessageFull {
     /// The text.
     pub text: String,
     /// Item status (`completed`, `incomplete`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
 }
 
@@ -495,10 +552,10 @@ pub struct CallSpec {
     /// (for malformed JSON).
     pub arguments: Value,
     /// Item status (`completed` unless set; `incomplete` for a truncated call).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// The label of the program that made this call (programmatic tool calling).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
 }
 
@@ -529,9 +586,9 @@ pub struct Expectation {
     /// `completed` or `failed`.
     pub outcome: Outcome,
     /// The exact final answer (default: the text of the script's last message).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_text: Option<String>,
     /// The recognised reason word for a failure (`max_rounds`, `incomplete`, ...).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }

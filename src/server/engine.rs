@@ -167,6 +167,12 @@ impl Session {
         lock(&self.recorder).transcript()
     }
 
+    /// Records an exchange another front end answered (the record proxy forwards model
+    /// requests upstream); its order number is taken now. Returns its index.
+    pub(crate) fn record_model(&self, exchange: ModelExchange) -> usize {
+        lock(&self.recorder).model(exchange)
+    }
+
     /// Handles one request.
     pub fn handle(&self, request: EngineRequest) -> EngineReply {
         let path = request.path.trim_end_matches('/');
@@ -340,7 +346,8 @@ impl Session {
     }
 }
 
-fn redacted_headers(headers: &[(String, String)]) -> BTreeMap<String, String> {
+/// Request headers as transcripts keep them: names lowercase, secrets redacted.
+pub(crate) fn redacted_headers(headers: &[(String, String)]) -> BTreeMap<String, String> {
     headers
         .iter()
         .map(|(name, value)| {

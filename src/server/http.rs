@@ -19,7 +19,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::engine::{EngineRequest, ReplyBody, Session};
+use super::engine::{EngineReply, EngineRequest, ReplyBody, Session};
 use super::recorder::StreamProgress;
 use super::stream::{PlannedStream, frame};
 
@@ -33,12 +33,30 @@ pub struct RunningServer {
     task: Option<JoinHandle<()>>,
 }
 
+/// What answers each request of a server: a future of a response, or of a dropped
+/// connection.
+pub(crate) type Handler = Arc<
+    dyn Fn(Request<Incoming>) -> BoxFuture<'static, Result<Response<ReplyStream>, DropConnection>>
+        + Send
+        + Sync,
+>;
+
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
 impl RunningServer {
     /// Binds 127.0.0.1 on a free port and serves `session`.
     pub async fn start(session: Arc<Session>) -> std::io::Result<Self> {
+        Self::serve(Arc::new(move |request| {
+            Box::pin(serve(session.clone(), request))
+        }))
+        .await
+    }
+
+    /// Binds 127.0.0.1 on a free port and answers every request with `handler`.
+    pub(crate) async fn serve(handler: Handler) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
-        let task = tokio::spawn(accept_loop(listener, session));
+        let task = tokio::spawn(accept_loop(listener, handler));
         Ok(Self {
             addr,
             task: Some(task),
@@ -72,7 +90,7 @@ impl Drop for RunningServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, session: Arc<Session>) {
+async fn accept_loop(listener: TcpListener, handler: Handler) {
     // Connections live in the set, so aborting this task closes them all.
     let mut connections = JoinSet::new();
     loop {
@@ -82,9 +100,9 @@ async fn accept_loop(listener: TcpListener, session: Arc<Session>) {
         // Without TCP_NODELAY a keep-alive client stalls ~40 ms per request (Nagle plus
         // delayed ACK).
         let _ = tcp.set_nodelay(true);
-        let session = session.clone();
+        let handler = handler.clone();
         connections.spawn(async move {
-            let service = service_fn(move |request| serve(session.clone(), request));
+            let service = service_fn(move |request| handler(request));
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(tcp), service)
                 .await;
@@ -95,7 +113,7 @@ async fn accept_loop(listener: TcpListener, session: Arc<Session>) {
 
 /// Returned to hyper to close the connection without an answer.
 #[derive(Debug)]
-struct DropConnection;
+pub(crate) struct DropConnection;
 
 impl std::fmt::Display for DropConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -105,16 +123,14 @@ impl std::fmt::Display for DropConnection {
 
 impl std::error::Error for DropConnection {}
 
-async fn serve(
-    session: Arc<Session>,
-    request: Request<Incoming>,
-) -> Result<Response<ReplyStream>, DropConnection> {
+/// Reads a whole request into the engine's transport-neutral form.
+pub(crate) async fn read_request(request: Request<Incoming>) -> EngineRequest {
     let (parts, body) = request.into_parts();
     let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes().to_vec(),
         Err(_) => Vec::new(),
     };
-    let engine_request = EngineRequest {
+    EngineRequest {
         method: parts.method.as_str().to_owned(),
         path: parts.uri.path().to_owned(),
         query: parts.uri.query().map(str::to_owned),
@@ -129,8 +145,20 @@ async fn serve(
             })
             .collect(),
         body,
-    };
-    let reply = session.handle(engine_request);
+    }
+}
+
+async fn serve(
+    session: Arc<Session>,
+    request: Request<Incoming>,
+) -> Result<Response<ReplyStream>, DropConnection> {
+    let reply = session.handle(read_request(request).await);
+    send(reply).await
+}
+
+/// Sends an engine's reply: after its delay, as JSON, raw text, events, or a dropped
+/// connection.
+pub(crate) async fn send(reply: EngineReply) -> Result<Response<ReplyStream>, DropConnection> {
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
@@ -162,17 +190,26 @@ async fn serve(
     Ok(response)
 }
 
-/// A response body fed through a channel: a whole body at once, or events as a task
+/// A response body fed through a channel: a whole body at once, or chunks as a task
 /// writes them. An `Err` item aborts the connection mid-body (a cut stream).
-struct ReplyStream {
+pub(crate) struct ReplyStream {
     receiver: mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>,
 }
 
+/// The writing end of a [`ReplyStream`].
+pub(crate) type ChunkSender = mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>;
+
 impl ReplyStream {
-    fn full(text: String) -> Self {
+    pub(crate) fn full(text: impl Into<Bytes>) -> Self {
         let (sender, receiver) = mpsc::channel(1);
-        let _ = sender.try_send(Ok(Frame::data(Bytes::from(text))));
+        let _ = sender.try_send(Ok(Frame::data(text.into())));
         Self { receiver }
+    }
+
+    /// A body whose chunks a task sends as they come.
+    pub(crate) fn channel() -> (ChunkSender, Self) {
+        let (sender, receiver) = mpsc::channel(16);
+        (sender, Self { receiver })
     }
 
     fn events(progress: StreamProgress, planned: PlannedStream) -> Self {
@@ -180,8 +217,9 @@ impl ReplyStream {
         tokio::spawn(async move {
             let limit = planned.cut_after.unwrap_or(planned.events.len());
             for (index, event) in planned.events.iter().enumerate().take(limit) {
-                if !planned.delay.is_zero() {
-                    tokio::time::sleep(planned.delay).await;
+                let pause = planned.pause(index);
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
                 }
                 let bytes = Bytes::from(frame(event));
                 let size = planned.chunk_bytes.unwrap_or(bytes.len()).max(1);

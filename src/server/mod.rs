@@ -10,13 +10,14 @@
 mod api;
 mod clock;
 mod engine;
-mod http;
+pub(crate) mod http;
 mod recorder;
 pub mod script;
 mod store;
 pub mod stream;
 pub mod validate;
 
+pub(crate) use engine::redacted_headers;
 pub use engine::{EngineReply, EngineRequest, ReplyBody, Session, SessionOptions};
 pub use http::RunningServer;
 pub use recorder::{Observer, Recorded, StreamProgress};

@@ -18,7 +18,7 @@ pub struct Issued {
     pub reasoning_of: HashMap<String, String>,
     /// The item a reasoning item produced (the one right after it), by reasoning id.
     pub follower: HashMap<String, Value>,
-    /// Program items by program label.
+    /// Program items by program label (scripted programs only).
     pub programs: HashMap<String, Value>,
     /// Program items by their call_id.
     pub programs_by_call: HashMap<String, Value>,
@@ -41,6 +41,51 @@ pub struct ExpandedTurn {
 /// The text of the real API's 500 message (E16), used as a failed turn's default error.
 pub const SERVER_ERROR_MESSAGE: &str = "An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists.";
 
+/// Remembers what a response's output items bind a replay to: each reasoning item's
+/// encrypted content and the item it produced, the reasoning each later item was
+/// generated with, each program and each program-owned call's `caller`. Scripted and
+/// recorded output go through here alike.
+pub fn register(output: &[Value], issued: &mut Issued) {
+    let mut reasoning: Option<String> = None;
+    let mut awaiting_follower: Option<String> = None;
+    for item in output {
+        let id = item["id"].as_str().unwrap_or_default().to_owned();
+        let kind = item["type"].as_str().unwrap_or_default();
+        if let Some(rs) = awaiting_follower.take() {
+            issued.follower.insert(rs, item.clone());
+        }
+        match kind {
+            "reasoning" => {
+                if let Some(content) = item["encrypted_content"].as_str() {
+                    issued.encrypted.insert(id.clone(), content.to_owned());
+                }
+                reasoning = Some(id.clone());
+                awaiting_follower = Some(id);
+                continue;
+            }
+            "program" => {
+                if let Some(call_id) = item["call_id"].as_str() {
+                    issued
+                        .programs_by_call
+                        .insert(call_id.to_owned(), item.clone());
+                }
+            }
+            "function_call" => {
+                if let (Some(call_id), Some(caller)) = (
+                    item["call_id"].as_str(),
+                    item.get("caller").filter(|c| c["type"] == "program"),
+                ) {
+                    issued.callers.insert(call_id.to_owned(), caller.clone());
+                }
+            }
+            _ => {}
+        }
+        if let Some(rs) = &reasoning {
+            issued.reasoning_of.insert(id, rs.clone());
+        }
+    }
+}
+
 /// Expands `turn`, registering its items in `issued`.
 pub fn expand(
     turn: &Turn,
@@ -50,14 +95,11 @@ pub fn expand(
     issued: &mut Issued,
 ) -> ExpandedTurn {
     let mut output = Vec::with_capacity(turn.output.len());
-    let mut reasoning: Option<String> = None;
-    let mut awaiting_follower: Option<String> = None;
     for spec in &turn.output {
         let item = match spec {
             OutputSpec::Reasoning(r) => {
                 let id = ids.item_id("rs", created_at, tail);
                 let encrypted = ids.encrypted_content();
-                issued.encrypted.insert(id.clone(), encrypted.clone());
                 let summary: Vec<Value> = r
                     .summary
                     .iter()
@@ -94,9 +136,7 @@ pub fn expand(
                         .get(label)
                         .map(|p| p["call_id"].clone())
                         .unwrap_or(Value::Null);
-                    let caller = json!({"type": "program", "caller_id": program_call});
-                    issued.callers.insert(call_id, caller.clone());
-                    item["caller"] = caller;
+                    item["caller"] = json!({"type": "program", "caller_id": program_call});
                 }
                 item
             }
@@ -107,10 +147,6 @@ pub fn expand(
                     "fingerprint": format!("fp_{}", ids.base62(43)),
                 });
                 issued.programs.insert(program.label.clone(), item.clone());
-                issued.programs_by_call.insert(
-                    item["call_id"].as_str().unwrap_or_default().to_owned(),
-                    item.clone(),
-                );
                 item
             }
             OutputSpec::ProgramOutput(output) => {
@@ -126,19 +162,9 @@ pub fn expand(
                 })
             }
         };
-        let id = item["id"].as_str().unwrap_or_default().to_owned();
-        let kind = item["type"].as_str().unwrap_or_default().to_owned();
-        if let Some(rs) = awaiting_follower.take() {
-            issued.follower.insert(rs, item.clone());
-        }
-        if kind == "reasoning" {
-            reasoning = Some(id.clone());
-            awaiting_follower = Some(id);
-        } else if let Some(rs) = &reasoning {
-            issued.reasoning_of.insert(id, rs.clone());
-        }
         output.push(item);
     }
+    register(&output, issued);
     let (status, incomplete_reason, error) = match turn.status {
         TurnStatus::Completed => (ResponseStatus::Completed, None, None),
         TurnStatus::Incomplete => (

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::scenario::{ErrorShape, StreamSpec};
+use crate::scenario::{ErrorShape, RecordedEvent, StreamSpec};
 use crate::wire::IdGen;
 
 /// A stream ready to send.
@@ -19,6 +19,8 @@ pub struct PlannedStream {
     pub cut_after: Option<usize>,
     /// Wait before each event.
     pub delay: Duration,
+    /// Wait before event `i` instead, when given (a recorded stream's own timing).
+    pub pauses: Vec<Duration>,
     /// Write this many bytes at a time.
     pub chunk_bytes: Option<usize>,
     /// Event index of each function call's `output_item.done`, by call_id.
@@ -26,6 +28,11 @@ pub struct PlannedStream {
 }
 
 impl PlannedStream {
+    /// The wait before event `index`.
+    pub fn pause(&self, index: usize) -> Duration {
+        self.pauses.get(index).copied().unwrap_or(self.delay)
+    }
+
     /// The type of the last event that will be sent (the terminal one unless cut).
     pub fn last_type(&self) -> Option<&str> {
         let last = match self.cut_after {
@@ -252,8 +259,46 @@ pub fn plan(
             .map(|n| n.min(events.len().saturating_sub(1))),
         events,
         delay: Duration::from_millis(spec.delay_ms),
+        pauses: Vec::new(),
         chunk_bytes: spec.chunk_bytes.filter(|&n| n > 0),
         call_done,
+    }
+}
+
+/// Longest wait replayed between two recorded events: a real model can pause for
+/// seconds, and a replay keeps the event boundaries and order without making CI wait.
+const MAX_REPLAYED_PAUSE: Duration = Duration::from_millis(100);
+
+/// A recorded stream, replayed as it arrived: the same events, each after the wait it
+/// came after (capped), cut where the recording broke off without a terminal event.
+pub fn replay(recorded: &[RecordedEvent]) -> PlannedStream {
+    let events: Vec<Value> = recorded.iter().map(|r| r.event.clone()).collect();
+    let call_done = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            e["type"] == "response.output_item.done" && e["item"]["type"] == "function_call"
+        })
+        .filter_map(|(i, e)| Some((i, e["item"]["call_id"].as_str()?.to_owned())))
+        .collect();
+    let terminal = events
+        .last()
+        .and_then(|e| e["type"].as_str())
+        .is_some_and(|t| {
+            matches!(
+                t,
+                "response.completed" | "response.incomplete" | "response.failed" | "error"
+            )
+        });
+    PlannedStream {
+        cut_after: (!terminal).then_some(events.len()),
+        pauses: recorded
+            .iter()
+            .map(|r| Duration::from_millis(r.after_ms).min(MAX_REPLAYED_PAUSE))
+            .collect(),
+        events,
+        call_done,
+        ..PlannedStream::default()
     }
 }
 

@@ -2,10 +2,46 @@
 //! each change named by the request (or tool exchange) and the field or item it touches:
 //! "request 2 (POST /v1/responses): `max_output_tokens` is new: 256".
 
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::normalize::{ModelStep, Normalized, Step, ToolStep};
 use crate::tools::json_equal;
+
+/// What comparing a case run with its snapshot, or with its recording, found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ComparisonStatus {
+    /// The run sent what the snapshot or the recording holds.
+    Matched,
+    /// The run sent something else: the case is `drift`.
+    Drifted,
+    /// There was no snapshot; one was written as `.snap.new` for review.
+    New,
+    /// There was no snapshot, and under CI that is a failure (`drift`).
+    Missing,
+    /// `--update-snapshots` wrote the run as the new snapshot.
+    Updated,
+    /// The snapshot file could not be read: the case is `error`.
+    Unreadable,
+}
+
+/// A case run compared with its snapshot or its recording, as reports show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The snapshot or cassette file.
+    pub path: PathBuf,
+    /// What the comparison found.
+    pub status: ComparisonStatus,
+    /// For drift: each change, named by request and item; for an unreadable file, why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<String>,
+    /// For drift: a unified diff of the two transcripts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
 
 /// Most characters of a value quoted in a change.
 const QUOTE: usize = 100;

@@ -51,6 +51,20 @@ pub struct Normalized {
     pub unfinished: Option<String>,
 }
 
+impl Normalized {
+    /// A transcript with no exchange and no result.
+    pub fn empty() -> Self {
+        Self {
+            format: NORMALIZED_FORMAT,
+            case: String::new(),
+            state: StateMode::PreviousResponseId,
+            steps: Vec::new(),
+            result: None,
+            unfinished: None,
+        }
+    }
+}
+
 /// One exchange.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -77,7 +91,7 @@ pub struct ModelStep {
 }
 
 /// How a model request was answered: which scripted turn, or which fault or rejection.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     /// HTTP status.
     pub status: u16,
@@ -303,6 +317,12 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
                             .unwrap_or(&m.response)
                             .get("status")
                             .and_then(Value::as_str)
+                            // A poll that finds the run unfinished, whichever word the
+                            // API used for it.
+                            .map(|status| match (m.method.as_str(), status) {
+                                ("GET", "queued") => "in_progress",
+                                (_, status) => status,
+                            })
                             .map(str::to_owned),
                         fault: m.fault.as_ref().map(|f| {
                             if f.dropped {

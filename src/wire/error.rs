@@ -401,16 +401,17 @@ impl ApiError {
     }
 
     /// A request beyond the end of the scenario's script.
-    pub fn script_exhausted(case: &str, turns: usize) -> Self {
-        Self::invalid(
-            400,
-            "script",
+    pub fn script_exhausted(case: &str, turns: usize, recording: bool) -> Self {
+        let message = if recording {
+            format!(
+                "loopcheck: this request is not in the recording '{case}': all {turns} recorded model turns were already served (record again to add it)."
+            )
+        } else {
             format!(
                 "loopcheck: the script of scenario '{case}' is exhausted: all {turns} scripted model turns were already served, so this request has no scripted answer (a correct controller stops at the final answer or at max_rounds)."
-            ),
-            None,
-            Some("script_exhausted"),
-        )
+            )
+        };
+        Self::invalid(400, "script", message, None, Some("script_exhausted"))
     }
 }
 

@@ -10,41 +10,17 @@
 //! `harness/python/requirements.txt` when it is missing. Without a usable Python the test
 //! is skipped with a note, except under `CI`, where it fails.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use crate::support::{assert_passes_catalogue, missing_sdk, root, shell_quote};
+use crate::support::{
+    assert_passes_catalogue, missing_sdk, python, root, sdk_importable, shell_quote,
+};
 
 const REQUIREMENTS: &str = "harness/python/requirements.txt";
 
 /// Everything the controller supports (its README says the same); only `persistent` is
 /// left out.
 const CAPABILITIES: &str = "previous_response_id,stateless,conversation,stream,background,programmatic,approvals,persistent";
-
-fn python() -> PathBuf {
-    if let Some(python) = std::env::var_os("LOOPCHECK_PYTHON").filter(|p| !p.is_empty()) {
-        return PathBuf::from(python);
-    }
-    let venv = root().join(".venv/bin/python");
-    if venv.exists() {
-        venv
-    } else {
-        PathBuf::from("python3")
-    }
-}
-
-/// Whether `python` can import the SDK; the error output otherwise.
-fn sdk_importable(python: &PathBuf) -> Result<(), String> {
-    match Command::new(python)
-        .args(["-c", "import openai, jsonschema"])
-        .stdin(Stdio::null())
-        .output()
-    {
-        Ok(output) if output.status.success() => Ok(()),
-        Ok(output) => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
-        Err(err) => Err(err.to_string()),
-    }
-}
 
 /// Creates `.venv` with the pinned SDK, as `.ci/run` does, so that a plain `cargo test`
 /// on a fresh machine runs this test too.

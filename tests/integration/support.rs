@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests.
 
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use loopcheck::scenario::{self, Case, StateMode};
@@ -41,6 +42,33 @@ pub async fn serve(case: &Case, state: StateMode) -> (Arc<Session>, RunningServe
         .await
         .expect("server starts");
     (session, server)
+}
+
+/// The Python the SDK tests use: `LOOPCHECK_PYTHON`, else `.venv/bin/python`, else
+/// `python3`.
+pub fn python() -> PathBuf {
+    if let Some(python) = std::env::var_os("LOOPCHECK_PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(python);
+    }
+    let venv = root().join(".venv/bin/python");
+    if venv.exists() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
+/// Whether `python` can import the SDK; the error output otherwise.
+pub fn sdk_importable(python: &PathBuf) -> Result<(), String> {
+    match Command::new(python)
+        .args(["-c", "import openai, jsonschema"])
+        .stdin(Stdio::null())
+        .output()
+    {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
+        Err(err) => Err(err.to_string()),
+    }
 }
 
 /// The loopcheck binary built for these tests.

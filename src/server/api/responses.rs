@@ -72,7 +72,13 @@ pub(super) fn create(
                 Some(turn) => turn,
                 None => match script.last() {
                     Some(last) if last.endless => last,
-                    _ => return Err(ApiError::script_exhausted(&scenario.id, script.len())),
+                    _ => {
+                        return Err(ApiError::script_exhausted(
+                            &scenario.id,
+                            script.len(),
+                            scenario.recorded.is_some(),
+                        ));
+                    }
                 },
             };
             let fault = turn.faults.get(store.script.attempts).cloned();
@@ -90,20 +96,41 @@ pub(super) fn create(
         .or(script.last())
         .expect("the script has a turn");
 
-    let created_at = store.clock.now();
-    let tail = store.ids.tail();
-    let id = store.ids.item_id("resp", created_at, &tail);
-    let expanded = script::expand(turn, &mut store.ids, created_at, &tail, &mut store.issued);
-    let output = expanded.output.clone();
-    let mut rendered = response::render(ResponseParts {
-        id: &id,
-        created_at,
-        status: expanded.status,
-        output: expanded.output,
-        request: &request,
-        incomplete_reason: expanded.incomplete_reason.as_deref(),
-        error: expanded.error,
-    });
+    let (id, created_at, tail, output, mut rendered) = match &turn.recorded {
+        // A recorded response goes out as it was recorded, ids and all.
+        Some(recorded) => {
+            let rendered = recorded.response.clone();
+            let created_at = rendered["created_at"]
+                .as_u64()
+                .unwrap_or_else(|| store.clock.now());
+            let tail = store.ids.tail();
+            let id = match rendered["id"].as_str() {
+                Some(id) => id.to_owned(),
+                None => store.ids.item_id("resp", created_at, &tail),
+            };
+            let output = rendered["output"].as_array().cloned().unwrap_or_default();
+            script::register(&output, &mut store.issued);
+            (id, created_at, tail, output, rendered)
+        }
+        None => {
+            let created_at = store.clock.now();
+            let tail = store.ids.tail();
+            let id = store.ids.item_id("resp", created_at, &tail);
+            let expanded =
+                script::expand(turn, &mut store.ids, created_at, &tail, &mut store.issued);
+            let output = expanded.output.clone();
+            let rendered = response::render(ResponseParts {
+                id: &id,
+                created_at,
+                status: expanded.status,
+                output: expanded.output,
+                request: &request,
+                incomplete_reason: expanded.incomplete_reason.as_deref(),
+                error: expanded.error,
+            });
+            (id, created_at, tail, output, rendered)
+        }
+    };
     if let Some(conversation) = &conversation {
         rendered["conversation"] = json!({"id": conversation});
     }
@@ -141,11 +168,16 @@ pub(super) fn create(
         .and_then(|o| o.get("include_obfuscation"))
         .and_then(Value::as_bool)
         .unwrap_or(true);
-    // Only streams and background runs (which can be resumed as a stream) need events.
-    let planned = if request.stream || request.background {
-        stream::plan(&rendered, &turn.stream, &mut store.ids, obfuscate)
-    } else {
-        PlannedStream::default()
+    // Only streams and background runs (which can be resumed as a stream) need events;
+    // a recorded stream is replayed event by event.
+    let planned = match &turn.recorded {
+        Some(recorded) if request.stream && !recorded.events.is_empty() => {
+            stream::replay(&recorded.events)
+        }
+        _ if request.stream || request.background => {
+            stream::plan(&rendered, &turn.stream, &mut store.ids, obfuscate)
+        }
+        _ => PlannedStream::default(),
     };
     let (body, final_response) = if request.background {
         let polls = if request.stream {
@@ -304,9 +336,13 @@ fn fault_reply(fault: &Fault, ids: &mut IdGen) -> Handled {
     let body = if fault.drop {
         Answer::Drop
     } else if let Some(text) = &fault.body {
-        Answer::Raw {
-            content_type: "text/html",
-            text: text.clone(),
+        // A recorded error body is JSON; a scripted edge page is not.
+        match serde_json::from_str(text) {
+            Ok(value) => Answer::Json(value),
+            Err(_) => Answer::Raw {
+                content_type: "text/html",
+                text: text.clone(),
+            },
         }
     } else {
         match status {

@@ -1,0 +1,406 @@
+//! A recording becomes a cassette, and a cassette is an ordinary scenario (format 2): its
+//! script is the recorded responses (items, status, stream events with their waits,
+//! faults such as a 429 the upstream really sent), its `recorded` section the
+//! normalized requests the recording saw. `lint`, `run` and snapshots work on it; a
+//! replay is compared with `recorded`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::proxy::Extra;
+use super::redact::Redactor;
+use crate::scenario::{
+    Expectation, FORMAT_VERSION, Fault, Level, Outcome, Recorded, RecordedEvent, RecordedTurn,
+    Scenario, StateMode, TaskSpec, ToolBehaviour, ToolRef, Turn,
+};
+use crate::transcript::normalize::normalize;
+use crate::transcript::{FaultRecord, ModelExchange, Transcript};
+
+/// The part of a scenario file `--task` reads: the task and the fixture tools'
+/// behaviour (a whole scenario file works too; its other sections are ignored).
+#[derive(Debug, Clone, Deserialize)]
+pub struct TaskFile {
+    /// The task handed to the controller.
+    pub task: TaskSpec,
+    /// Scripted behaviour of the fixture tools.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolBehaviour>,
+}
+
+impl TaskFile {
+    /// Reads a task file (YAML, or JSON for `.json`).
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+        let parsed = if path.extension().is_some_and(|e| e == "json") {
+            serde_json::from_str(&text).map_err(|err| err.to_string())
+        } else {
+            serde_saphyr::from_str(&text).map_err(|err| err.to_string())
+        };
+        parsed.map_err(|err| {
+            format!(
+                "{}: expected a scenario's `task` (and `tools`) sections: {err}",
+                path.display()
+            )
+        })
+    }
+}
+
+/// Everything a session of the proxy recorded.
+pub struct Recording<'a> {
+    /// Every exchange, model and tool, with its order number.
+    pub transcript: &'a Transcript,
+    /// Answer headers and event timing, by model exchange index.
+    pub extras: &'a HashMap<usize, Extra>,
+    /// The upstream it was recorded from.
+    pub upstream: &'a str,
+}
+
+fn terminal(status: &str) -> bool {
+    !matches!(status, "queued" | "in_progress")
+}
+
+/// The header's value in an answer.
+fn header<'a>(extra: Option<&'a Extra>, name: &str) -> Option<&'a str> {
+    extra?
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// The scripted fault a failed attempt becomes, and how the replay's transcript records
+/// it.
+fn fault_of(m: &ModelExchange, extra: Option<&Extra>) -> (Fault, FaultRecord) {
+    let dropped = m.status == 0;
+    let retry_after_ms = header(extra, "retry-after-ms").and_then(|v| v.trim().parse().ok());
+    let retry_after = header(extra, "retry-after").and_then(|v| v.trim().parse::<f64>().ok());
+    let should_retry = header(extra, "x-should-retry").and_then(|v| v.trim().parse().ok());
+    let body = match &m.response {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    };
+    let fault = Fault {
+        status: (!dropped).then_some(m.status),
+        retry_after,
+        retry_after_ms,
+        should_retry,
+        body: if dropped { None } else { body },
+        drop: dropped,
+        delay_ms: 0,
+    };
+    let record = FaultRecord {
+        status: fault.status,
+        retry_after_ms: retry_after_ms.or(retry_after.map(|s| (s * 1000.0) as u64)),
+        should_retry,
+        dropped,
+        delay_ms: 0,
+    };
+    (fault, record)
+}
+
+/// Turns the recorded creates into script turns, and marks each exchange the way the
+/// replay's engine will record it (the turn served, the fault answered), so the two
+/// normalized transcripts compare equal when the controller does the same.
+fn script(recording: &Recording<'_>, marked: &mut Transcript) -> Vec<Turn> {
+    let mut turns = Vec::new();
+    let mut faults = Vec::new();
+    for index in 0..marked.model.len() {
+        if !marked.model[index].is_create() {
+            continue;
+        }
+        let extra = recording.extras.get(&index);
+        let m = &marked.model[index];
+        if !(200..300).contains(&m.status) {
+            let (fault, record) = fault_of(m, extra);
+            faults.push(fault);
+            marked.model[index].fault = Some(record);
+            continue;
+        }
+        let streamed = m.stream.is_some();
+        let events: Vec<RecordedEvent> = match (&m.response, extra) {
+            (Value::Array(events), Some(extra)) if streamed => events
+                .iter()
+                .zip(extra.event_waits.iter().chain(std::iter::repeat(&0)))
+                .map(|(event, wait)| RecordedEvent {
+                    after_ms: *wait,
+                    event: event.clone(),
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut response = match &m.final_response {
+            Some(response) => response.clone(),
+            None if streamed => Value::Null,
+            None => m.response.clone(),
+        };
+        // A background run: the polls that found it unfinished, and what it became.
+        let mut polls = None;
+        if !terminal(response["status"].as_str().unwrap_or("completed"))
+            && let Some(id) = response["id"].as_str()
+        {
+            let path = format!("/responses/{id}");
+            let mut unfinished = 0;
+            for later in &marked.model[index + 1..] {
+                if later.method == "GET"
+                    && later
+                        .path
+                        .split('?')
+                        .next()
+                        .is_some_and(|p| p.ends_with(&path))
+                {
+                    match later.response["status"].as_str() {
+                        Some(status) if terminal(status) => {
+                            response = later.response.clone();
+                            break;
+                        }
+                        Some(_) => unfinished += 1,
+                        None => {}
+                    }
+                }
+            }
+            polls = Some(unfinished);
+        }
+        let m = &mut marked.model[index];
+        m.turn = Some(turns.len());
+        if streamed || polls.is_some() {
+            m.final_response = Some(response.clone());
+        }
+        turns.push(Turn {
+            output: Vec::new(),
+            status: Default::default(),
+            incomplete_reason: None,
+            error: None,
+            endless: false,
+            faults: std::mem::take(&mut faults),
+            stream: Default::default(),
+            polls,
+            recorded: Some(RecordedTurn { response, events }),
+        });
+    }
+    if !faults.is_empty() {
+        // Attempts that never got an answer: a turn that is only reached by retrying
+        // more than the recording did.
+        turns.push(Turn {
+            output: Vec::new(),
+            status: Default::default(),
+            incomplete_reason: None,
+            error: None,
+            endless: false,
+            faults,
+            stream: Default::default(),
+            polls: None,
+            recorded: None,
+        });
+    }
+    turns
+}
+
+/// The state mode the recorded requests used.
+fn state_of(transcript: &Transcript) -> StateMode {
+    let creates = || transcript.model.iter().filter(|m| m.is_create());
+    if creates().any(|m| m.body.get("conversation").is_some_and(|v| !v.is_null())) {
+        StateMode::Conversation
+    } else if creates().any(|m| m.body.get("store") == Some(&Value::Bool(false))) {
+        StateMode::Stateless
+    } else {
+        StateMode::PreviousResponseId
+    }
+}
+
+/// The task a controller would have been given, read off the first request.
+fn inferred_task(transcript: &Transcript, creates: usize) -> TaskSpec {
+    let first = transcript
+        .model
+        .iter()
+        .find(|m| m.is_create())
+        .map(|m| m.body.clone())
+        .unwrap_or(Value::Null);
+    let tools = first["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|tool| {
+            tool["type"] == "function"
+                || crate::scenario::HOSTED_TOOLS
+                    .contains(&tool["type"].as_str().unwrap_or_default())
+        })
+        .cloned()
+        .map(ToolRef::Inline)
+        .collect();
+    TaskSpec {
+        model: first["model"].as_str().unwrap_or("gpt-5").to_owned(),
+        input: match &first["input"] {
+            Value::Null => json!(""),
+            input => input.clone(),
+        },
+        instructions: first["instructions"].as_str().map(str::to_owned),
+        tools,
+        approval_required: Vec::new(),
+        max_rounds: (creates as u32).max(6),
+        principal: "user-1".to_owned(),
+        stream: first["stream"] == true,
+        background: first["background"] == true,
+    }
+}
+
+/// What a correct controller reports, from the last recorded response.
+fn expectation(turns: &[Turn]) -> Expectation {
+    let last = turns
+        .iter()
+        .rev()
+        .find_map(|t| t.recorded.as_ref())
+        .map(|r| r.response.clone())
+        .unwrap_or(Value::Null);
+    let output = last["output"].as_array().cloned().unwrap_or_default();
+    let text: String = output
+        .iter()
+        .filter(|item| item["type"] == "message")
+        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
+        .filter(|part| part["type"] == "output_text")
+        .filter_map(|part| part["text"].as_str().map(str::to_owned))
+        .collect();
+    let calls = output.iter().any(|item| item["type"] == "function_call");
+    let failed = |reason: &str| Expectation {
+        outcome: Outcome::Failed,
+        output_text: None,
+        reason: Some(reason.to_owned()),
+    };
+    match last["status"].as_str() {
+        Some("completed") if !calls => Expectation {
+            outcome: Outcome::Completed,
+            output_text: Some(text),
+            reason: None,
+        },
+        Some("completed") => failed("max_rounds"),
+        Some("incomplete") => failed("incomplete"),
+        Some("cancelled") => failed("cancelled"),
+        Some(_) => failed("response_failed"),
+        None => failed("api_error"),
+    }
+}
+
+/// The upstream as the cassette names it: without credentials in the URL.
+fn public_url(upstream: &str) -> String {
+    match upstream.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('@') {
+            Some((_, host)) if !host.contains('/') || rest.find('@') < rest.find('/') => {
+                format!("{scheme}://{host}")
+            }
+            _ => upstream.to_owned(),
+        },
+        None => upstream.to_owned(),
+    }
+}
+
+/// Builds the cassette of a recording, redacted: nothing it returns holds a secret.
+pub fn build(
+    id: &str,
+    recording: &Recording<'_>,
+    task: Option<&TaskFile>,
+    redactor: &Redactor,
+    rules: (&[String], &[String]),
+) -> Result<Scenario, String> {
+    let mut marked = recording.transcript.clone();
+    let script = script(recording, &mut marked);
+    if script.is_empty() {
+        return Err(
+            "nothing to save: the command made no model request through the proxy (hint: does it read OPENAI_BASE_URL?)"
+                .to_owned(),
+        );
+    }
+    let state = state_of(&marked);
+    let creates = marked.model.iter().filter(|m| m.is_create()).count();
+    let expect = expectation(&script);
+    let scenario = Scenario {
+        format: FORMAT_VERSION,
+        id: id.to_owned(),
+        summary: format!(
+            "Recorded from {} by `loopcheck record`: {creates} model request(s).",
+            public_url(recording.upstream)
+        ),
+        level: Level::Must,
+        tags: vec!["recorded".to_owned()],
+        task: match task {
+            Some(file) => file.task.clone(),
+            None => inferred_task(&marked, creates),
+        },
+        states: vec![state],
+        tools: task.map(|f| f.tools.clone()).unwrap_or_default(),
+        script,
+        expect,
+        recorded: Some(Recorded {
+            upstream: public_url(recording.upstream),
+            redact_json: rules.0.to_vec(),
+            redact_regex: rules.1.to_vec(),
+            transcript: normalize(id, state, &marked),
+        }),
+    };
+    let mut document = serde_json::to_value(&scenario).map_err(|e| e.to_string())?;
+    redact_document(&mut document, redactor);
+    serde_json::from_value(document)
+        .map_err(|e| format!("the redacted cassette does not read back: {e}"))
+}
+
+/// Redacts a cassette document: the user's JSON pointers on every body it holds (request
+/// and response bodies, events, tool arguments and results), then every string in it.
+pub fn redact_document(document: &mut Value, redactor: &Redactor) {
+    for turn in document["script"].as_array_mut().into_iter().flatten() {
+        // `get_mut`, not indexing: indexing a missing key would insert a null.
+        if let Some(recorded) = turn.get_mut("recorded") {
+            if let Some(response) = recorded.get_mut("response") {
+                redactor.body(response);
+            }
+            let events = recorded.get_mut("events").and_then(Value::as_array_mut);
+            for event in events.into_iter().flatten() {
+                if let Some(event) = event.get_mut("event") {
+                    redactor.body(event);
+                }
+            }
+        }
+    }
+    if let Some(steps) = document
+        .pointer_mut("/recorded/transcript/steps")
+        .and_then(Value::as_array_mut)
+    {
+        redact_steps(steps, redactor);
+    }
+    redactor.value(document);
+}
+
+/// The user's JSON pointers on the bodies of normalized steps.
+pub fn redact_steps(steps: &mut [Value], redactor: &Redactor) {
+    for step in steps {
+        let bodies: &[&str] = if step.get("model").is_some() {
+            &["/model/body"]
+        } else {
+            &["/tool/arguments", "/tool/response"]
+        };
+        for pointer in bodies {
+            if let Some(body) = step.pointer_mut(pointer) {
+                redactor.body(body);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_the_upstream_url_are_left_out() {
+        assert_eq!(
+            public_url("https://user:pw@api.example.com/v1"),
+            "https://api.example.com/v1"
+        );
+        assert_eq!(
+            public_url("https://api.example.com/v1"),
+            "https://api.example.com/v1"
+        );
+    }
+}

@@ -1,0 +1,493 @@
+//! Record and replay, offline: wiremock stands in for the real API (answering with
+//! loopcheck's engine, or with canned bodies), over plain HTTP and over TLS; a recording
+//! replays to the same controller; a changed controller replays as drift naming the
+//! request and the field; no secret reaches disk; `--mode none` fails on an unseen
+//! request; an application on the official Python SDK replays; an interrupted recording
+//! leaves the previous cassette as it was.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use loopcheck::scenario::StateMode;
+use serde_json::{Value, json};
+use tokio::process::Command;
+use wiremock::matchers::{body_string_contains, method};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{loopcheck_bin, missing_sdk, python, root, sdk_importable, shell_quote};
+use crate::upstream::{engine_upstream, tls_front};
+
+fn bin() -> String {
+    loopcheck_bin().to_string_lossy().into_owned()
+}
+
+/// `loopcheck ARGS` with `env`, from the repository root.
+async fn loopcheck(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(loopcheck_bin());
+    command.args(args).current_dir(root()).env_remove("CI");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().await.expect("loopcheck runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "exit {}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Records the Rust reference on catalogue case `id` through `upstream` into `out`.
+async fn record_reference(upstream: &str, key: &str, id: &str, out: &Path, extra: &[&str]) {
+    let task = root().join(format!("scenarios/{id}.yaml"));
+    let mut args = vec![
+        "record",
+        "--upstream",
+        upstream,
+        "--out",
+        out.to_str().unwrap(),
+        "--task",
+        task.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let bin = bin();
+    args.extend(["--", &bin, "reference-controller"]);
+    let output = loopcheck(&args, &[("OPENAI_API_KEY", key)]).await;
+    assert!(output.status.success(), "{}", text(&output));
+}
+
+/// `loopcheck run CASSETTE` (the Rust reference) and its JSON report's cases.
+async fn run_cassette(cassette: &Path) -> (Output, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let output = loopcheck(
+        &[
+            "run",
+            cassette.to_str().unwrap(),
+            "--report-json",
+            report.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    let value: Value = std::fs::read(&report)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (
+        output,
+        value["cases"].as_array().cloned().unwrap_or_default(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recording_of_the_reference_replays_to_it() {
+    let (server, session) =
+        engine_upstream("correlation/03-mixed-items", StateMode::Stateless).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("mixed.yaml");
+    let upstream = format!("{}/v1", server.uri());
+    record_reference(
+        &upstream,
+        session.api_key(),
+        "correlation/03-mixed-items",
+        &cassette,
+        &["--state", "stateless"],
+    )
+    .await;
+
+    let scenario = loopcheck::scenario::load_file(&cassette).expect("the cassette is a scenario");
+    assert_eq!(scenario.format, 2);
+    assert_eq!(scenario.states, [StateMode::Stateless]);
+    assert!(scenario.script.iter().all(|turn| turn.recorded.is_some()));
+    let lint = loopcheck(&["lint", cassette.to_str().unwrap()], &[]).await;
+    assert!(lint.status.success(), "{}", text(&lint));
+
+    let (output, cases) = run_cassette(&cassette).await;
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(cases.len(), 1);
+    assert_eq!(cases[0]["verdict"], "pass", "{:#}", cases[0]);
+    assert_eq!(cases[0]["recording"]["status"], "matched");
+
+    let bin = bin();
+    let replay = loopcheck(
+        &[
+            "replay",
+            cassette.to_str().unwrap(),
+            "--",
+            &bin,
+            "reference-controller",
+        ],
+        &[],
+    )
+    .await;
+    assert!(replay.status.success(), "{}", text(&replay));
+    assert!(String::from_utf8_lossy(&replay.stderr).contains("the replay sent what"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_recorded_over_tls_keeps_its_events_and_replays() {
+    let (server, session) =
+        engine_upstream("stream/01-single-call", StateMode::PreviousResponseId).await;
+    let front = tls_front(*server.address()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &front.ca_pem).unwrap();
+    let cassette = dir.path().join("stream.json");
+    let upstream = format!("{}/v1", front.url);
+    record_reference(
+        &upstream,
+        session.api_key(),
+        "stream/01-single-call",
+        &cassette,
+        &["--upstream-ca", ca.to_str().unwrap()],
+    )
+    .await;
+
+    let document: Value = serde_json::from_slice(&std::fs::read(&cassette).unwrap()).unwrap();
+    let events = document["script"][0]["recorded"]["events"]
+        .as_array()
+        .expect("the stream's events");
+    assert!(events.len() > 5);
+    assert_eq!(events[0]["event"]["type"], "response.created");
+    assert!(events.iter().all(|e| e["after_ms"].is_u64()));
+
+    let (output, cases) = run_cassette(&cassette).await;
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(cases[0]["recording"]["status"], "matched", "{:#}", cases[0]);
+
+    // Without the certificate the upstream is not trusted: nothing is recorded.
+    let refused = dir.path().join("refused.json");
+    let bin = bin();
+    let output = loopcheck(
+        &[
+            "record",
+            "--upstream",
+            &upstream,
+            "--out",
+            refused.to_str().unwrap(),
+            "--",
+            &bin,
+            "reference-controller",
+        ],
+        &[("OPENAI_API_KEY", session.api_key())],
+    )
+    .await;
+    assert!(!output.status.success(), "{}", text(&output));
+    assert!(!refused.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_controller_that_drops_instructions_replays_as_drift_naming_the_request_and_field() {
+    let python = python();
+    if let Err(err) = sdk_importable(&python) {
+        return missing_sdk("Python SDK", &err);
+    }
+    let id = "state/01-instructions-every-request";
+    let (server, session) = engine_upstream(id, StateMode::PreviousResponseId).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("instructions.yaml");
+    let task = root().join(format!("scenarios/{id}.yaml"));
+    let py = python.to_string_lossy().into_owned();
+    let reference = root().join("harness/python/loop.py");
+    let output = loopcheck(
+        &[
+            "record",
+            "--upstream",
+            &format!("{}/v1", server.uri()),
+            "--out",
+            cassette.to_str().unwrap(),
+            "--task",
+            task.to_str().unwrap(),
+            "--",
+            &py,
+            reference.to_str().unwrap(),
+        ],
+        &[("OPENAI_API_KEY", session.api_key())],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output));
+
+    let mutant = root().join("harness/mutants/instructions-once.py");
+    let controller = format!(
+        "{} {}",
+        shell_quote(&py),
+        shell_quote(&mutant.to_string_lossy())
+    );
+    let dir2 = tempfile::tempdir().unwrap();
+    let report = dir2.path().join("r.json");
+    let output = loopcheck(
+        &[
+            "run",
+            cassette.to_str().unwrap(),
+            "--controller",
+            &controller,
+            "--report-json",
+            report.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let value: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let case = &value["cases"][0];
+    let changes: Vec<&str> = case["recording"]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.starts_with("request 2 (POST /v1/responses): `instructions` is gone")),
+        "{changes:#?}"
+    );
+    assert!(
+        text(&output).contains("differs from its recording"),
+        "{}",
+        text(&output)
+    );
+}
+
+/// A canned upstream that puts `secret` into every answer: body text, a call's
+/// arguments, headers, and the events of a stream.
+async fn leaky_upstream(secret: &str) -> MockServer {
+    let server = MockServer::start().await;
+    let message = json!({"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+        "content": [{"type": "output_text", "text": format!("your key is {secret}"), "annotations": [], "logprobs": []}]});
+    let response = json!({"id": "resp_1", "object": "response", "created_at": 1, "status": "completed",
+        "model": "gpt-5", "output": [message], "error": null});
+    let events = [
+        json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_2", "status": "in_progress", "output": []}}),
+        json!({"type": "response.output_text.delta", "sequence_number": 1, "delta": format!("Bearer {secret}")}),
+        json!({"type": "response.completed", "sequence_number": 2, "response": response}),
+    ];
+    let sse: String = events
+        .iter()
+        .map(loopcheck::server::stream::frame)
+        .collect();
+    Mock::given(method("POST"))
+        .and(body_string_contains("\"stream\": true"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("x-echo", format!("Bearer {secret}").as_str())
+                .set_body_raw(sse, "text/event-stream"),
+        )
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("set-cookie", format!("s={secret}").as_str())
+                .set_body_raw(response.to_string(), "application/json"),
+        )
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// Every file under `dir`, read whole.
+fn every_byte_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(every_byte_under(&path));
+        } else {
+            out.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_secret_reaches_disk_wherever_it_hides() {
+    let secret = "sk-seeded-9f8e7d6c5b4a39281706";
+    let server = leaky_upstream(secret).await;
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("task.yaml");
+    std::fs::write(
+        &task,
+        "task:\n  input: hi\n  tools:\n    - {type: function, name: lookup, description: Look up., strict: true, parameters: {type: object, properties: {token: {type: string}}, required: [token], additionalProperties: false}}\ntools:\n  lookup:\n    default: {found: true}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("cassettes/leak.yaml");
+    let app = root().join("tests/fixtures/stdlib_app.py");
+    let output = loopcheck(
+        &[
+            "record",
+            "--upstream",
+            &format!("{}/v1", server.uri()),
+            "--out",
+            out.to_str().unwrap(),
+            "--task",
+            task.to_str().unwrap(),
+            "--",
+            "python3",
+            app.to_str().unwrap(),
+            "2",
+        ],
+        &[("OPENAI_API_KEY", secret), ("SECRET", secret)],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output));
+    let recorded = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        recorded.contains("[redacted]"),
+        "the cassette shows where secrets were"
+    );
+    assert!(recorded.contains("lookup"), "the tool exchange is recorded");
+    for (path, bytes) in every_byte_under(dir.path()) {
+        let content = String::from_utf8_lossy(&bytes);
+        assert!(
+            !content.contains("9f8e7d6c5b4a39281706"),
+            "{} holds the secret:\n{content}",
+            path.display()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_only_fails_loudly_on_a_request_the_cassette_does_not_hold() {
+    let server = leaky_upstream("not-a-secret").await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("one.yaml");
+    let app = root().join("tests/fixtures/stdlib_app.py");
+    let upstream = format!("{}/v1", server.uri());
+    let record = |n: &'static str, mode: &'static str| {
+        let (cassette, app, upstream) = (cassette.clone(), app.clone(), upstream.clone());
+        async move {
+            loopcheck(
+                &[
+                    "record",
+                    "--upstream",
+                    &upstream,
+                    "--out",
+                    cassette.to_str().unwrap(),
+                    "--mode",
+                    mode,
+                    "--",
+                    "python3",
+                    app.to_str().unwrap(),
+                    n,
+                ],
+                &[("OPENAI_API_KEY", "sk-test-key-0000")],
+            )
+            .await
+        }
+    };
+    let output = record("1", "once").await;
+    assert!(output.status.success(), "{}", text(&output));
+    let again = record("1", "once").await;
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(
+        text(&again).contains("refusing to overwrite"),
+        "{}",
+        text(&again)
+    );
+
+    server.reset().await; // replay only: the upstream must not be needed
+    let output = record("2", "none").await;
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("request 2 (POST /v1/responses): is new"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("not in the recording"), "{stderr}");
+
+    let output = record("1", "none").await;
+    assert!(output.status.success(), "{}", text(&output));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_application_on_the_official_python_sdk_replays_offline() {
+    let python = python();
+    if let Err(err) = sdk_importable(&python) {
+        return missing_sdk("Python SDK", &err);
+    }
+    let (server, session) =
+        engine_upstream("correlation/01-single-call", StateMode::PreviousResponseId).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("app.yaml");
+    let py = python.to_string_lossy().into_owned();
+    let app = root().join("tests/fixtures/sdk_app.py");
+    let output = loopcheck(
+        &[
+            "record",
+            "--upstream",
+            &format!("{}/v1", server.uri()),
+            "--out",
+            cassette.to_str().unwrap(),
+            "--",
+            &py,
+            app.to_str().unwrap(),
+        ],
+        &[("OPENAI_API_KEY", session.api_key())],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output));
+    drop(server);
+    let replay = loopcheck(
+        &[
+            "replay",
+            cassette.to_str().unwrap(),
+            "--",
+            &py,
+            app.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(replay.status.success(), "{}", text(&replay));
+    assert!(
+        String::from_utf8_lossy(&replay.stdout).contains("umbrella"),
+        "{}",
+        text(&replay)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupted_recording_leaves_the_previous_cassette_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("kept.yaml");
+    std::fs::write(&cassette, "the previous cassette").unwrap();
+    let child = Command::new(loopcheck_bin())
+        .args([
+            "record",
+            "--upstream",
+            "http://127.0.0.1:9/v1",
+            "--mode",
+            "all",
+            "--out",
+        ])
+        .arg(&cassette)
+        .args(["--", "sleep", "30"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    // SAFETY: kill only sends a signal to the child we started.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
+    let output = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait_with_output())
+        .await
+        .expect("loopcheck stops on Ctrl-C")
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("was left as it was"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&cassette).unwrap(),
+        "the previous cassette"
+    );
+}
