@@ -105,13 +105,25 @@ fn fault_of(m: &ModelExchange, extra: Option<&Extra>) -> (Fault, FaultRecord) {
 
 /// Turns the recorded creates into script turns, and marks each exchange the way the
 /// replay's engine will record it (the turn served, the fault answered), so the two
-/// normalized transcripts compare equal when the controller does the same.
-fn script(recording: &Recording<'_>, marked: &mut Transcript) -> Vec<Turn> {
+/// normalized transcripts compare equal when the controller does the same. Exchanges a
+/// cassette's engine already answered (`--mode new`) keep that cassette's turns.
+fn script(recording: &Recording<'_>, marked: &mut Transcript, old: &[Turn]) -> Vec<Turn> {
     let mut turns = Vec::new();
     let mut faults = Vec::new();
     for index in 0..marked.model.len() {
         if !marked.model[index].is_create() {
             continue;
+        }
+        if let Some(turn) = marked.model[index].turn {
+            if turn == turns.len()
+                && let Some(old) = old.get(turn)
+            {
+                turns.push(old.clone());
+            }
+            continue;
+        }
+        if marked.model[index].fault.is_some() || marked.model[index].rejected_by.is_some() {
+            continue; // the cassette's engine answered it: a fault its turn holds
         }
         let extra = recording.extras.get(&index);
         let m = &marked.model[index];
@@ -304,9 +316,10 @@ pub fn build(
     task: Option<&TaskFile>,
     redactor: &Redactor,
     rules: (&[String], &[String]),
+    old: &[Turn],
 ) -> Result<Scenario, String> {
     let mut marked = recording.transcript.clone();
-    let script = script(recording, &mut marked);
+    let script = script(recording, &mut marked, old);
     if script.is_empty() {
         return Err(
             "nothing to save: the command made no model request through the proxy (hint: does it read OPENAI_BASE_URL?)"

@@ -11,6 +11,7 @@ pub mod cassette;
 pub mod proxy;
 pub mod redact;
 pub mod replay;
+mod resume;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -18,12 +19,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::runner::task::task_json;
-use crate::scenario::{self, Expectation, Level, Outcome, Scenario, StateMode};
+use crate::scenario::{self, Expectation, Level, Outcome, Recorded, Scenario, StateMode};
 use crate::server::{RunningServer, Session};
 use crate::transcript::drift::{Comparison, ComparisonStatus};
 use cassette::{Recording, TaskFile};
 use proxy::{Proxy, Upstream};
 use redact::Redactor;
+use resume::Resume;
 
 /// How `record` treats an existing cassette (as vcrpy's record modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -216,10 +218,23 @@ async fn run_command(
     }
 }
 
+/// A cassette read back, for `--mode new` and replays.
+fn load_recording(cassette: &Path) -> Result<(Scenario, Recorded), RecordError> {
+    let scenario =
+        scenario::load_file(cassette).map_err(|err| RecordError::Usage(err.to_string()))?;
+    match scenario.recorded.clone() {
+        Some(recorded) => Ok((scenario, recorded)),
+        None => Err(RecordError::Usage(format!(
+            "{} is a scenario, not a recording (it has no `recorded` section): run it with `loopcheck run`",
+            cassette.display()
+        ))),
+    }
+}
+
 /// `loopcheck record`.
 pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
     let out = &options.out;
-    match options.mode {
+    let old = match options.mode {
         Mode::Once if out.exists() => {
             return Err(RecordError::Usage(format!(
                 "refusing to overwrite {} (--mode once): use --mode all to record it again, --mode new to add to it, or --mode none to replay it",
@@ -227,10 +242,9 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
             )));
         }
         Mode::None => return replay(out, &options.command).await,
-        _ => {}
-    }
-    let redactor = Redactor::new(&options.redact_json, &options.redact_regex)
-        .map_err(|err| RecordError::Usage(err.to_string()))?;
+        Mode::New if out.exists() => Some(load_recording(out)?),
+        _ => None,
+    };
     let Some(upstream_url) = options.upstream.as_deref() else {
         return Err(RecordError::Usage(
             "--upstream is required to record (e.g. --upstream https://api.openai.com/v1)"
@@ -239,22 +253,48 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
     };
     let upstream = Upstream::new(upstream_url, options.upstream_ca.as_deref())
         .map_err(|err| RecordError::Usage(err.to_string()))?;
-    let task = options
-        .task
-        .as_deref()
-        .map(TaskFile::load)
-        .transpose()
-        .map_err(RecordError::Usage)?;
-    let id = cassette_id(out);
-    let session = Arc::new(Session::new(
-        Arc::new(recording_session(&id, task.as_ref(), options.state)),
-        options.state,
-    ));
+    // The rules the cassette was recorded with still apply to what is added to it.
+    let mut rules = (options.redact_json.clone(), options.redact_regex.clone());
+    if let Some((_, recorded)) = &old {
+        rules.0.extend(recorded.redact_json.iter().cloned());
+        rules.1.extend(recorded.redact_regex.iter().cloned());
+    }
+    let redactor =
+        Redactor::new(&rules.0, &rules.1).map_err(|err| RecordError::Usage(err.to_string()))?;
+    let (scenario, task, state) = match &old {
+        Some((scenario, recorded)) => (
+            scenario.clone(),
+            Some(TaskFile {
+                task: scenario.task.clone(),
+                tools: scenario.tools.clone(),
+            }),
+            recorded.transcript.state,
+        ),
+        None => {
+            let task = options
+                .task
+                .as_deref()
+                .map(TaskFile::load)
+                .transpose()
+                .map_err(RecordError::Usage)?;
+            let scenario = recording_session(&cassette_id(out), task.as_ref(), options.state);
+            (scenario, task, options.state)
+        }
+    };
+    let id = scenario.id.clone();
+    let old_turns = scenario.script.clone();
+    let session = Arc::new(Session::new(Arc::new(scenario), state));
     let proxy = Proxy::new(upstream, session.clone());
-    let server = proxy
-        .start()
-        .await
-        .map_err(|err| RecordError::Failed(format!("failed to start the proxy: {err}")))?;
+    let started = match &old {
+        Some((_, recorded)) => {
+            Resume::new(session.clone(), proxy.clone(), recorded.clone())
+                .start()
+                .await
+        }
+        None => proxy.start().await,
+    };
+    let server =
+        started.map_err(|err| RecordError::Failed(format!("failed to start the proxy: {err}")))?;
     let dir = tempfile::tempdir()
         .map_err(|err| RecordError::Failed(format!("failed to create a task folder: {err}")))?;
     // The caller's own key goes through to the upstream; nothing here replaces it.
@@ -291,16 +331,27 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
         &recording,
         task.as_ref(),
         &redactor,
-        (&options.redact_json, &options.redact_regex),
+        (&rules.0, &rules.1),
+        &old_turns,
     )
     .map_err(RecordError::Failed)?;
     write_cassette(out, &cassette)?;
-    let requests = transcript.model.iter().filter(|m| m.is_create()).count();
+    let replayed = transcript
+        .model
+        .iter()
+        .filter(|m| m.is_create() && m.turn.is_some())
+        .count();
     Ok(Finished {
         status,
         comparison: None,
         summary: format!(
-            "recorded {requests} model request(s) and {} tool exchange(s) into {}\nreplay it with: loopcheck replay {} -- {}",
+            "recorded {} model request(s){} and {} tool exchange(s) into {}\nreplay it with: loopcheck replay {} -- {}",
+            creates.len() - replayed,
+            if old.is_some() {
+                format!(" after {replayed} replayed from the cassette")
+            } else {
+                String::new()
+            },
             transcript.tools.len(),
             out.display(),
             out.display(),

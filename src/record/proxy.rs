@@ -199,7 +199,8 @@ impl Proxy {
         self.extras.lock().map(|e| e.clone()).unwrap_or_default()
     }
 
-    async fn answer(
+    /// Answers one request: the tool backend's, or the upstream's, recorded either way.
+    pub(crate) async fn answer(
         self: Arc<Self>,
         request: EngineRequest,
     ) -> Result<Response<ReplyStream>, DropConnection> {

@@ -18,7 +18,7 @@ use crate::transcript::drift::{Change, Comparison, ComparisonStatus, changes, te
 use crate::transcript::normalize::{Normalized, Step, normalize};
 
 /// A run's transcript normalized and redacted as its recording was.
-fn comparable(recorded: &Recorded, transcript: &Transcript) -> Normalized {
+pub(crate) fn comparable(recorded: &Recorded, transcript: &Transcript) -> Normalized {
     let mut actual = normalize(
         &recorded.transcript.case,
         recorded.transcript.state,
@@ -72,7 +72,7 @@ fn requests(n: &Normalized) -> Vec<(usize, &Step)> {
 }
 
 /// A step without how it was answered, to match requests alone.
-fn request_only(step: &Step) -> Normalized {
+pub(crate) fn request_only(step: &Step) -> Normalized {
     let mut step = step.clone();
     if let Step::Model(m) = &mut step {
         m.answer = Default::default();

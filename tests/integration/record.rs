@@ -491,3 +491,56 @@ async fn an_interrupted_recording_leaves_the_previous_cassette_as_it_was() {
         "the previous cassette"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mode_new_replays_what_the_cassette_holds_and_records_the_rest() {
+    let server = leaky_upstream("not-a-secret").await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("growing.yaml");
+    let app = root().join("tests/fixtures/stdlib_app.py");
+    let upstream = format!("{}/v1", server.uri());
+    let record = |n: &str, mode: &str| {
+        let args: Vec<String> = [
+            "record",
+            "--upstream",
+            &upstream,
+            "--out",
+            cassette.to_str().unwrap(),
+            "--mode",
+            mode,
+            "--",
+            "python3",
+            app.to_str().unwrap(),
+            n,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            loopcheck(&args, &[("OPENAI_API_KEY", "sk-test-key-0000")]).await
+        }
+    };
+    let output = record("1", "new").await; // no cassette yet: records it
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+
+    let output = record("2", "new").await;
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains("recorded 1 model request(s) after 1 replayed from the cassette"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(
+        server.received_requests().await.unwrap().len(),
+        2,
+        "the first request was served from the cassette"
+    );
+    let scenario = loopcheck::scenario::load_file(&cassette).unwrap();
+    assert_eq!(scenario.script.len(), 2);
+
+    server.reset().await;
+    let output = record("2", "none").await;
+    assert!(output.status.success(), "{}", text(&output));
+}
