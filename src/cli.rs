@@ -50,6 +50,8 @@ enum Command {
     Record(RecordArgs),
     /// Replay a cassette to any command and report drift from the recording.
     Replay(ReplayArgs),
+    /// Fuzz a controller with generated cases; shrink the first failure to a scenario.
+    Fuzz(FuzzArgs),
     /// Run the built-in Rust reference controller (contract v1, from the environment).
     #[command(hide = true)]
     ReferenceController,
@@ -75,9 +77,10 @@ struct Settings {
     #[arg(long)]
     jobs: Option<usize>,
     /// Seed of what the fake server generates: ids, timestamps, every byte it sends
-    /// derive from the case, the state mode and this number.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// derive from the case, the state mode and this number (default 0; for `fuzz`, the
+    /// seed of the generated cases too, a new one when not given).
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -161,6 +164,34 @@ struct RecordArgs {
 }
 
 #[derive(Debug, Args)]
+struct FuzzArgs {
+    /// The controller command, run with `sh -c` (default: the Rust reference controller).
+    #[arg(long)]
+    controller: Option<String>,
+    /// Comma-separated capabilities the controller supports (default: its manifest, or
+    /// previous_response_id,stateless); the generator uses only these.
+    #[arg(long, value_delimiter = ',')]
+    supports: Option<Vec<String>>,
+    /// Cases to generate.
+    #[arg(long, default_value_t = 100)]
+    cases: usize,
+    /// Where a failure is written as a scenario file; failures there are replayed first.
+    #[arg(long, value_name = "DIR", default_value = "loopcheck-fuzz")]
+    out: PathBuf,
+    /// Most model turns in a generated case.
+    #[arg(long, default_value_t = 4)]
+    max_turns: usize,
+    /// Stop generating after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    time: Option<f64>,
+    /// Most shrink steps.
+    #[arg(long, default_value_t = 256)]
+    max_shrink_steps: usize,
+    #[command(flatten)]
+    settings: Settings,
+}
+
+#[derive(Debug, Args)]
 struct ReplayArgs {
     /// The cassette.
     cassette: PathBuf,
@@ -216,6 +247,7 @@ pub fn main() -> ExitCode {
         Command::Lint(args) => lint(args),
         Command::Matrix(args) => runtime.block_on(matrix(args)),
         Command::Record(args) => runtime.block_on(record(args)),
+        Command::Fuzz(args) => runtime.block_on(fuzz(args)),
         Command::Replay(args) => runtime.block_on(finish_recording(crate::record::replay(
             &args.cassette,
             &args.command,
@@ -336,12 +368,17 @@ fn command_controller(name: &str, command: &str) -> Result<Controller, String> {
     })
 }
 
-fn controller_from(args: &RunArgs) -> Result<Controller, String> {
-    let mut controller = match &args.controller {
+/// The controller a command names (the Rust reference when none), with what it
+/// supports: `--supports` when given, else its manifest.
+fn controller_from(
+    command: Option<&str>,
+    supports: Option<&[String]>,
+) -> Result<Controller, String> {
+    let mut controller = match command {
         Some(command) => command_controller(command, command)?,
         None => reference_controller("reference (rust)")?,
     };
-    if let Some(words) = &args.supports {
+    if let Some(words) = supports {
         controller.supports = parse_capabilities(words)?;
     }
     Ok(controller)
@@ -395,7 +432,7 @@ impl Settings {
         }
         let mut options = RunOptions {
             timeout: Duration::from_secs_f64(self.timeout),
-            seed: self.seed,
+            seed: self.seed.unwrap_or(0),
             ..RunOptions::default()
         };
         match self.jobs {
@@ -422,7 +459,7 @@ async fn run(args: RunArgs) -> u8 {
             Err(err) => return usage_error(err.to_string()),
         }
     }
-    let controller = match controller_from(&args) {
+    let controller = match controller_from(args.controller.as_deref(), args.supports.as_deref()) {
         Ok(controller) => controller,
         Err(message) => return usage_error(message),
     };
@@ -682,6 +719,90 @@ async fn finish_recording(
         Err(err @ RecordError::Usage(_)) => usage_error(err.to_string()),
         Err(err) => {
             eprintln!("error: {err}");
+            exit::FAILURES
+        }
+    }
+}
+
+async fn fuzz(args: FuzzArgs) -> u8 {
+    use crate::fuzz::{FuzzOptions, FuzzOutcome, progress::FuzzProgress};
+    let mut run = match args.settings.options() {
+        Ok(run) => run,
+        Err(code) => return code,
+    };
+    let controller = match controller_from(args.controller.as_deref(), args.supports.as_deref()) {
+        Ok(controller) => controller,
+        Err(message) => return usage_error(message),
+    };
+    if args.max_turns == 0 {
+        return usage_error("invalid --max-turns 0: expected at least 1".to_owned());
+    }
+    let seed = args.settings.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64 % 1_000_000_007)
+    });
+    run.seed = seed;
+    let options = FuzzOptions {
+        controller,
+        run,
+        cases: args.cases,
+        seed,
+        out: args.out,
+        max_turns: args.max_turns,
+        time: args.time.map(Duration::from_secs_f64),
+        max_shrink_steps: args.max_shrink_steps,
+    };
+    eprintln!(
+        "loopcheck fuzz: seed {seed}, up to {} case(s) against {} (supports {})",
+        options.cases,
+        options.controller.name,
+        options
+            .controller
+            .supports
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let mut progress = FuzzProgress::new();
+    let outcome = crate::fuzz::fuzz(&options, &mut |event| progress.event(event)).await;
+    progress.finish();
+    match outcome {
+        Err(err) => usage_error(err.to_string()),
+        Ok(FuzzOutcome::Passed { cases, elapsed }) => {
+            println!(
+                "no failure in {cases} case(s) ({:.1} cases/s, seed {seed})",
+                cases as f64 / elapsed.as_secs_f64().max(1e-3)
+            );
+            exit::OK
+        }
+        Ok(FuzzOutcome::StillFailing { file, failing }) => {
+            println!(
+                "a failure kept from an earlier run still fails ({}): {}\nreplay: {}",
+                failing.join(", "),
+                file.display(),
+                crate::fuzz::replay_command(&file, &options)
+            );
+            exit::FAILURES
+        }
+        Ok(FuzzOutcome::Failed {
+            file,
+            failing,
+            index,
+            shrink_steps,
+            elapsed,
+            shrink_elapsed,
+            ..
+        }) => {
+            println!(
+                "generated case {index} (seed {seed}) fails {} after {:.1} s; shrunk in {shrink_steps} step(s) ({:.1} s) to {}\nreplay: {}",
+                failing.join(", "),
+                elapsed.as_secs_f64(),
+                shrink_elapsed.as_secs_f64(),
+                file.display(),
+                crate::fuzz::replay_command(&file, &options)
+            );
             exit::FAILURES
         }
     }

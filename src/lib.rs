@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod fuzz;
 pub mod oracle;
 pub mod record;
 pub mod report;

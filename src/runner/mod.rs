@@ -434,6 +434,68 @@ pub fn plan(cases: &[Case]) -> Vec<(usize, StateMode)> {
         .collect()
 }
 
+/// Runs cases one after another against one controller, keeping a persistent
+/// controller's process from case to case (CONTRACT.md section 6), and judges each:
+/// the oracle, then the snapshot and the recording when there is one.
+pub struct CaseRunner {
+    controller: Controller,
+    options: RunOptions,
+    worker: Option<persistent::Worker>,
+}
+
+impl CaseRunner {
+    /// A runner for `controller` with `options`.
+    pub fn new(controller: &Controller, options: &RunOptions) -> Self {
+        Self {
+            controller: controller.clone(),
+            options: options.clone(),
+            worker: None,
+        }
+    }
+
+    /// Runs and judges one case in one state mode.
+    pub async fn run(&mut self, case: &Case, state: StateMode) -> CaseReport {
+        self.run_observed(case, state, None).await
+    }
+
+    /// [`CaseRunner::run`], with `observer` seeing each exchange as it is recorded.
+    pub async fn run_observed(
+        &mut self,
+        case: &Case,
+        state: StateMode,
+        observer: Option<Observer>,
+    ) -> CaseReport {
+        let session = SessionOptions {
+            seed: self.options.seed,
+            observer,
+        };
+        let (controller, options) = (&self.controller, &self.options);
+        let mut report = if controller.supports.contains("persistent") {
+            run_case_persistent(case, state, controller, options, session, &mut self.worker).await
+        } else {
+            run_case_with(case, state, controller, options, session).await
+        };
+        if let Some(snapshots) = &options.snapshots {
+            snapshots.check(&mut report);
+        }
+        if let Some(recorded) = &case.scenario.recorded
+            && report.verdict != CaseVerdict::Unsupported
+        {
+            let comparison =
+                crate::record::replay::compare(recorded, &report.transcript, &case.source);
+            report.fold_recording(comparison);
+        }
+        report
+    }
+
+    /// Stops a persistent controller's process, if one runs.
+    pub async fn stop(self) {
+        if let Some(worker) = self.worker {
+            worker.stop().await;
+        }
+    }
+}
+
 /// What case workers tell the run's loop.
 enum Message {
     /// An event to pass on as it is.
@@ -471,7 +533,6 @@ pub async fn run_all(
     let cases = Arc::new(cases.to_vec());
     let controller = Arc::new(controller.clone());
     let options = Arc::new(options.clone());
-    let persistent = controller.supports.contains("persistent");
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let mut set = JoinSet::new();
     // Each of `jobs` workers takes the next case off the queue; a persistent controller
@@ -485,7 +546,7 @@ pub async fn run_all(
             sender.clone(),
         );
         set.spawn(async move {
-            let mut worker = None;
+            let mut runner = CaseRunner::new(&controller, &options);
             loop {
                 let next = queue.lock().ok().and_then(|mut q| q.pop_front());
                 let Some((slot, index, state)) = next else {
@@ -505,31 +566,10 @@ pub async fn run_all(
                         exchange: ExchangeNote::of(recorded),
                     }));
                 });
-                let session = SessionOptions {
-                    seed: options.seed,
-                    observer: Some(observer),
-                };
-                let mut report = if persistent {
-                    run_case_persistent(case, state, &controller, &options, session, &mut worker)
-                        .await
-                } else {
-                    run_case_with(case, state, &controller, &options, session).await
-                };
-                if let Some(snapshots) = &options.snapshots {
-                    snapshots.check(&mut report);
-                }
-                if let Some(recorded) = &case.scenario.recorded
-                    && report.verdict != CaseVerdict::Unsupported
-                {
-                    let comparison =
-                        crate::record::replay::compare(recorded, &report.transcript, &case.source);
-                    report.fold_recording(comparison);
-                }
+                let report = runner.run_observed(case, state, Some(observer)).await;
                 let _ = sender.send(Message::Judged(slot, Box::new(report)));
             }
-            if let Some(worker) = worker {
-                worker.stop().await;
-            }
+            runner.stop().await;
         });
     }
     drop(sender);

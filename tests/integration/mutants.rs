@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{loopcheck_bin, root, shell_quote};
+use crate::support::{loopcheck_bin, python, root, shell_quote};
 
 /// loopcheck processes at once (each runs its cases with `--jobs 2`).
 const PARALLEL: usize = 3;
@@ -43,7 +43,7 @@ const MUTANTS: &str = "harness/mutants";
 const EQUIVALENTS: &str = "harness/equivalents";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lang {
+pub(crate) enum Lang {
     Python,
     Node,
 }
@@ -59,20 +59,20 @@ enum Kind {
 }
 
 #[derive(Debug, Clone)]
-struct Mutant {
-    file: String,
-    path: PathBuf,
-    lang: Lang,
+pub(crate) struct Mutant {
+    pub(crate) file: String,
+    pub(crate) path: PathBuf,
+    pub(crate) lang: Lang,
     kind: Kind,
     /// The check that must catch a mutant; the form of an equivalent.
-    caught_by: String,
+    pub(crate) caught_by: String,
     cases: Vec<String>,
-    supports: String,
+    pub(crate) supports: String,
 }
 
 /// The header of a mutant file, or None for a file without the marker; a file with the
 /// marker but a broken header is an error.
-fn parse_header(path: &Path) -> Result<Option<Mutant>, String> {
+pub(crate) fn parse_header(path: &Path) -> Result<Option<Mutant>, String> {
     let file = path.file_name().unwrap().to_string_lossy().into_owned();
     let (lang, prefix) = match path.extension().and_then(|e| e.to_str()) {
         Some("py") => (Lang::Python, "#"),
@@ -152,13 +152,6 @@ fn discover() -> Vec<Mutant> {
     mutants.into_iter().filter_map(Result::unwrap).collect()
 }
 
-fn python() -> PathBuf {
-    std::env::var_os("LOOPCHECK_PYTHON")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join(".venv/bin/python"))
-}
-
 /// Whether `program args...` runs and exits 0; the reason otherwise.
 fn runs(program: &Path, args: &[&str]) -> Result<(), String> {
     match Command::new(program)
@@ -173,7 +166,7 @@ fn runs(program: &Path, args: &[&str]) -> Result<(), String> {
 }
 
 /// The interpreter for a language, or why it is unusable.
-fn interpreter(lang: Lang) -> Result<PathBuf, String> {
+pub(crate) fn interpreter(lang: Lang) -> Result<PathBuf, String> {
     match lang {
         Lang::Python => {
             let python = python();
