@@ -213,6 +213,9 @@ struct ListArgs {
     /// List the checks (id, level, rule) instead of the cases.
     #[arg(long)]
     checks: bool,
+    /// List the catalogue's areas with their case counts instead of the cases.
+    #[arg(long, conflicts_with = "checks")]
+    areas: bool,
     /// Print a JSON array instead of a table.
     #[arg(long, conflicts_with = "markdown")]
     json: bool,
@@ -504,8 +507,7 @@ async fn run(args: RunArgs) -> u8 {
 
 fn list(args: ListArgs) -> u8 {
     if args.checks {
-        print!("{}", list_checks(&args));
-        return exit::OK;
+        return print_listing(&list_checks(&args));
     }
     let cases = match scenario::catalogue() {
         Ok(cases) => cases,
@@ -514,15 +516,39 @@ fn list(args: ListArgs) -> u8 {
             return exit::USAGE;
         }
     };
+    if args.areas {
+        return print_listing(&list_areas(&args, &cases));
+    }
+    print_listing(&list_cases(&args, &cases))
+}
+
+/// Writes a listing to standard output; a closed pipe (`loopcheck list | head`) ends the
+/// listing quietly instead of panicking as `print!` would.
+fn print_listing(text: &str) -> u8 {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: writing the listing: {err}");
+            exit::USAGE
+        }
+        _ => exit::OK,
+    }
+}
+
+/// The catalogue's cases as a table, Markdown or JSON, each with its origin.
+fn list_cases(args: &ListArgs, cases: &[scenario::Case]) -> String {
+    let origin = |c: &scenario::Case| c.scenario.origin.clone().unwrap_or_default();
+    let mut out = String::new();
     if args.markdown {
-        println!("| case | level | summary |\n|---|---|---|");
-        for c in &cases {
-            println!(
-                "| `{}` | {} | {} |",
+        out.push_str("| case | level | origin | summary |\n|---|---|---|---|\n");
+        for c in cases {
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} |\n",
                 c.scenario.id,
                 c.scenario.level.as_str(),
+                origin(c),
                 c.scenario.summary.trim()
-            );
+            ));
         }
     } else if args.json {
         let rows: Vec<serde_json::Value> = cases
@@ -532,27 +558,50 @@ fn list(args: ListArgs) -> u8 {
                     "id": c.scenario.id,
                     "level": c.scenario.level.as_str(),
                     "area": c.scenario.area(),
+                    "origin": c.scenario.origin,
                     "summary": c.scenario.summary,
                 })
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        );
+        out = serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n";
     } else {
         let width = cases.iter().map(|c| c.scenario.id.len()).max().unwrap_or(0);
-        for c in &cases {
-            println!(
-                "{:<width$}  {:<6}  {:<12}  {}",
+        for c in cases {
+            out.push_str(&format!(
+                "{:<width$}  {:<6}  {:<12}  {}\n",
                 c.scenario.id,
                 c.scenario.level.as_str(),
                 c.scenario.area(),
                 c.scenario.summary.trim()
-            );
+            ));
+            if let Some(origin) = &c.scenario.origin {
+                out.push_str(&format!("{:<width$}  from: {origin}\n", ""));
+            }
         }
     }
-    exit::OK
+    out
+}
+
+fn list_areas(args: &ListArgs, cases: &[scenario::Case]) -> String {
+    let counts = scenario::area_counts(cases);
+    if args.json {
+        let rows: Vec<serde_json::Value> = counts
+            .iter()
+            .map(|(area, n)| serde_json::json!({"area": area, "cases": n}))
+            .collect();
+        return serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n";
+    }
+    if args.markdown {
+        let mut out = String::from("| area | cases |\n|---|---|\n");
+        for (area, n) in &counts {
+            out.push_str(&format!("| `{area}` | {n} |\n"));
+        }
+        return out;
+    }
+    counts
+        .iter()
+        .map(|(area, n)| format!("{area:<12}  {n}\n"))
+        .collect()
 }
 
 /// Every check as declared, as a table, Markdown or JSON.

@@ -354,6 +354,7 @@ impl Plan {
             id: id.to_owned(),
             summary: summary.to_owned(),
             level: Level::Must,
+            origin: None,
             tags: vec!["fuzz".to_owned()],
             task: self.task(),
             states: vec![self.state],

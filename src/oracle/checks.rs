@@ -56,7 +56,7 @@ checks! {
     REASONING_ITEMS_IN_ORDER = "reasoning/items-in-order", Must,
         "(stateless) replay every prior output item, in order, reasoning right before its item";
     REASONING_INPUT_SHAPE = "reasoning/input-shape", Must,
-        "(stateless) send no output-only fields (`status` on reasoning)";
+        "(stateless) send no output-only fields (`status` on reasoning, even as null)";
     REASONING_ITEMS_UNALTERED = "reasoning/items-unaltered", Must,
         "(stateless) replay the model's calls and messages as it produced them: a call's name and arguments, a message's text";
     STATE_CONFIG_RESENT = "state/config-resent", Must,

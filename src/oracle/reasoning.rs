@@ -94,10 +94,11 @@ fn input_shape(replays: &[(usize, Vec<Value>)]) -> CheckResult {
     let mut problems = Vec::new();
     for (position, input) in replays {
         for (index, item) in input.iter().enumerate() {
-            if item_type(item) == "reasoning" && item.get("status").is_some_and(|s| !s.is_null()) {
+            if item_type(item) == "reasoning" && item.get("status").is_some() {
                 problems.push(format!(
-                    "{}: input[{index}] is a reasoning item with `status`, an output-only field the API rejects in input",
-                    Facts::request_label(*position)
+                    "{}: input[{index}] is a reasoning item with `status` ({}), an output-only field the API rejects in input, even as null",
+                    Facts::request_label(*position),
+                    item["status"]
                 ));
             }
         }
@@ -463,17 +464,21 @@ expect: {outcome: completed}
 
     #[test]
     fn input_shape_fails_a_replayed_reasoning_item_with_status() {
-        let judgement = replay_with(
-            RETENTION,
-            Stateless,
-            each("reasoning", |item| item["status"] = json!("completed")),
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/input-shape",
-            "request 2: input[1] is a reasoning item with `status`, an output-only field",
-        );
-        assert_passes(&judgement, "reasoning/replayed");
+        for (status, shown) in [(json!("completed"), "\"completed\""), (Value::Null, "null")] {
+            let judgement = replay_with(
+                RETENTION,
+                Stateless,
+                each("reasoning", |item| item["status"] = status.clone()),
+            );
+            assert_fails(
+                &judgement,
+                "reasoning/input-shape",
+                &format!(
+                    "request 2: input[1] is a reasoning item with `status` ({shown}), an output-only field"
+                ),
+            );
+            assert_passes(&judgement, "reasoning/replayed");
+        }
     }
 
     #[test]

@@ -337,6 +337,7 @@ pub fn build(
             public_url(recording.upstream)
         ),
         level: Level::Must,
+        origin: None,
         tags: vec!["recorded".to_owned()],
         task: match task {
             Some(file) => file.task.clone(),

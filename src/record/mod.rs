@@ -108,6 +108,7 @@ fn recording_session(id: &str, task: Option<&TaskFile>, state: StateMode) -> Sce
         id: id.to_owned(),
         summary: String::new(),
         level: Level::Must,
+        origin: None,
         tags: Vec::new(),
         task: task
             .map(|t| t.task.clone())

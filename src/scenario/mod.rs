@@ -119,3 +119,16 @@ fn collect(
         Err(errors)
     }
 }
+
+/// The catalogue's areas in catalogue order, each with its number of cases.
+pub fn area_counts(cases: &[Case]) -> Vec<(String, usize)> {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for c in cases {
+        let area = c.scenario.area();
+        match counts.iter_mut().find(|(name, _)| name == area) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((area.to_owned(), 1)),
+        }
+    }
+    counts
+}

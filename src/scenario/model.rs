@@ -109,6 +109,10 @@ pub struct Scenario {
     pub summary: String,
     /// How much a failure of this case weighs.
     pub level: Level,
+    /// Where the case's rule comes from: `guide: <rule>`, or `report: owner/repo#N` for
+    /// a public bug report the case reproduces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// Free tags for filtering.
     #[serde(default, skip_serializing_if = "is_default")]
     pub tags: Vec<String>,

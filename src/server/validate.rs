@@ -122,7 +122,8 @@ pub fn resolve_input(
     let mut resolved = Vec::with_capacity(input.len());
     for (index, item) in input.iter().enumerate() {
         let kind = item_type(item);
-        if kind == "reasoning" && item.get("status").is_some_and(|s| !s.is_null()) {
+        // Output-only, and rejected even as `null` (a model dump of an output item).
+        if kind == "reasoning" && item.get("status").is_some() {
             return Err(ApiError::unknown_parameter(&format!(
                 "input[{index}].status"
             )));
@@ -180,7 +181,7 @@ pub fn resolve_input(
     Ok(resolved)
 }
 
-/// Context-wide checks: E4, E5, E3, E2. `chain` is the stored context the request
+/// Context-wide checks: E4, E5, E3, duplicate outputs, E2. `chain` is the stored context the request
 /// continues (empty without `previous_response_id`); `input` is already resolved.
 pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Result<(), ApiError> {
     let chain_ids: HashSet<&str> = chain.iter().filter_map(item_id).collect();
@@ -222,11 +223,21 @@ pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Resul
         .filter(|item| item_type(item) == "function_call_output")
         .filter_map(call_id)
         .collect();
+    let mut answered = HashSet::new();
+    for item in chain
+        .iter()
+        .filter(|i| item_type(i) == "function_call_output")
+    {
+        answered.insert(call_id(item).unwrap_or_default());
+    }
     for item in input {
         if item_type(item) == "function_call_output" {
             let id = call_id(item).unwrap_or_default();
             if !calls.contains(id) {
                 return Err(ApiError::no_tool_call(id));
+            }
+            if !answered.insert(id) {
+                return Err(ApiError::duplicate_output(id));
             }
         }
     }

@@ -123,6 +123,19 @@ impl ApiError {
         )
     }
 
+    /// A second `function_call_output` for one call_id in the effective context.
+    pub fn duplicate_output(call_id: &str) -> Self {
+        Self::invalid(
+            400,
+            "duplicate-output",
+            format!(
+                "Duplicate function_call_output for call_id '{call_id}'. Each function_call must have exactly one matching function_call_output"
+            ),
+            Some("input"),
+            None,
+        )
+    }
+
     /// E7: an item id that was never stored.
     pub fn item_not_found(id: &str) -> Self {
         Self::invalid(

@@ -37,6 +37,21 @@ fn catalogue_ids_match_their_paths_and_cover_every_area() {
             "{}: catalogue ids are numbered within their area (`area/NN-name`)",
             case.scenario.id
         );
+        let origin = case.scenario.origin.as_deref().unwrap_or_default();
+        assert!(
+            origin.starts_with("guide: ") || origin.starts_with("report: "),
+            "{}: every catalogue case names its origin (`guide: <rule>` or `report: owner/repo#N`), not {origin:?}",
+            case.scenario.id
+        );
+        if case.scenario.area() == "regressions" {
+            let report = origin.trim_start_matches("report: ");
+            let report = report.split(';').next().unwrap_or_default();
+            assert!(
+                origin.starts_with("report: ") && case.scenario.summary.contains(report),
+                "{}: a regression case names its report in its origin and its summary",
+                case.scenario.id
+            );
+        }
     }
     let areas: BTreeSet<&str> = cases.iter().map(|c| c.scenario.area()).collect();
     for area in [
@@ -111,7 +126,7 @@ fn list_prints_the_catalogue_as_json() {
     let rows: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(rows.len(), catalogue().len());
     for row in &rows {
-        for key in ["id", "level", "area", "summary"] {
+        for key in ["id", "level", "area", "origin", "summary"] {
             assert!(row[key].is_string(), "{row:#} lacks {key}");
         }
         assert!(
@@ -156,4 +171,25 @@ fn the_readme_check_table_is_the_declaration() {
         expected.join("\n"),
         "the README's check table differs from oracle::checks (`loopcheck list --checks --markdown` prints it)"
     );
+}
+
+/// The README's area table is `loopcheck list --areas --markdown`.
+#[test]
+fn the_readme_area_table_counts_the_catalogue() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let output = Command::new(loopcheck_bin())
+        .args(["list", "--areas", "--markdown"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        readme.contains(&table),
+        "the README's area table differs from `loopcheck list --areas --markdown`:\n{table}"
+    );
+    let listed: usize = loopcheck::scenario::area_counts(&catalogue())
+        .iter()
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(listed, catalogue().len());
 }

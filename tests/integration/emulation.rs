@@ -665,20 +665,23 @@ async fn e12_missing_api_key() {
 
 #[tokio::test]
 async fn e13_status_on_replayed_reasoning() {
-    let (session, server, key) = start(StateMode::Stateless).await;
-    let round = round1(&server, &key, false).await;
-    let mut input = round.full_replay();
-    input[1]["status"] = json!("completed");
-    let reply = post(&server, Some(&key), &stateless(input)).await;
-    assert_error(
-        &reply,
-        400,
-        Some("unknown_parameter"),
-        Some("input[1].status"),
-        "Unknown parameter: 'input[1].status'.",
-    );
-    assert_rejected(&session, "E13");
-    finish_stateless(&session, &server, &key, &round).await;
+    // A model dump of an output item carries `status: null`; the API rejects that too.
+    for status in [json!("completed"), Value::Null] {
+        let (session, server, key) = start(StateMode::Stateless).await;
+        let round = round1(&server, &key, false).await;
+        let mut input = round.full_replay();
+        input[1]["status"] = status;
+        let reply = post(&server, Some(&key), &stateless(input)).await;
+        assert_error(
+            &reply,
+            400,
+            Some("unknown_parameter"),
+            Some("input[1].status"),
+            "Unknown parameter: 'input[1].status'.",
+        );
+        assert_rejected(&session, "E13");
+        finish_stateless(&session, &server, &key, &round).await;
+    }
 }
 
 #[tokio::test]
@@ -978,18 +981,76 @@ async fn e7_items_of_a_deleted_response_are_gone() {
 
 #[tokio::test]
 async fn e13_unknown_key_on_a_replayed_call() {
+    stateless_replay_rejected(
+        |_, input| input[2]["parsed_arguments"] = json!({"sku": "A7"}),
+        Some("unknown_parameter"),
+        "input[2].parsed_arguments",
+        |_| "Unknown parameter: 'input[2].parsed_arguments'.".to_owned(),
+        "E13",
+    )
+    .await;
+}
+
+/// Turn 1 stateless, then its full replay with `edit` applied: the API's exact rejection
+/// (400, `code`, `param`, the message `expected` builds from the round), by `rule`.
+async fn stateless_replay_rejected(
+    edit: impl FnOnce(&Round1, &mut Vec<Value>),
+    code: Option<&str>,
+    param: &str,
+    expected: impl FnOnce(&Round1) -> String,
+    rule: &str,
+) {
     let (session, server, key) = start(StateMode::Stateless).await;
     let round = round1(&server, &key, false).await;
     let mut input = round.full_replay();
-    input[2]["parsed_arguments"] = json!({"sku": "A7"});
+    edit(&round, &mut input);
     let reply = post(&server, Some(&key), &stateless(input)).await;
-    assert_error(
-        &reply,
-        400,
-        Some("unknown_parameter"),
-        Some("input[2].parsed_arguments"),
-        "Unknown parameter: 'input[2].parsed_arguments'.",
-    );
-    assert_rejected(&session, "E13");
+    assert_error(&reply, 400, code, Some(param), &expected(&round));
+    assert_rejected(&session, rule);
     finish_stateless(&session, &server, &key, &round).await;
+}
+
+fn duplicate_output(call_id: &str) -> String {
+    format!(
+        "Duplicate function_call_output for call_id '{call_id}'. Each function_call must have exactly one matching function_call_output"
+    )
+}
+
+#[tokio::test]
+async fn function_call_item_id_without_the_fc_prefix() {
+    stateless_replay_rejected(
+        |_, input| input[2]["id"] = json!("item_0001"),
+        Some("invalid_value"),
+        "input[2].id",
+        |_| "Invalid 'input[2].id': 'item_0001'. Expected an ID that begins with 'fc'.".to_owned(),
+        "id-prefix",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn two_outputs_for_one_call_in_a_stateless_replay() {
+    stateless_replay_rejected(
+        |round, input| input.push(round.output(0)),
+        None,
+        "input",
+        |round| duplicate_output(&round.call_id(0)),
+        "duplicate-output",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_output_sent_again_after_its_chain_stored_it() {
+    let (session, server, key) = start(StateMode::PreviousResponseId).await;
+    let round = round1(&server, &key, true).await;
+    let both = vec![round.output(0), round.output(1)];
+    let (status, second) = post(&server, Some(&key), &chained(round.id(), both)).await;
+    assert_eq!(status, 200, "{second}");
+    let again = vec![round.output(0)];
+    let second_id = second["id"].as_str().expect("id");
+    let reply = post(&server, Some(&key), &chained(second_id, again)).await;
+    let expected = duplicate_output(&round.call_id(0));
+    assert_error(&reply, 400, None, Some("input"), &expected);
+    assert_rejected(&session, "duplicate-output");
 }

@@ -154,7 +154,8 @@ fn piece() -> impl Strategy<Value = Piece> {
 
 /// The independent model of the real API's pairing rules (WIRE.md section 5): E6
 /// duplicate ids, E5 reasoning without its following item, E4 a call with its id without
-/// its reasoning, E3 an output for no call, E2 a call without an output. `chain` is what
+/// its reasoning, E3 an output for no call, a second output for one call, E2 a call
+/// without an output. `chain` is what
 /// `previous_response_id` carries. True when the request is accepted.
 fn model_accepts(chain: &[Value], input: &[Value], reasoning: &Value, calls: &[Value]) -> bool {
     let context: Vec<&Value> = chain.iter().chain(input).collect();
@@ -192,6 +193,13 @@ fn model_accepts(chain: &[Value], input: &[Value], reasoning: &Value, calls: &[V
     let (issued, answered) = (call_ids("function_call"), call_ids("function_call_output"));
     if answered.iter().any(|c| !issued.contains(c)) {
         return false; // E3
+    }
+    let outputs = context
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .count();
+    if outputs > answered.len() {
+        return false; // two outputs for one call
     }
     issued.iter().all(|c| answered.contains(c)) // E2
 }
