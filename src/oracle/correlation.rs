@@ -287,19 +287,7 @@ mod tests {
 
     #[test]
     fn a_run_without_calls_gives_the_call_id_checks_nothing_to_judge() {
-        let run = Run::yaml(
-            r#"
-format: 1
-id: demo/01-answer
-summary: One turn, no tools.
-level: must
-task: {input: "Hi", tools: [get_stock]}
-script:
-  - output: [{message: "Hello."}]
-expect: {outcome: completed}
-"#,
-            PreviousResponseId,
-        );
+        let run = Run::answer_only(PreviousResponseId);
         run.correct();
         let judgement = run.judge_completed();
         for id in CHECKS {

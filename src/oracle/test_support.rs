@@ -49,6 +49,23 @@ impl Run {
         Self::of(scenario, state)
     }
 
+    /// A run of one request answered at once, without tools: nothing to chain or pair.
+    pub fn answer_only(state: StateMode) -> Self {
+        Self::yaml(
+            r#"
+format: 1
+id: demo/01-answer
+summary: One turn, no tools.
+level: must
+task: {input: "Hi", tools: [get_stock]}
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#,
+            state,
+        )
+    }
+
     fn of(scenario: Scenario, state: StateMode) -> Self {
         let task = task_json(&scenario, state);
         Self {

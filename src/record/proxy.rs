@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::scenario::RecordedEvent;
 use crate::server::http::{DropConnection, ReplyStream, RunningServer, read_request, send};
-use crate::server::{EngineRequest, Session, redacted_headers};
+use crate::server::{EngineRequest, Session};
 use crate::transcript::{ModelExchange, StreamRecord};
 
 /// Headers that belong to one hop (or that the proxy sets itself) and are not forwarded.
@@ -367,23 +367,11 @@ impl Proxy {
                 .cloned()
         });
         let index = self.session.record_model(ModelExchange {
-            seq: 0,
-            at_ms: 0,
-            method: request.method.clone(),
-            path: match &request.query {
-                Some(q) => format!("{}?{q}", request.path),
-                None => request.path.clone(),
-            },
-            headers: redacted_headers(&request.headers),
-            body,
-            body_unparsed,
             status,
             response,
-            rejected_by: None,
-            turn: None,
-            fault: None,
             stream,
             final_response,
+            ..request.exchange(body, body_unparsed)
         });
         if let Ok(mut extras) = self.extras.lock() {
             extras.insert(index, extra);

@@ -16,7 +16,7 @@ use super::proxy::Proxy;
 use super::replay::{comparable, request_only};
 use crate::scenario::Recorded;
 use crate::server::http::{DropConnection, ReplyStream, RunningServer, read_request, send};
-use crate::server::{EngineRequest, Session, redacted_headers};
+use crate::server::{EngineRequest, Session};
 use crate::transcript::ModelExchange;
 use crate::transcript::drift::changes;
 use crate::transcript::normalize::Step;
@@ -87,22 +87,7 @@ impl Resume {
         let body = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         transcript.model.push(ModelExchange {
             seq: u64::MAX,
-            at_ms: 0,
-            method: request.method.clone(),
-            path: match &request.query {
-                Some(q) => format!("{}?{q}", request.path),
-                None => request.path.clone(),
-            },
-            headers: redacted_headers(&request.headers),
-            body,
-            body_unparsed: false,
-            status: 0,
-            response: Value::Null,
-            rejected_by: None,
-            turn: None,
-            fault: None,
-            stream: None,
-            final_response: None,
+            ..request.exchange(body, false)
         });
         let actual = comparable(&self.recorded, &transcript);
         let model = |steps: &[Step]| -> Vec<Step> {

@@ -34,6 +34,30 @@ pub struct EngineRequest {
 }
 
 impl EngineRequest {
+    /// The exchange that records this request, before anything is known of its answer:
+    /// the path with its query, headers redacted. Callers fill in the answer.
+    pub(crate) fn exchange(&self, body: Value, body_unparsed: bool) -> ModelExchange {
+        ModelExchange {
+            seq: 0,
+            at_ms: 0,
+            method: self.method.clone(),
+            path: match &self.query {
+                Some(q) => format!("{}?{q}", self.path),
+                None => self.path.clone(),
+            },
+            headers: redacted_headers(&self.headers),
+            body,
+            body_unparsed,
+            status: 0,
+            response: Value::Null,
+            rejected_by: None,
+            turn: None,
+            fault: None,
+            stream: None,
+            final_response: None,
+        }
+    }
+
     /// A header's value (case-insensitive name).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -254,16 +278,6 @@ impl Session {
         // Recorded before the store's lock is released, so order numbers follow the
         // order in which requests changed the store.
         let exchange = lock(&self.recorder).model(ModelExchange {
-            seq: 0,
-            at_ms: 0,
-            method: request.method.clone(),
-            path: match &request.query {
-                Some(q) => format!("{}?{q}", request.path),
-                None => request.path.clone(),
-            },
-            headers: redacted_headers(&request.headers),
-            body,
-            body_unparsed,
             status: handled.status,
             response: recorded,
             rejected_by,
@@ -271,6 +285,7 @@ impl Session {
             fault: handled.fault,
             stream,
             final_response: handled.final_response,
+            ..request.exchange(body, body_unparsed)
         });
         drop(store);
         let mut headers = vec![
@@ -347,7 +362,7 @@ impl Session {
 }
 
 /// Request headers as transcripts keep them: names lowercase, secrets redacted.
-pub(crate) fn redacted_headers(headers: &[(String, String)]) -> BTreeMap<String, String> {
+fn redacted_headers(headers: &[(String, String)]) -> BTreeMap<String, String> {
     headers
         .iter()
         .map(|(name, value)| {

@@ -17,7 +17,6 @@ mod store;
 pub mod stream;
 pub mod validate;
 
-pub(crate) use engine::redacted_headers;
 pub use engine::{EngineReply, EngineRequest, ReplyBody, Session, SessionOptions};
 pub use http::RunningServer;
 pub use recorder::{Observer, Recorded, StreamProgress};
