@@ -39,11 +39,11 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             "no call with schema-violating arguments was executed",
         ));
     }
-    if has(|v| *v == CallValidity::CallerNotAllowed) {
+    if has(|v| matches!(v, CallValidity::CallerNotAllowed(_))) {
         out.push(not_dispatched(
             f,
             &checks::DISPATCH_CALLER_ALLOWED,
-            |v| *v == CallValidity::CallerNotAllowed,
+            |v| matches!(v, CallValidity::CallerNotAllowed(_)),
             "comes from a caller the tool's allowed_callers excludes",
             "no call from a caller outside allowed_callers was executed",
         ));
@@ -72,7 +72,9 @@ fn not_dispatched(
     for call in f.actionable_calls().filter(|c| rejected(&c.validity)) {
         if !f.executions_of(&call.call_id).is_empty() {
             let detail = match &call.validity {
-                CallValidity::MalformedArguments(e) | CallValidity::SchemaViolation(e) => {
+                CallValidity::MalformedArguments(e)
+                | CallValidity::SchemaViolation(e)
+                | CallValidity::CallerNotAllowed(e) => {
                     format!(" ({e})")
                 }
                 _ => String::new(),

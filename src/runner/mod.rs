@@ -19,7 +19,7 @@ use tokio::task::JoinSet;
 
 use crate::oracle::{self, CaseVerdict};
 use crate::report::{CaseReport, Summary};
-use crate::scenario::{Case, OutputSpec, Scenario, StateMode};
+use crate::scenario::{Case, OutputSpec, Scenario, StateMode, ToolRef};
 use crate::server::{Observer, RunningServer, Session, SessionOptions};
 use crate::snapshot::Snapshots;
 use crate::transcript::{ControllerResult, ProcessRecord, Transcript, Unfinished};
@@ -107,16 +107,25 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if !task.approval_required.is_empty() {
         needed.push("approvals");
     }
-    let programmatic = scenario.script.iter().any(|turn| {
-        turn.output
-            .iter()
-            .any(|item| matches!(item, OutputSpec::Program(_)))
-            || turn.recorded.as_ref().is_some_and(|r| {
-                r.response["output"]
-                    .as_array()
-                    .is_some_and(|items| items.iter().any(|i| i["type"] == "program"))
-            })
+    // A task that offers programmatic tool calling (or bounds its tools' callers) needs
+    // it even when the model only calls directly.
+    let offers_programs = task.tools.iter().any(|tool| match tool {
+        ToolRef::Inline(def) => {
+            def["type"] == "programmatic_tool_calling" || def.get("allowed_callers").is_some()
+        }
+        ToolRef::Fixture(_) => false,
     });
+    let programmatic = offers_programs
+        || scenario.script.iter().any(|turn| {
+            turn.output
+                .iter()
+                .any(|item| matches!(item, OutputSpec::Program(_)))
+                || turn.recorded.as_ref().is_some_and(|r| {
+                    r.response["output"]
+                        .as_array()
+                        .is_some_and(|items| items.iter().any(|i| i["type"] == "program"))
+                })
+        });
     if programmatic {
         needed.push("programmatic");
     }

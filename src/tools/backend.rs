@@ -88,8 +88,8 @@ pub enum CallValidity {
     /// Parses but violates the schema.
     SchemaViolation(String),
     /// Made by a caller the tool's `allowed_callers` excludes (a program calling a
-    /// direct-only tool, or the model directly calling a program-only tool).
-    CallerNotAllowed,
+    /// direct-only tool, or the model directly calling a program-only tool); says which.
+    CallerNotAllowed(String),
 }
 
 impl Registry {
@@ -103,16 +103,22 @@ impl Registry {
             Some("program") => "programmatic",
             _ => "direct",
         };
-        let allowed = match tool
-            .definition
-            .get("allowed_callers")
-            .and_then(Value::as_array)
-        {
+        let callers = tool.definition.get("allowed_callers");
+        let allowed = match callers.and_then(Value::as_array) {
             Some(callers) => callers.iter().any(|c| c == kind),
             None => kind == "direct",
         };
         if !allowed {
-            return CallValidity::CallerNotAllowed;
+            let bound = match callers {
+                Some(callers) => format!("allowed_callers is {callers}"),
+                None => "the tool has no allowed_callers, so only direct calls".to_owned(),
+            };
+            let who = if kind == "direct" {
+                "a direct call from the model"
+            } else {
+                "a call from a program"
+            };
+            return CallValidity::CallerNotAllowed(format!("{who}, and {bound}"));
         }
         let parsed: Value = match serde_json::from_str(arguments) {
             Ok(value @ Value::Object(_)) => value,
