@@ -5,7 +5,7 @@
 use super::checks::{self, Check};
 use super::facts::{Facts, IssuedCall};
 use super::verdict::CheckResult;
-use crate::tools::{CallValidity, matches_subset};
+use crate::tools::{CallValidity, json_equal, matches_subset};
 
 /// The `dispatch` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
@@ -70,7 +70,7 @@ fn not_dispatched(
 ) -> CheckResult {
     let mut problems = Vec::new();
     for call in f.actionable_calls().filter(|c| rejected(&c.validity)) {
-        if !f.executions_of(&call.call_id).is_empty() {
+        if let Some(execution) = f.executions_of(&call.call_id).first() {
             let detail = match &call.validity {
                 CallValidity::MalformedArguments(e)
                 | CallValidity::SchemaViolation(e)
@@ -79,8 +79,16 @@ fn not_dispatched(
                 }
                 _ => String::new(),
             };
+            // A controller that "repairs" the call (drops an unknown key, say) dispatches
+            // arguments the model never sent: name them.
+            let altered = match &call.parsed {
+                Some(parsed) if !json_equal(parsed, &execution.arguments) => {
+                    format!(" with its arguments altered to {}", execution.arguments)
+                }
+                _ => String::new(),
+            };
             problems.push(format!(
-                "{}: the call {why}{detail}, yet the controller dispatched it to the backend: expected it rejected before dispatch with an error output",
+                "{}: the call {why}{detail}, yet the controller dispatched it to the backend{altered}: expected it rejected before dispatch with an error output",
                 call.describe()
             ));
         }
@@ -350,8 +358,78 @@ mod tests {
         assert_fails(
             &judgement,
             "dispatch/caller-allowed",
-            "(send_email {\"to\":\"team@example.com\",\"subject\":\"A7\",\"body\":\"8\"}): the call comes from a caller the tool's allowed_callers excludes, yet the controller dispatched it",
+            "(send_email {\"to\":\"team@example.com\",\"subject\":\"A7\",\"body\":\"8\"}): the call comes from a caller the tool's allowed_callers excludes (a call from a program, and the tool has no allowed_callers, so only direct calls), yet the controller dispatched it",
         );
+    }
+
+    #[test]
+    fn caller_allowed_fails_a_direct_call_to_a_programmatic_only_tool_dispatched() {
+        let judgement = play(
+            "program/08-programmatic-only-called-directly",
+            |run, calls| calls.iter().map(|call| dispatch(run, call)).collect(),
+        );
+        assert_fails(
+            &judgement,
+            "dispatch/caller-allowed",
+            "(a direct call from the model, and allowed_callers is [\"programmatic\"])",
+        );
+    }
+
+    const EXACT: &str = "dispatch/11-exact-arguments";
+
+    fn is_valid_sibling(call: &Value) -> bool {
+        call["arguments"] == r#"{"sku":"B2"}"#
+    }
+
+    #[test]
+    fn schema_valid_passes_extra_keys_and_pattern_enum_minimum_violations_rejected() {
+        let judgement = play(EXACT, |run, calls| {
+            let answer = |call: &Value| match is_valid_sibling(call) {
+                true => dispatch(run, call),
+                false => rejected(call),
+            };
+            calls.iter().map(answer).collect()
+        });
+        assert_passes(&judgement, "dispatch/schema-valid");
+        assert_passes(&judgement, "dispatch/rejection-answered");
+        assert_passes(&judgement, "dispatch/valid-executed");
+    }
+
+    #[test]
+    fn schema_valid_fails_a_call_dispatched_with_its_unknown_key_dropped() {
+        let judgement = play(EXACT, |run, calls| {
+            let answer = |call: &Value| {
+                if is_valid_sibling(call) {
+                    return dispatch(run, call);
+                }
+                if call["arguments"] != r#"{"sku":"A7","warehouse":"north"}"# {
+                    return rejected(call);
+                }
+                let mut trimmed = call.clone();
+                trimmed["arguments"] = json!(r#"{"sku":"A7"}"#);
+                reply(call, dispatch(run, &trimmed)["output"].as_str().unwrap())
+            };
+            calls.iter().map(answer).collect()
+        });
+        assert_fails(
+            &judgement,
+            "dispatch/schema-valid",
+            "('warehouse' was unexpected) (at '')), yet the controller dispatched it to the backend with its arguments altered to {\"sku\":\"A7\"}",
+        );
+    }
+
+    #[test]
+    fn schema_valid_fails_pattern_enum_and_minimum_violations_dispatched() {
+        let judgement = play(EXACT, |run, calls| {
+            calls.iter().map(|call| dispatch(run, call)).collect()
+        });
+        for needle in [
+            "\"a7\" does not match \"^[A-Z][0-9]+$\"",
+            "\"CHF\" is not one of",
+            "0 is less than the minimum of 1",
+        ] {
+            assert_fails(&judgement, "dispatch/schema-valid", needle);
+        }
     }
 
     #[test]
