@@ -413,6 +413,7 @@ impl Plan {
                 deny: vec![DenyRule {
                     principal: None,
                     when: Some(json!({"sku": "X9"})),
+                    after: 0,
                     message: "SKU X9 belongs to another tenant".to_owned(),
                 }],
                 unavailable: vec![UnavailableRule {

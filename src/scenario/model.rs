@@ -17,6 +17,7 @@ use serde_json::Value;
 ///   stream events with their delays) served verbatim instead of `output`; a top-level
 ///   `recorded` section holds the normalized requests the recording saw, which a replay
 ///   is compared with. A fault's `body` that is JSON is served as JSON.
+///   Compatible additions: a scenario's `origin`; a deny rule's `after`.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -263,6 +264,10 @@ pub struct DenyRule {
     /// Only for arguments matching this subset (any when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<Value>,
+    /// Only once this many calls of the tool have run: a permission revoked during the
+    /// case, which a controller that caches results or authority never sees.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub after: u32,
     /// The backend's message.
     pub message: String,
 }

@@ -207,6 +207,8 @@ pub struct BackendState {
     attempts: HashMap<String, u32>,
     /// Approval requests seen per call_id (each grant gets its own token).
     asked: HashMap<String, u32>,
+    /// Calls executed per tool (for denials that start after some calls).
+    runs: HashMap<String, u32>,
 }
 
 /// One backend answer, before it is written to the transcript.
@@ -327,12 +329,14 @@ impl ToolBackend {
         }
         let behaviour = self.behaviours.get(name);
         let principal = body.get("principal").and_then(Value::as_str);
+        let runs = state.runs.get(name).copied().unwrap_or(0);
         if let Some(rule) = behaviour.and_then(|b| {
             b.deny.iter().find(|rule| {
                 rule.principal
                     .as_deref()
                     .is_none_or(|p| Some(p) == principal)
                     && when_matches(rule.when.as_ref(), &arguments)
+                    && runs >= rule.after
             })
         }) {
             let (s, b) = error(403, "forbidden", rule.message.clone());
@@ -360,6 +364,7 @@ impl ToolBackend {
         }
         let result = scripted_result(behaviour, name, &arguments);
         state.executed.insert(call_id.to_owned(), result.clone());
+        *state.runs.entry(name.to_owned()).or_insert(0) += 1;
         (200, json!({"result": result}), true)
     }
 
@@ -430,5 +435,23 @@ mod tests {
             &json!({"amount": 10}),
             &json!({"amount": 10.0, "to": "EUR"})
         ));
+    }
+
+    #[test]
+    fn a_denial_with_after_starts_once_that_many_calls_ran() {
+        let scenario = crate::scenario::catalogue()
+            .expect("the catalogue loads")
+            .into_iter()
+            .find(|c| c.scenario.id == "authz/08-permission-revoked")
+            .expect("in the catalogue")
+            .scenario;
+        let backend = ToolBackend::new(&scenario);
+        let mut state = BackendState::default();
+        let call = |state: &mut BackendState, id: &str| {
+            let body = json!({"call_id": id, "arguments": {"invoice_id": "INV-3107"}, "principal": "user-1"});
+            backend.call(state, "get_invoice", &body).status
+        };
+        assert_eq!(call(&mut state, "call_1"), 200);
+        assert_eq!(call(&mut state, "call_2"), 403);
     }
 }
