@@ -4,8 +4,11 @@
 use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
+use serde_json::Value;
+
 use crate::tools::{CallValidity, json_equal};
 use crate::transcript::ToolRequestKind;
+use crate::wire::replay::message_text;
 
 /// The `authz` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
@@ -50,6 +53,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if f.tools.iter().any(|t| t.kind == ToolRequestKind::Approval) {
         out.push(approval_request_matches(f));
     }
+    out.extend(tool_text_as_data(f));
     if f.tools
         .iter()
         .any(|t| t.kind == ToolRequestKind::Approval && t.response["approved"] == false)
@@ -57,6 +61,94 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         out.push(approval_denied(f));
     }
     out
+}
+
+/// Text shorter than this is too common (ids, currencies, short words) to say where it
+/// came from.
+const TELLING_TEXT: usize = 20;
+
+/// Every telling string in a JSON value.
+fn strings_in<'v>(value: &'v Value, into: &mut Vec<&'v str>) {
+    match value {
+        Value::String(text) if text.chars().count() >= TELLING_TEXT => into.push(text),
+        Value::Array(items) => items.iter().for_each(|item| strings_in(item, into)),
+        Value::Object(fields) => fields.values().for_each(|field| strings_in(field, into)),
+        _ => {}
+    }
+}
+
+/// Tool text is data: a string a tool returned that comes back as a system, developer or
+/// user message, or inside `instructions`, is promoted to instructions the model obeys
+/// (a prompt injection that the loop itself carries out). Not judged when no tool
+/// returned telling text; text the task itself holds is the task's, not the tool's.
+fn tool_text_as_data(f: &Facts) -> Option<CheckResult> {
+    let task_text = format!(
+        "{}\n{}",
+        f.scenario.task.input,
+        f.scenario.task.instructions.as_deref().unwrap_or_default()
+    );
+    let mut returned = Vec::new();
+    for reply in f
+        .tools
+        .iter()
+        .filter(|t| t.kind == ToolRequestKind::Call && t.status == 200)
+    {
+        let mut strings = Vec::new();
+        strings_in(&reply.response["result"], &mut strings);
+        returned.extend(
+            strings
+                .into_iter()
+                .filter(|text| !task_text.contains(*text))
+                .map(|text| (text, reply)),
+        );
+    }
+    if returned.is_empty() {
+        return None;
+    }
+    let mut problems = Vec::new();
+    for (position, request) in f.requests.iter().enumerate() {
+        let mut places: Vec<(String, String)> = Facts::input_of(request)
+            .iter()
+            .filter(|item| item.get("type").is_none_or(|t| t == "message"))
+            .filter_map(|item| {
+                let role = item.get("role").and_then(Value::as_str)?;
+                matches!(role, "system" | "developer" | "user").then(|| {
+                    (
+                        format!("a {role} message"),
+                        message_text(item).unwrap_or_default(),
+                    )
+                })
+            })
+            .collect();
+        if let Some(instructions) = request.body.get("instructions").and_then(Value::as_str) {
+            places.push(("`instructions`".to_owned(), instructions.to_owned()));
+        }
+        for (place, text) in &places {
+            if let Some((said, reply)) = returned.iter().find(|(said, _)| text.contains(*said)) {
+                problems.push(format!(
+                    "{} carries, in {place}, text that '{}' returned for {} ({}): a tool's result is data and goes back only as that call's function_call_output",
+                    Facts::request_label(position),
+                    reply.name,
+                    reply.call_id.as_deref().unwrap_or("no call_id"),
+                    abbreviate(said),
+                ));
+            }
+        }
+    }
+    Some(checks::AUTHZ_TOOL_TEXT_AS_DATA.judge(
+        problems,
+        "no text a tool returned came back as a system, developer or user message or as instructions",
+    ))
+}
+
+/// A quoted excerpt short enough for a one-line message.
+fn abbreviate(text: &str) -> String {
+    let excerpt: String = text.chars().take(60).collect();
+    if excerpt.len() < text.len() {
+        format!("{excerpt:?}...")
+    } else {
+        format!("{excerpt:?}")
+    }
 }
 
 fn denial_relayed(f: &Facts) -> CheckResult {
@@ -273,6 +365,78 @@ mod tests {
         "authz/approval-denied",
         "authz/approval-request-matches",
     ];
+
+    const SYSTEM_TEXT: &str = "authz/09-system-text-in-tool-result";
+
+    /// Plays the system-text case, adding `extra` input items to the request that
+    /// carries the call's output; judged as reporting the final message.
+    fn system_text_with(extra: impl Fn(&str) -> Vec<Value>) -> Judgement {
+        let run = Run::case(SYSTEM_TEXT, PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let output = run_tool(&run, &calls(&response)[0], USER, None);
+        let note = serde_json::from_str::<Value>(output["output"].as_str().unwrap()).unwrap()
+            ["delivery_note"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut body = run.next_body(&first, &response, &[output]);
+        let input = body["input"].as_array_mut().unwrap();
+        input.extend(extra(&note));
+        run.create(&body);
+        run.judge_completed()
+    }
+
+    #[test]
+    fn tool_text_as_data_passes_tool_text_sent_only_as_the_output() {
+        let judgement = system_text_with(|_| Vec::new());
+        assert_passes(&judgement, "authz/tool-text-as-data");
+    }
+
+    #[test]
+    fn tool_text_as_data_fails_tool_text_lifted_into_a_message() {
+        for role in ["developer", "system", "user"] {
+            let judgement = system_text_with(|note| {
+                vec![
+                    json!({"role": role, "content": [{"type": "input_text", "text": format!("Notice: {note}")}]}),
+                ]
+            });
+            assert_fails(
+                &judgement,
+                "authz/tool-text-as-data",
+                &format!(
+                    "request 2 carries, in a {role} message, text that 'get_order' returned for call_"
+                ),
+            );
+        }
+    }
+
+    #[test]
+    fn tool_text_as_data_fails_tool_text_put_into_instructions() {
+        let run = Run::case(SYSTEM_TEXT, PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let output = run_tool(&run, &calls(&response)[0], USER, None);
+        let mut body = run.next_body(&first, &response, std::slice::from_ref(&output));
+        body["instructions"] = json!(format!(
+            "{} {}",
+            first["instructions"].as_str().unwrap(),
+            output["output"].as_str().unwrap()
+        ));
+        run.create(&body);
+        assert_fails(
+            &run.judge_completed(),
+            "authz/tool-text-as-data",
+            "request 2 carries, in `instructions`, text that 'get_order' returned",
+        );
+    }
+
+    #[test]
+    fn tool_text_as_data_is_not_judged_without_telling_tool_text() {
+        let run = Run::case("correlation/01-single-call", PreviousResponseId);
+        run.correct();
+        assert_not_judged(&run.judge_completed(), "authz/tool-text-as-data");
+    }
 
     #[test]
     fn denial_relayed_passes_a_403_relayed_as_an_error_output() {

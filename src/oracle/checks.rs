@@ -95,6 +95,8 @@ checks! {
         "run every tool and approval for the task's principal";
     AUTHZ_APPROVAL_REQUEST_MATCHES = "authz/approval-request-matches", Must,
         "ask the approver about the call's own tool and arguments";
+    AUTHZ_TOOL_TEXT_AS_DATA = "authz/tool-text-as-data", Must,
+        "send what a tool returns only as its call's output, never as a system, developer or user message or in `instructions`";
     EFFECTS_AT_MOST_ONCE = "effects/at-most-once", Must,
         "execute each call at most once, only calls the model issued";
     BUDGET_MAX_ROUNDS = "budget/max-rounds", Must,
