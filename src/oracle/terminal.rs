@@ -156,11 +156,21 @@ fn stopped(f: &Facts) -> Option<CheckResult> {
     let script = &f.scenario.script;
     let last_turn = script.len().checked_sub(1)?;
     let endless = script[last_turn].endless;
-    // The fake answers a request past the script with an error (rule "script").
+    // The fake answers a request past the script with an error (rule "script"); a
+    // request after the last turn that its emulation rejected for another reason (one
+    // chained to a broken stream's response, say) went past the end all the same.
     let overrun = f
         .requests
         .iter()
-        .position(|r| r.rejected_by.as_deref() == Some("script"));
+        .position(|r| r.rejected_by.as_deref() == Some("script"))
+        .or_else(|| {
+            let last = f
+                .served
+                .iter()
+                .find(|s| s.exchange.turn == Some(last_turn))?;
+            let next = last.request + 1;
+            (!endless && next < f.requests.len()).then_some(next)
+        });
     if let Some(position) = overrun {
         let problem = match f.served.iter().rposition(|s| s.request < position) {
             Some(index) => {
