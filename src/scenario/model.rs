@@ -17,7 +17,8 @@ use serde_json::Value;
 ///   stream events with their delays) served verbatim instead of `output`; a top-level
 ///   `recorded` section holds the normalized requests the recording saw, which a replay
 ///   is compared with. A fault's `body` that is JSON is served as JSON.
-///   Compatible additions: a scenario's `origin`; a deny rule's `after`.
+///   Compatible additions: a scenario's `origin`; a deny rule's `after`; a stream's
+///   `interleave`.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -402,6 +403,10 @@ pub struct StreamSpec {
     /// boundaries, e.g. inside a string value).
     #[serde(default, skip_serializing_if = "is_default")]
     pub split_at: Vec<usize>,
+    /// Stream consecutive function calls side by side: their argument deltas alternate
+    /// between the calls instead of following one another.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub interleave: bool,
     /// Write the body this many bytes at a time (1 splits inside multi-byte characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_bytes: Option<usize>,

@@ -112,6 +112,53 @@ pub fn snapshot(response: &Value, status: &str) -> Value {
     snapshot
 }
 
+/// Streams consecutive function calls side by side: every call opened, then their
+/// argument deltas in turns, then each closed. Legal by the event schema (every delta
+/// names its item and output_index), and what a client that appends each delta to the
+/// latest call it saw gets wrong.
+fn interleave_calls(
+    b: &mut Builder,
+    output: &[Value],
+    calls: std::ops::Range<usize>,
+    size: usize,
+    call_done: &mut HashMap<usize, String>,
+) {
+    let mut pieces = Vec::new();
+    for index in calls.clone() {
+        let mut added = output[index].clone();
+        added["status"] = json!("in_progress");
+        added["arguments"] = json!("");
+        b.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
+        pieces.push(split(
+            output[index]["arguments"].as_str().unwrap_or_default(),
+            size,
+            &[],
+        ));
+    }
+    let turns = pieces.iter().map(Vec::len).max().unwrap_or(0);
+    for turn in 0..turns {
+        for (index, call) in calls.clone().zip(&pieces) {
+            if let Some(piece) = call.get(turn) {
+                let at = json!({"item_id": output[index]["id"], "output_index": index});
+                b.delta(merge(
+                    &at,
+                    json!({"type": "response.function_call_arguments.delta", "delta": piece}),
+                ));
+            }
+        }
+    }
+    for index in calls {
+        let item = &output[index];
+        let at = json!({"item_id": item["id"], "output_index": index});
+        b.push(merge(&at, json!({"type": "response.function_call_arguments.done", "arguments": item["arguments"]})));
+        call_done.insert(
+            b.events.len(),
+            item["call_id"].as_str().unwrap_or_default().to_owned(),
+        );
+        b.push(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
+    }
+}
+
 /// Plans the stream of `response` (the final Response object).
 pub fn plan(
     response: &Value,
@@ -133,7 +180,22 @@ pub fn plan(
     }
     b.push(json!({"type": "response.in_progress", "response": snapshot(response, "in_progress")}));
     let output = response["output"].as_array().cloned().unwrap_or_default();
+    let mut interleaved = 0..0;
     for (index, item) in output.iter().enumerate() {
+        if interleaved.contains(&index) {
+            continue;
+        }
+        if spec.interleave && item["type"] == "function_call" {
+            let run = output[index..]
+                .iter()
+                .take_while(|item| item["type"] == "function_call")
+                .count();
+            if run > 1 {
+                interleaved = index..index + run;
+                interleave_calls(&mut b, &output, interleaved.clone(), size, &mut call_done);
+                continue;
+            }
+        }
         let item_id = item["id"].clone();
         match item["type"].as_str().unwrap_or_default() {
             "reasoning" => {
@@ -362,5 +424,41 @@ mod tests {
             stream.call_done.values().next().map(String::as_str),
             Some("call_1")
         );
+    }
+
+    #[test]
+    fn interleaved_calls_alternate_their_deltas_and_each_reassembles() {
+        let call = |n: u32, arguments: &str| json!({"id": format!("fc_{n}"), "type": "function_call", "status": "completed", "arguments": arguments, "call_id": format!("call_{n}"), "name": "f"});
+        let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [
+            call(1, "{\"sku\":\"A7\"}"), call(2, "{\"sku\":\"B12\"}")
+        ]});
+        let spec = StreamSpec {
+            interleave: true,
+            delta_size: Some(4),
+            ..StreamSpec::default()
+        };
+        let stream = plan(&response, &spec, &mut IdGen::new(1), false);
+        let deltas: Vec<&Value> = stream
+            .events
+            .iter()
+            .filter(|e| e["type"] == "response.function_call_arguments.delta")
+            .collect();
+        let owners: Vec<u64> = deltas
+            .iter()
+            .map(|e| e["output_index"].as_u64().unwrap())
+            .collect();
+        assert_eq!(&owners[..4], &[0, 1, 0, 1], "{owners:?}");
+        for (index, expected) in [(0, "{\"sku\":\"A7\"}"), (1, "{\"sku\":\"B12\"}")] {
+            let assembled: String = deltas
+                .iter()
+                .filter(|e| e["output_index"] == index)
+                .map(|e| e["delta"].as_str().unwrap())
+                .collect();
+            assert_eq!(assembled, expected);
+        }
+        for (i, event) in stream.events.iter().enumerate() {
+            assert_eq!(event["sequence_number"], i);
+        }
+        assert_eq!(stream.call_done.len(), 2);
     }
 }
