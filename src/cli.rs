@@ -11,6 +11,7 @@ use globset::{Glob, GlobSetBuilder};
 
 use crate::report::console::{self, ConsoleReporter};
 use crate::report::json::JsonReporter;
+use crate::report::junit::JunitReporter;
 use crate::report::matrix::MatrixReporter;
 use crate::report::progress::ProgressReporter;
 use crate::report::{Reporters, Summary};
@@ -99,6 +100,10 @@ struct RunArgs {
     /// standard error).
     #[arg(long)]
     report_json: Option<PathBuf>,
+    /// Write a JUnit XML report here (a test suite per area, a test case per case and
+    /// state mode), for a CI's test tab.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
     /// Compare what the controller sends in each case with its snapshot in this folder
     /// (one file per case and state mode); a difference is the verdict `drift`.
     #[arg(long, value_name = "DIR")]
@@ -489,6 +494,9 @@ async fn run(args: RunArgs) -> u8 {
     reporters.push(ConsoleReporter::new(console, live));
     if let Some(path) = &args.report_json {
         reporters.push(JsonReporter::new(path.clone()));
+    }
+    if let Some(path) = &args.junit {
+        reporters.push(JunitReporter::new(path.clone()));
     }
     let reports = runner::run_all(&cases, &controller, &options, &mut |event| {
         reporters.event(event)

@@ -1,10 +1,11 @@
 //! Reporters: each reads the run's event stream ([`RunEvent`]) and nothing else. The
-//! console report, the progress bar, the JSON report and the compliance matrix are all
+//! console report, the progress bar, the JSON and JUnit reports and the compliance matrix are all
 //! [`Reporter`]s; the CLI picks which ones a run feeds.
 
 mod case;
 pub mod console;
 pub mod json;
+pub mod junit;
 pub mod matrix;
 pub mod progress;
 

@@ -1,0 +1,209 @@
+//! `--junit FILE`: the run as JUnit XML, the format CI systems show in their test tabs.
+//! One test suite per area, one test case per case and state mode; a failure carries the
+//! failing checks' messages and the drift diff. Written atomically when the run finishes.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::console::diff;
+use super::{CaseReport, Reporter, RunEvent};
+use crate::oracle::{CaseVerdict, CheckResult, CheckVerdict};
+use crate::transcript::drift::Comparison;
+
+/// Most bytes of the controller's stdout or stderr kept per case (the tail: where a
+/// crash's traceback ends up).
+const OUTPUT_TAIL: usize = 16 * 1024;
+
+/// Collects the judged cases and writes the XML at the end of the run.
+pub struct JunitReporter {
+    path: PathBuf,
+    cases: Vec<CaseReport>,
+}
+
+impl JunitReporter {
+    /// Writes to `path`.
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            cases: Vec::new(),
+        }
+    }
+}
+
+impl Reporter for JunitReporter {
+    fn event(&mut self, event: &RunEvent) -> io::Result<()> {
+        match event {
+            RunEvent::CaseJudged(report) => self.cases.push((**report).clone()),
+            RunEvent::RunFinished { controller, .. } => {
+                let xml = render(controller, &mut std::mem::take(&mut self.cases))
+                    .map_err(io::Error::other)?;
+                crate::runner::write_bytes_atomic(&self.path, xml.as_bytes()).map_err(|err| {
+                    io::Error::new(
+                        err.kind(),
+                        format!(
+                            "failed to write the JUnit report to {}: {err}",
+                            self.path.display()
+                        ),
+                    )
+                })?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The JUnit document of one run against `controller`.
+pub fn render(
+    controller: &str,
+    cases: &mut [CaseReport],
+) -> Result<String, quick_junit::SerializeError> {
+    cases.sort_by(CaseReport::order);
+    let mut areas: BTreeMap<&str, Vec<&CaseReport>> = BTreeMap::new();
+    for case in cases.iter() {
+        let area = case.id.split('/').next().unwrap_or(&case.id);
+        areas.entry(area).or_default().push(case);
+    }
+    let mut report = Report::new(format!("loopcheck: {controller}"));
+    let mut total = Duration::ZERO;
+    for (area, cases) in areas {
+        let mut suite = TestSuite::new(area);
+        suite.add_property(Property::new("controller", controller));
+        let mut time = Duration::ZERO;
+        for case in cases {
+            time += Duration::from_millis(case.duration_ms);
+            suite.add_test_case(test_case(area, case));
+        }
+        suite.set_time(time);
+        total += time;
+        report.add_test_suite(suite);
+    }
+    report.set_time(total);
+    report.to_string()
+}
+
+fn test_case(area: &str, case: &CaseReport) -> TestCase {
+    let mut test = TestCase::new(format!("{} [{}]", case.id, case.state), status(case));
+    test.set_classname(area);
+    test.set_time(Duration::from_millis(case.duration_ms));
+    if case.verdict == CaseVerdict::NonStrict {
+        // JUnit has no "passed with warnings": a pass whose output names the SHOULD
+        // checks it missed.
+        test.set_system_out(format!("non-strict: {}", findings(case)));
+    } else if case.verdict != CaseVerdict::Pass {
+        if let Some(process) = &case.transcript.process {
+            test.set_system_out(tail(&process.stdout));
+            test.set_system_err(tail(&process.stderr));
+        }
+    }
+    test
+}
+
+/// The checks that did not pass.
+fn failing(case: &CaseReport) -> Vec<&CheckResult> {
+    case.checks
+        .iter()
+        .filter(|c| matches!(c.verdict, CheckVerdict::Fail | CheckVerdict::NonStrict))
+        .collect()
+}
+
+/// Every finding of a case: the failing checks with their rules and diffs, then the
+/// snapshot or recording drift.
+fn findings(case: &CaseReport) -> String {
+    let mut text = String::new();
+    for check in failing(case) {
+        text.push_str(&format!(
+            "{} ({}, {}): {}\n  rule: {}\n",
+            check.id,
+            check.level.as_str(),
+            check.verdict.as_str(),
+            check.message,
+            check.rule
+        ));
+        if let Some(d) = &check.diff {
+            text.push_str(&diff(&d.expected, &d.actual));
+            text.push('\n');
+        }
+    }
+    for comparison in [&case.snapshot, &case.recording].into_iter().flatten() {
+        text.push_str(&comparison_text(comparison));
+    }
+    text
+}
+
+/// A verdict as JUnit sees it: `fail` and `drift` are failures, the harness's verdicts
+/// on the process (crashed, timeout, error) are errors, `unsupported` is skipped, and
+/// `pass` and `non-strict` (a SHOULD missed) pass.
+fn status(case: &CaseReport) -> TestCaseStatus {
+    let failing = failing(case);
+    match case.verdict {
+        CaseVerdict::Pass | CaseVerdict::NonStrict => TestCaseStatus::success(),
+        CaseVerdict::Fail => {
+            let ids: Vec<&str> = failing.iter().map(|c| c.id.as_str()).collect();
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status
+                .set_type(ids.first().copied().unwrap_or("fail"))
+                .set_message(format!("{} failed: {}", plural(ids.len()), ids.join(", ")))
+                .set_description(findings(case));
+            status
+        }
+        CaseVerdict::Drift => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status
+                .set_type("drift")
+                .set_message("what the controller sent differs from its snapshot")
+                .set_description(findings(case));
+            status
+        }
+        CaseVerdict::Unsupported => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(case.detail.clone().unwrap_or_else(|| "unsupported".into()));
+            status
+        }
+        CaseVerdict::Timeout | CaseVerdict::Crashed | CaseVerdict::Error => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            let detail = case.detail.as_deref().unwrap_or(case.verdict.as_str());
+            status
+                .set_type(case.verdict.as_str())
+                .set_message(detail)
+                .set_description(findings(case));
+            status
+        }
+    }
+}
+
+fn plural(n: usize) -> String {
+    if n == 1 {
+        "1 check".to_owned()
+    } else {
+        format!("{n} checks")
+    }
+}
+
+fn comparison_text(comparison: &Comparison) -> String {
+    let mut text = format!("{} ({:?}):\n", comparison.path.display(), comparison.status);
+    for change in &comparison.changes {
+        text.push_str(&format!("  {change}\n"));
+    }
+    if let Some(d) = &comparison.diff {
+        text.push_str(d);
+        text.push('\n');
+    }
+    text
+}
+
+/// The last [`OUTPUT_TAIL`] bytes of `text`, cut at a character boundary.
+fn tail(text: &str) -> String {
+    if text.len() <= OUTPUT_TAIL {
+        return text.to_owned();
+    }
+    let mut start = text.len() - OUTPUT_TAIL;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("[... {} bytes cut]\n{}", start, &text[start..])
+}

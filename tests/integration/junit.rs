@@ -1,0 +1,154 @@
+//! `--junit`: the JUnit XML a CI's test tab reads, validated against the format's schema
+//! with `xmllint` (installed by `.ci/run`; without it the validation is skipped with a
+//! note, except under CI).
+
+use std::process::Command;
+
+use crate::support::{loopcheck_bin, missing_sdk, root};
+
+/// Runs `loopcheck run` with `--junit`; the XML written.
+fn junit_of(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("junit.xml");
+    let output = Command::new(loopcheck_bin())
+        .arg("run")
+        .args(args)
+        .arg("--junit")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        path.exists(),
+        "no JUnit report written: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let xml = std::fs::read_to_string(&path).unwrap();
+    validate(&xml);
+    xml
+}
+
+/// Validates `xml` against the JUnit schema; panics with xmllint's complaint.
+fn validate(xml: &str) {
+    let Some(status) = xmllint(xml) else {
+        return;
+    };
+    assert!(
+        status.0,
+        "the JUnit report breaks the schema: {}\n{xml}",
+        status.1
+    );
+}
+
+/// `(valid, xmllint's output)`, or None when xmllint is missing outside CI.
+fn xmllint(xml: &str) -> Option<(bool, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("report.xml");
+    std::fs::write(&file, xml).unwrap();
+    let schema = root().join("tests/integration/schemas/junit.xsd");
+    match Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(&schema)
+        .arg(&file)
+        .output()
+    {
+        Ok(out) => Some((
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )),
+        Err(err) => {
+            missing_sdk("xmllint (Debian package libxml2-utils)", &err.to_string());
+            None
+        }
+    }
+}
+
+#[test]
+fn the_schema_rejects_what_ci_systems_would_not_read() {
+    for broken in [
+        // A test case without a name.
+        r#"<testsuites><testsuite name="a" tests="1" failures="0" errors="0"><testcase classname="a"/></testsuite></testsuites>"#,
+        // A count that is not a number.
+        r#"<testsuites><testsuite name="a" tests="one" failures="0" errors="0"/></testsuites>"#,
+        // Two outcomes for one case.
+        r#"<testsuites><testsuite name="a" tests="1" failures="1" errors="0"><testcase name="c"><failure/><skipped/></testcase></testsuite></testsuites>"#,
+    ] {
+        if let Some((valid, _)) = xmllint(broken) {
+            assert!(!valid, "the schema accepts {broken}");
+        }
+    }
+}
+
+#[test]
+fn a_passing_run_is_one_suite_per_area_and_one_case_per_state_mode() {
+    let xml = junit_of(&["--filter", "correlation/0[12]*", "--filter", "terminal/09*"]);
+    assert!(
+        xml.contains(
+            r#"<testsuite name="correlation" tests="4" skipped="0" errors="0" failures="0""#
+        ),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<testsuite name="terminal" tests="2""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<testcase name="correlation/01-single-call [previous_response_id]" classname="correlation""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<testcase name="terminal/09-refusal [stateless]""#),
+        "{xml}"
+    );
+    assert!(!xml.contains("<failure"), "{xml}");
+}
+
+#[test]
+fn failures_carry_the_failing_checks_and_unsupported_runs_are_skipped() {
+    // A controller that answers without asking the model: every judged case fails
+    // terminal/outcome; stateless is not declared, so those runs are unsupported.
+    let controller = r#"echo '{"status": "completed", "output_text": "made up"}'"#;
+    let xml = junit_of(&[
+        "--controller",
+        controller,
+        "--supports",
+        "previous_response_id",
+        "--filter",
+        "correlation/01*",
+    ]);
+    assert!(
+        xml.contains(r#"failures="1""#) && xml.contains(r#"skipped="1""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<failure message="1 check failed: terminal/outcome" type="terminal/outcome">terminal/outcome (must, fail): "#),
+        "{xml}"
+    );
+    assert!(xml.contains("rule: report the final message"), "{xml}");
+    assert!(
+        xml.contains(r#"<skipped message="the controller does not declare: stateless"/>"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<system-out>{&quot;status&quot;: &quot;completed&quot;"),
+        "{xml}"
+    );
+}
+
+#[test]
+fn a_crashed_controller_is_an_error_with_its_output() {
+    let xml = junit_of(&[
+        "--controller",
+        "echo 'about to fail' >&2; exit 3",
+        "--supports",
+        "previous_response_id",
+        "--filter",
+        "correlation/01*",
+    ]);
+    assert!(xml.contains(r#"errors="1""#), "{xml}");
+    assert!(
+        xml.contains(r#"<error message=""#) && xml.contains(r#"type="crashed""#),
+        "{xml}"
+    );
+    assert!(xml.contains("<system-err>about to fail"), "{xml}");
+}
