@@ -4,17 +4,21 @@ use std::collections::BTreeSet;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use globset::{Glob, GlobSetBuilder};
 
+use crate::baseline::Baseline;
 use crate::report::console::{self, ConsoleReporter};
 use crate::report::json::JsonReporter;
-use crate::report::junit::JunitReporter;
+use crate::report::junit::{self, JunitReporter};
 use crate::report::matrix::MatrixReporter;
+use crate::report::merge;
 use crate::report::progress::ProgressReporter;
 use crate::report::{Reporters, Summary};
+use crate::runner::partition::Partition;
 use crate::runner::{self, CAPABILITIES, Controller, RunOptions};
 use crate::scenario::{self, Case, ScenarioError};
 use crate::snapshot::Snapshots;
@@ -53,6 +57,8 @@ enum Command {
     Replay(ReplayArgs),
     /// Fuzz a controller with generated cases; shrink the first failure to a scenario.
     Fuzz(FuzzArgs),
+    /// Merge the JSON reports of a partitioned run's shards into one report.
+    Merge(MergeArgs),
     /// Run the built-in Rust reference controller (contract v1, from the environment).
     #[command(hide = true)]
     ReferenceController,
@@ -104,6 +110,18 @@ struct RunArgs {
     /// state mode), for a CI's test tab.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
+    /// Expected failures (TOML): a case run it lists fails as `expected-fail` without
+    /// failing the run; one that now passes is `stale` and fails it.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Write the run's failures here as a baseline (TOML), to adopt the suite as it is.
+    #[arg(long, value_name = "FILE")]
+    write_baseline: Option<PathBuf>,
+    /// Run only one shard of the planned case runs: `slice:K/N` (every N-th) or
+    /// `hash:K/N` (by a stable hash of the case and state mode), for a CI matrix;
+    /// `loopcheck merge` joins the shards' JSON reports.
+    #[arg(long, value_name = "SCHEME:K/N")]
+    partition: Option<Partition>,
     /// Compare what the controller sends in each case with its snapshot in this folder
     /// (one file per case and state mode); a difference is the verdict `drift`.
     #[arg(long, value_name = "DIR")]
@@ -111,6 +129,19 @@ struct RunArgs {
     /// Write every case run as its snapshot, accepting all changes (refused under CI).
     #[arg(long, requires = "snapshots")]
     update_snapshots: bool,
+}
+
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// The shards' JSON reports (`loopcheck run --partition K/N --report-json FILE`).
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+    /// Write the merged JSON report here (`-`: standard output).
+    #[arg(long)]
+    report_json: Option<PathBuf>,
+    /// Write the merged run as a JUnit XML report here.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -256,6 +287,7 @@ pub fn main() -> ExitCode {
         Command::Matrix(args) => runtime.block_on(matrix(args)),
         Command::Record(args) => runtime.block_on(record(args)),
         Command::Fuzz(args) => runtime.block_on(fuzz(args)),
+        Command::Merge(args) => merge(args),
         Command::Replay(args) => runtime.block_on(finish_recording(crate::record::replay(
             &args.cassette,
             &args.command,
@@ -471,6 +503,21 @@ async fn run(args: RunArgs) -> u8 {
         Ok(controller) => controller,
         Err(message) => return usage_error(message),
     };
+    options.partition = args.partition;
+    if let Some(path) = &args.baseline {
+        let baseline = match Baseline::load(path) {
+            Ok(baseline) => baseline,
+            Err(message) => return usage_error(message),
+        };
+        let ids = cases.iter().map(|c| c.scenario.id.as_str()).collect();
+        for entry in baseline.unmatched(&ids) {
+            eprintln!(
+                "note: the baseline's entry for '{}' matches no case of this run",
+                entry.case
+            );
+        }
+        options.baseline = Some(Arc::new(baseline));
+    }
     let json_to_stdout = args.report_json.as_deref() == Some(Path::new("-"));
     let mut reporters = Reporters::new();
     // The bar first: at the end it clears itself before the details are printed.
@@ -506,7 +553,62 @@ async fn run(args: RunArgs) -> u8 {
         eprintln!("error: {err}");
         return exit::FAILURES;
     }
+    if let Some(path) = &args.write_baseline {
+        let text = Baseline::of_failures(&reports).to_toml();
+        if let Err(err) = runner::write_bytes_atomic(path, text.as_bytes()) {
+            eprintln!(
+                "error: failed to write the baseline to {}: {err}",
+                path.display()
+            );
+            return exit::FAILURES;
+        }
+    }
     if Summary::of(&reports).ok() {
+        exit::OK
+    } else {
+        exit::FAILURES
+    }
+}
+
+fn merge(args: MergeArgs) -> u8 {
+    let mut shards = Vec::new();
+    for path in &args.reports {
+        match merge::read(path) {
+            Ok(report) => shards.push(report),
+            Err(message) => return usage_error(message),
+        }
+    }
+    let mut merged = match merge::merge(shards) {
+        Ok(merged) => merged,
+        Err(message) => return usage_error(message),
+    };
+    let json_to_stdout = args.report_json.as_deref() == Some(Path::new("-"));
+    let console = console::details(&merged.cases);
+    if json_to_stdout {
+        eprint!("{console}");
+    } else {
+        print!("{console}");
+    }
+    let mut written = Ok(());
+    if let Some(path) = &args.report_json {
+        let text = serde_json::to_vec_pretty(&merged).unwrap_or_default();
+        written = if json_to_stdout {
+            io::stdout()
+                .write_all(&text)
+                .and_then(|()| io::stdout().write_all(b"\n"))
+        } else {
+            runner::write_bytes_atomic(path, &text)
+        };
+    }
+    if let Some(path) = &args.junit {
+        let xml = junit::render(&merged.controller, &mut merged.cases).unwrap_or_default();
+        written = written.and(runner::write_bytes_atomic(path, xml.as_bytes()));
+    }
+    if let Err(err) = written {
+        eprintln!("error: failed to write the merged report: {err}");
+        return exit::FAILURES;
+    }
+    if merged.summary.ok() {
         exit::OK
     } else {
         exit::FAILURES

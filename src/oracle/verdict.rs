@@ -137,6 +137,10 @@ pub enum CaseVerdict {
     Crashed,
     /// The harness itself could not run the case.
     Error,
+    /// Failed as the run's baseline expects: does not fail the run.
+    ExpectedFail,
+    /// The baseline expects a failure that did not happen: its entry is out of date.
+    Stale,
 }
 
 impl CaseVerdict {
@@ -151,6 +155,8 @@ impl CaseVerdict {
             Self::Timeout => "timeout",
             Self::Crashed => "crashed",
             Self::Error => "error",
+            Self::ExpectedFail => "expected-fail",
+            Self::Stale => "stale",
         }
     }
 
@@ -158,7 +164,7 @@ impl CaseVerdict {
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            Self::Fail | Self::Drift | Self::Timeout | Self::Crashed | Self::Error
+            Self::Fail | Self::Drift | Self::Timeout | Self::Crashed | Self::Error | Self::Stale
         )
     }
 

@@ -21,6 +21,8 @@ use crate::transcript::drift::{Comparison, ComparisonStatus};
 ///   version existed had no `"format"`, `"summary"`, `"level"`, `"detail"`, `"rule"` or
 ///   `"diff"` keys in cases and checks, nor `"drift"` in the summary; they read as
 ///   format 1.
+///   Compatible additions: `"expected_fail"` and `"stale"` in the summary, the verdicts
+///   `expected-fail` and `stale`, and a case's `"baseline"` note (`--baseline`).
 pub const REPORT_FORMAT: u32 = 1;
 
 /// Everything known about one case run.
@@ -51,6 +53,9 @@ pub struct CaseReport {
     /// The comparison with the recording, when the case is a cassette.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recording: Option<Comparison>,
+    /// What the run's baseline made of the verdict, when it names this case run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
     /// The full record (not part of the JSON report).
     #[serde(skip)]
     pub transcript: Transcript,
@@ -118,6 +123,12 @@ pub struct Summary {
     pub crashed: usize,
     /// `error`.
     pub errors: usize,
+    /// `expected-fail`.
+    #[serde(default)]
+    pub expected_fail: usize,
+    /// `stale`.
+    #[serde(default)]
+    pub stale: usize,
 }
 
 impl Summary {
@@ -142,27 +153,35 @@ impl Summary {
             CaseVerdict::Timeout => self.timeout += 1,
             CaseVerdict::Crashed => self.crashed += 1,
             CaseVerdict::Error => self.errors += 1,
+            CaseVerdict::ExpectedFail => self.expected_fail += 1,
+            CaseVerdict::Stale => self.stale += 1,
         }
     }
 
     /// True when the run exits 0.
     pub fn ok(&self) -> bool {
-        self.failed + self.drift + self.timeout + self.crashed + self.errors == 0
+        self.failed + self.drift + self.timeout + self.crashed + self.errors + self.stale == 0
     }
 
     /// `N cases: N passed, N failed` and the other counts.
     pub fn line(&self) -> String {
+        // Verdicts only some runs can have are named only when they occur.
+        let optional = |count: usize, word: &str| {
+            if count > 0 {
+                format!("{count} {word}, ")
+            } else {
+                String::new()
+            }
+        };
         format!(
-            "{} cases: {} passed, {} failed, {} non-strict, {}{} unsupported, {} timeout, {} crashed, {} errors",
+            "{} cases: {} passed, {} failed, {} non-strict, {}{}{}{} unsupported, {} timeout, {} crashed, {} errors",
             self.cases,
             self.passed,
             self.failed,
             self.non_strict,
-            if self.drift > 0 {
-                format!("{} drift, ", self.drift)
-            } else {
-                String::new()
-            },
+            optional(self.drift, "drift"),
+            optional(self.expected_fail, "expected-fail"),
+            optional(self.stale, "stale"),
             self.unsupported,
             self.timeout,
             self.crashed,

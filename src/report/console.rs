@@ -105,6 +105,9 @@ pub fn details(reports: &[CaseReport]) -> String {
         if let Some(detail) = &report.detail {
             let _ = writeln!(out, "  {detail}");
         }
+        if let Some(note) = &report.baseline {
+            let _ = writeln!(out, "  baseline: {note}");
+        }
         for check in report
             .checks
             .iter()

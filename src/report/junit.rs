@@ -142,6 +142,22 @@ fn status(case: &CaseReport) -> TestCaseStatus {
     let failing = failing(case);
     match case.verdict {
         CaseVerdict::Pass | CaseVerdict::NonStrict => TestCaseStatus::success(),
+        CaseVerdict::ExpectedFail => {
+            // An accepted failure: skipped, so the test tab neither hides nor fails it.
+            let mut status = TestCaseStatus::skipped();
+            status
+                .set_type("expected-fail")
+                .set_message(case.baseline.clone().unwrap_or_default())
+                .set_description(findings(case));
+            status
+        }
+        CaseVerdict::Stale => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status
+                .set_type("stale")
+                .set_message(case.baseline.clone().unwrap_or_default());
+            status
+        }
         CaseVerdict::Fail => {
             let ids: Vec<&str> = failing.iter().map(|c| c.id.as_str()).collect();
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);

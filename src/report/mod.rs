@@ -7,6 +7,7 @@ pub mod console;
 pub mod json;
 pub mod junit;
 pub mod matrix;
+pub mod merge;
 pub mod progress;
 
 use std::io;

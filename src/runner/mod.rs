@@ -3,6 +3,7 @@
 //! library API that runs a case against an in-process async closure.
 
 pub mod events;
+pub mod partition;
 mod persistent;
 mod process;
 
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::task::JoinSet;
 
+use crate::baseline::Baseline;
 use crate::oracle::{self, CaseVerdict};
 use crate::report::{CaseReport, Summary};
 use crate::scenario::{Case, OutputSpec, Scenario, StateMode, ToolRef};
@@ -68,6 +70,10 @@ pub struct RunOptions {
     pub seed: u64,
     /// Compare each case run with its snapshot.
     pub snapshots: Option<Snapshots>,
+    /// Expected failures.
+    pub baseline: Option<Arc<Baseline>>,
+    /// Only this shard of the planned case runs.
+    pub partition: Option<partition::Partition>,
 }
 
 impl Default for RunOptions {
@@ -77,6 +83,8 @@ impl Default for RunOptions {
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
             seed: 0,
             snapshots: None,
+            baseline: None,
+            partition: None,
         }
     }
 }
@@ -143,6 +151,7 @@ fn unsupported(case: &Case, state: StateMode, missing: &[&str]) -> CaseReport {
         checks: Vec::new(),
         snapshot: None,
         recording: None,
+        baseline: None,
         detail: Some(format!(
             "the controller does not declare: {}",
             missing.join(", ")
@@ -185,6 +194,7 @@ fn finish(
         checks: judgement.checks,
         snapshot: None,
         recording: None,
+        baseline: None,
         detail: judgement.detail,
         transcript,
     }
@@ -494,6 +504,9 @@ impl CaseRunner {
                 crate::record::replay::compare(recorded, &report.transcript, &case.source);
             report.fold_recording(comparison);
         }
+        if let Some(baseline) = &options.baseline {
+            baseline.apply(&mut report);
+        }
         report
     }
 
@@ -523,7 +536,17 @@ pub async fn run_all(
     emit: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Vec<CaseReport> {
     let started = Instant::now();
-    let plan = plan(cases);
+    let mut plan = plan(cases);
+    if let Some(partition) = options.partition {
+        plan = plan
+            .into_iter()
+            .enumerate()
+            .filter(|(position, (index, state))| {
+                partition.keeps(*position, &cases[*index].scenario.id, *state)
+            })
+            .map(|(_, run)| run)
+            .collect();
+    }
     let jobs = options.jobs.max(1).min(plan.len().max(1));
     emit(&RunEvent::RunStarted {
         controller: controller.name.clone(),

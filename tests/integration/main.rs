@@ -18,6 +18,7 @@ mod scenario_errors;
 mod sdk_node;
 mod sdk_python;
 mod sdk_rust;
+mod sharding;
 mod snapshot_runs;
 mod surface;
 mod upstream;

@@ -1,0 +1,317 @@
+//! Baselines: expected failures, so that a team can adopt the suite before its controller
+//! passes everything. A case run the baseline expects to fail is `expected-fail` and does
+//! not fail the run; one that now passes is `stale` and does, so baselines only shrink.
+//!
+//! ```toml
+//! [[expected]]
+//! case = "dispatch/06-near-miss-name"
+//! state = "stateless"                       # optional: every state mode
+//! checks = ["dispatch/registered-only"]     # optional: any failure at all
+//! reason = "names are normalised upstream"  # optional
+//! ```
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::oracle::{CaseVerdict, CheckVerdict};
+use crate::report::CaseReport;
+use crate::scenario::StateMode;
+
+/// One expected failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// The case id.
+    pub case: String,
+    /// Only in this state mode (every mode when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateMode>,
+    /// Only these checks may fail (any failure, a crash included, when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<Vec<String>>,
+    /// Why the failure is accepted for now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A baseline file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    /// The expected failures.
+    #[serde(default)]
+    pub expected: Vec<Entry>,
+}
+
+impl Baseline {
+    /// Reads a baseline; errors name the file, line and column.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|err| format!("cannot read the baseline {}: {err}", path.display()))?;
+        Self::parse(&text).map_err(|err| format!("{}:{err}", path.display()))
+    }
+
+    /// Parses a baseline's text; an error reads `line:col: what was expected`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|err| {
+            let (line, col) = err.span().map_or((1, 1), |span| line_col(text, span.start));
+            format!("{line}:{col}: {}", err.message())
+        })
+    }
+
+    /// The entries for a case run.
+    fn entries_for<'a>(&'a self, id: &'a str, state: StateMode) -> impl Iterator<Item = &'a Entry> {
+        self.expected
+            .iter()
+            .filter(move |e| e.case == id && e.state.is_none_or(|s| s == state))
+    }
+
+    /// Entries naming a case that is not among `ids` (a typo, or a case filtered out).
+    pub fn unmatched<'a>(&'a self, ids: &BTreeSet<&str>) -> Vec<&'a Entry> {
+        self.expected
+            .iter()
+            .filter(|e| !ids.contains(e.case.as_str()))
+            .collect()
+    }
+
+    /// Applies the baseline to a judged case run: an expected failure becomes
+    /// `expected-fail`, an expected failure that did not happen becomes `stale`, and a
+    /// failure beyond what the baseline lists stays what it is, with a note saying so.
+    pub fn apply(&self, report: &mut CaseReport) {
+        let entries: Vec<&Entry> = self.entries_for(&report.id, report.state).collect();
+        if entries.is_empty() || report.verdict == CaseVerdict::Unsupported {
+            return;
+        }
+        let failing: BTreeSet<&str> = report
+            .checks
+            .iter()
+            .filter(|c| c.verdict == CheckVerdict::Fail)
+            .map(|c| c.id.as_str())
+            .collect();
+        let whole_case = entries.iter().any(|e| e.checks.is_none());
+        let listed: BTreeSet<&str> = entries
+            .iter()
+            .flat_map(|e| e.checks.iter().flatten())
+            .map(String::as_str)
+            .collect();
+        let note = |text: String| Some(text);
+        if !report.verdict.is_failure() {
+            report.verdict = CaseVerdict::Stale;
+            report.baseline = note(
+                "the baseline expects this case run to fail, and it passed: remove its entry (baselines only shrink)".to_owned(),
+            );
+            return;
+        }
+        if whole_case {
+            report.verdict = CaseVerdict::ExpectedFail;
+            report.baseline = note("expected by the baseline".to_owned());
+            return;
+        }
+        let unexpected: Vec<&str> = failing.difference(&listed).copied().collect();
+        let fixed: Vec<&str> = listed.difference(&failing).copied().collect();
+        if report.verdict != CaseVerdict::Fail || !unexpected.is_empty() {
+            let beyond = if unexpected.is_empty() {
+                format!("it ended {}", report.verdict.as_str())
+            } else {
+                format!("{} failed too", unexpected.join(", "))
+            };
+            report.baseline = note(format!(
+                "the baseline expects only {} to fail, but {beyond}",
+                listed.iter().copied().collect::<Vec<_>>().join(", ")
+            ));
+        } else if !fixed.is_empty() {
+            report.verdict = CaseVerdict::Stale;
+            report.baseline = note(format!(
+                "{} no longer fail(s): remove it from the baseline entry (baselines only shrink)",
+                fixed.join(", ")
+            ));
+        } else {
+            report.verdict = CaseVerdict::ExpectedFail;
+            report.baseline = note(format!(
+                "expected by the baseline: {}",
+                failing.iter().copied().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+
+    /// The baseline that expects exactly the failures of these case runs: their failing
+    /// checks, or the whole case run when it did not finish (crashed, timeout, error) or
+    /// drifted. Expected failures stay as they are.
+    pub fn of_failures<'a>(reports: impl IntoIterator<Item = &'a CaseReport>) -> Self {
+        let expected = reports
+            .into_iter()
+            .filter(|r| r.verdict.is_failure() || r.verdict == CaseVerdict::ExpectedFail)
+            .map(|r| {
+                let failing: Vec<String> = r
+                    .checks
+                    .iter()
+                    .filter(|c| c.verdict == CheckVerdict::Fail)
+                    .map(|c| c.id.clone())
+                    .collect();
+                let by_checks = matches!(r.verdict, CaseVerdict::Fail | CaseVerdict::ExpectedFail)
+                    && !failing.is_empty();
+                Entry {
+                    case: r.id.clone(),
+                    state: Some(r.state),
+                    checks: by_checks.then_some(failing),
+                    reason: (!by_checks).then(|| r.verdict.as_str().to_owned()),
+                }
+            })
+            .collect();
+        Self { expected }
+    }
+
+    /// The baseline as TOML, with a header saying what it is.
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string_pretty(self).unwrap_or_default();
+        format!(
+            "# loopcheck baseline: expected failures (`loopcheck run --baseline FILE`).\n# An entry whose case run now passes fails the run as stale: delete it.\n\n{body}"
+        )
+    }
+}
+
+/// The 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oracle::CheckResult;
+    use crate::scenario::Level;
+
+    fn report(verdict: CaseVerdict, failing: &[&str]) -> CaseReport {
+        let checks = failing
+            .iter()
+            .map(|id| CheckResult::judge(id, Level::Must, vec!["wrong".to_owned()], ""))
+            .chain([CheckResult::judge(
+                "call-id/answered",
+                Level::Must,
+                Vec::new(),
+                "ok",
+            )])
+            .collect();
+        CaseReport {
+            id: "dispatch/06-near-miss-name".to_owned(),
+            summary: String::new(),
+            level: Level::Must,
+            state: StateMode::Stateless,
+            verdict,
+            duration_ms: 1,
+            detail: None,
+            checks,
+            snapshot: None,
+            recording: None,
+            baseline: None,
+            transcript: Default::default(),
+        }
+    }
+
+    fn baseline(text: &str) -> Baseline {
+        Baseline::parse(text).unwrap()
+    }
+
+    const BY_CHECK: &str = r#"
+[[expected]]
+case = "dispatch/06-near-miss-name"
+checks = ["dispatch/registered-only", "dispatch/rejection-answered"]
+"#;
+
+    #[test]
+    fn a_failure_of_listed_checks_is_expected() {
+        let mut r = report(
+            CaseVerdict::Fail,
+            &["dispatch/registered-only", "dispatch/rejection-answered"],
+        );
+        baseline(BY_CHECK).apply(&mut r);
+        assert_eq!(r.verdict, CaseVerdict::ExpectedFail);
+    }
+
+    #[test]
+    fn a_check_beyond_the_list_still_fails() {
+        let mut r = report(
+            CaseVerdict::Fail,
+            &[
+                "dispatch/registered-only",
+                "dispatch/rejection-answered",
+                "call-id/own-id",
+            ],
+        );
+        baseline(BY_CHECK).apply(&mut r);
+        assert_eq!(r.verdict, CaseVerdict::Fail);
+        assert!(
+            r.baseline
+                .unwrap()
+                .contains("but call-id/own-id failed too")
+        );
+    }
+
+    #[test]
+    fn a_listed_check_that_passes_now_makes_the_entry_stale() {
+        let mut r = report(CaseVerdict::Fail, &["dispatch/registered-only"]);
+        baseline(BY_CHECK).apply(&mut r);
+        assert_eq!(r.verdict, CaseVerdict::Stale);
+        assert!(r.verdict.is_failure());
+        assert!(
+            r.baseline
+                .unwrap()
+                .starts_with("dispatch/rejection-answered no longer fail")
+        );
+    }
+
+    #[test]
+    fn a_passing_case_makes_its_entry_stale_and_a_crash_needs_a_whole_case_entry() {
+        let mut r = report(CaseVerdict::Pass, &[]);
+        baseline(BY_CHECK).apply(&mut r);
+        assert_eq!(r.verdict, CaseVerdict::Stale);
+
+        let mut r = report(CaseVerdict::Crashed, &[]);
+        baseline(BY_CHECK).apply(&mut r);
+        assert_eq!(r.verdict, CaseVerdict::Crashed);
+        let mut r = report(CaseVerdict::Crashed, &[]);
+        baseline("[[expected]]\ncase = \"dispatch/06-near-miss-name\"\n").apply(&mut r);
+        assert_eq!(r.verdict, CaseVerdict::ExpectedFail);
+    }
+
+    #[test]
+    fn entries_of_another_state_or_case_do_not_apply() {
+        let mut r = report(CaseVerdict::Fail, &["dispatch/registered-only"]);
+        baseline("[[expected]]\ncase = \"dispatch/06-near-miss-name\"\nstate = \"previous_response_id\"\n")
+            .apply(&mut r);
+        assert_eq!(r.verdict, CaseVerdict::Fail);
+        baseline("[[expected]]\ncase = \"dispatch/07-near-miss-trailing-space\"\n").apply(&mut r);
+        assert_eq!(r.verdict, CaseVerdict::Fail);
+    }
+
+    #[test]
+    fn a_written_baseline_expects_what_failed_and_reads_back() {
+        let failed = report(CaseVerdict::Fail, &["dispatch/registered-only"]);
+        let crashed = report(CaseVerdict::Crashed, &[]);
+        let passed = report(CaseVerdict::Pass, &[]);
+        let written = Baseline::of_failures([&failed, &crashed, &passed]);
+        assert_eq!(written.expected.len(), 2);
+        let read = Baseline::parse(&written.to_toml()).unwrap();
+        assert_eq!(read, written);
+        let mut again = failed.clone();
+        read.apply(&mut again);
+        assert_eq!(again.verdict, CaseVerdict::ExpectedFail);
+    }
+
+    #[test]
+    fn a_malformed_baseline_names_line_and_column() {
+        let err =
+            Baseline::parse("[[expected]]\ncase = \"x\"\nstate = \"sometimes\"\n").unwrap_err();
+        assert!(err.starts_with("3:9: "), "{err}");
+        let err = Baseline::parse("[[expected]]\ncase = \"x\"\nwhy = 1\n").unwrap_err();
+        assert!(
+            err.starts_with("3:1: ") && err.contains("unknown field `why`"),
+            "{err}"
+        );
+    }
+}
