@@ -441,7 +441,7 @@ mod tests {
         assert_fails(
             &judgement,
             "terminal/reason",
-            "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled)",
+            "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled, max_tool_calls)",
         );
         assert_eq!(judgement.verdict, CaseVerdict::NonStrict);
     }

@@ -35,6 +35,7 @@ pub const CAPABILITIES: &[&str] = &[
     "programmatic",
     "approvals",
     "persistent",
+    "budgets",
 ];
 
 /// The capabilities of a controller that declares none.
@@ -106,6 +107,9 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     }
     if !task.approval_required.is_empty() {
         needed.push("approvals");
+    }
+    if task.has_budgets() {
+        needed.push("budgets");
     }
     let programmatic = scenario.script.iter().any(|turn| {
         turn.output

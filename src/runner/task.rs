@@ -17,6 +17,7 @@ pub const REASON_WORDS: &[&str] = &[
     "response_failed",
     "timeout",
     "cancelled",
+    "max_tool_calls",
 ];
 
 /// The task JSON for a scenario in one state mode.
@@ -45,6 +46,17 @@ pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
     });
     if let Some(instructions) = &scenario.task.instructions {
         task["instructions"] = json!(instructions);
+    }
+    // The optional budgets are written only when set, so the task file of every other
+    // case stays as it was.
+    if let Some(ms) = scenario.task.deadline_ms {
+        task["deadline_ms"] = json!(ms);
+    }
+    if let Some(calls) = scenario.task.max_tool_calls {
+        task["max_tool_calls"] = json!(calls);
+    }
+    if let Some(ms) = scenario.task.tool_timeout_ms {
+        task["tool_timeout_ms"] = json!(ms);
     }
     task
 }
