@@ -44,7 +44,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     let beside: Vec<usize> = (0..f.served.len())
         .filter(|&i| {
             let s = &f.served[i];
-            s.status == "completed" && s.has_message && !s.calls.is_empty() && !f.is_last_round(i)
+            s.status == "completed" && s.has_message && !s.calls.is_empty() && !f.may_stop_after(i)
         })
         .collect();
     if !beside.is_empty() {
