@@ -32,13 +32,14 @@ export const log = (...args) => console.error(...args);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export const errorOutput = (message) => JSON.stringify({ error: String(message) });
 
-/** POST JSON to the fixture backend: {status, text, body (parsed, or null)}. Throws on transport errors. */
-export async function postJson(url, body) {
+/** POST JSON to the fixture backend: {status, text, body (parsed, or null)}. Throws on
+ * transport errors, and a `TimeoutError` when no answer came within `timeoutMs`. */
+export async function postJson(url, body, timeoutMs = 30_000) {
   const answer = await fetch(url, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
+    signal: AbortSignal.timeout(timeoutMs),
   });
   const text = await answer.text();
   try {
@@ -65,11 +66,47 @@ export function makeTools(task, toolsUrl) {
     principal: task.principal,
     approvalRequired: new Set(task.approval_required ?? []),
     registry,
+    // The optional budgets: tool executions (distinct call_ids), the wait for one tool
+    // request, and the case's deadline (main sets it: it counts from the start).
+    maxCalls: task.max_tool_calls ?? null,
+    timeoutMs: task.tool_timeout_ms ?? null,
+    executed: new Set(),
+    deadline: null,
   };
 }
 
-/** The output to send for one call. Never throws: a rejected or failed call is answered
- * with an error output so the model can go on, never dropped. */
+/** The case's deadline, counted from now (the controller's start on the case): the
+ * instant and a signal that aborts at it; null without `deadline_ms`. */
+export function startClock(task) {
+  if (task.deadline_ms == null) return null;
+  return { at: performance.now() + task.deadline_ms, signal: AbortSignal.timeout(task.deadline_ms) };
+}
+
+/** Milliseconds left before the deadline (Infinity without one); throws Stop('timeout')
+ * once it has passed: nothing new may start after it. */
+export function timeLeft(deadline) {
+  if (!deadline) return Infinity;
+  const left = deadline.at - performance.now();
+  if (left <= 0) throw new Stop('timeout', 'deadline_ms passed');
+  return left;
+}
+
+/** Runs one API step (`step(options)`) unless the deadline has passed, with the
+ * deadline's signal as the SDK request option: at the deadline the request in flight is
+ * aborted and not retried (the SDK never retries a caller's abort). */
+export async function beforeDeadline(deadline, step) {
+  timeLeft(deadline);
+  try {
+    return await step(deadline ? { signal: deadline.signal } : {});
+  } catch (err) {
+    if (deadline?.signal.aborted) throw new Stop('timeout', 'deadline_ms passed');
+    throw err;
+  }
+}
+
+/** The output to send for one call. A rejected or failed call is answered with an error
+ * output so the model can go on, never dropped; it throws only Stop, when a budget ends the
+ * loop (the call would go past max_tool_calls, or the deadline passed). */
 export async function handleCall(tools, call) {
   // Everything the model sent is checked before anything is dispatched. The lookup is an
   // exact Map key: no trimming, no namespace stripping.
@@ -93,6 +130,13 @@ export async function handleCall(tools, call) {
     return errorOutput(`arguments do not match the schema: ${first.instancePath || '/'} ${first.message}`);
   }
   const body = { call_id: call.call_id, arguments: args, principal: tools.principal };
+  if (!tools.executed.has(call.call_id)) {
+    if (tools.maxCalls != null && tools.executed.size >= tools.maxCalls) {
+      const detail = `${call.name} (${call.call_id}) would be tool execution ${tools.executed.size + 1}`;
+      throw new Stop('max_tool_calls', `${detail}: max_tool_calls is ${tools.maxCalls}`);
+    }
+    tools.executed.add(call.call_id);
+  }
   let answer;
   try {
     if (tools.approvalRequired.has(call.name)) {
@@ -109,16 +153,29 @@ export async function handleCall(tools, call) {
       }
       body.approval = decision.approval;
     }
-    // 5xx is transient; resending with the same call_id is safe because the backend
-    // de-duplicates by it. 403 (denied), 409, 404 and 422 would fail again: relayed.
+    // 5xx is transient, and so is a tool that does not answer within tool_timeout_ms:
+    // resending with the same call_id is safe because the backend de-duplicates by it.
+    // 403 (denied), 409, 404 and 422 would fail again: relayed.
     for (let attempt = 1; ; attempt++) {
-      answer = await postJson(`${tools.url}/call/${encodeURIComponent(call.name)}`, body);
+      // tool_timeout_ms, cut to the time left before the deadline (whole ms, as
+      // AbortSignal.timeout takes them).
+      const limit = Math.max(1, Math.floor(Math.min(tools.timeoutMs ?? 30_000, timeLeft(tools.deadline))));
+      try {
+        answer = await postJson(`${tools.url}/call/${encodeURIComponent(call.name)}`, body, limit);
+      } catch (err) {
+        if (err?.name !== 'TimeoutError') throw err;
+        timeLeft(tools.deadline); // Stop('timeout') when it was the deadline
+        log(`tool ${call.name} (${call.call_id}): no answer in time on attempt ${attempt}`);
+        if (attempt === 3) return errorOutput(`tool timed out: no answer within ${limit} ms`);
+        continue;
+      }
       if (answer.status < 500) break;
       log(`tool ${call.name} (${call.call_id}): HTTP ${answer.status} on attempt ${attempt}`);
       if (attempt === 3) return errorOutput('tool unavailable');
       await sleep(50);
     }
   } catch (err) {
+    if (err instanceof Stop) throw err;
     return errorOutput(`tool backend unreachable: ${err.message}`);
   }
   const { status } = answer;
@@ -179,14 +236,14 @@ export function checked(response) {
  * out-of-order event (a delta before its item, a changed id, ...), so a stream it accepts
  * is well-formed. Calls are only read from the terminal event: items seen before it may
  * still be cut short, and a response that never completes must run nothing. */
-export async function streamResponse(client, body) {
+export async function streamResponse(client, body, options = {}) {
   // The helper derives argument parsers from `params.tools`: given a strict tool there, it
   // JSON.parses every call's arguments once the stream ends, so one malformed call would
   // throw instead of getting an error output (dispatch/malformed-arguments-streamed). So
   // the params carry no tools, and the wire body (the same JSON, tools included) is given
   // as the request option `body`, which the SDK sends in place of the params.
   const { tools, ...params } = body;
-  const stream = client.responses.stream(params, { body: { ...body, stream: true } });
+  const stream = client.responses.stream(params, { ...options, body: { ...body, stream: true } });
   for await (const event of stream) {
     // Leaving the loop aborts the rest of the stream: nothing after the terminal event counts.
     if (TERMINAL_EVENTS.has(event.type)) return checked(event.response);
@@ -199,14 +256,15 @@ export async function streamResponse(client, body) {
 /** One model request. The SDK retries it (maxRetries 2) on connection errors, 408, 409,
  * 429 and 5xx, honouring retry-after(-ms) and x-should-retry, always with the same body;
  * a stream is never retried once it has started. Background responses are polled with
- * `retrieve` until they leave `queued`/`in_progress`. */
-export async function send(client, body) {
+ * `retrieve` until they leave `queued`/`in_progress`. `options` are the SDK's request
+ * options (the deadline's `signal`). */
+export async function send(client, body, options = {}) {
   let response = body.stream
-    ? await impl.streamResponse(client, body)
-    : checked(await client.responses.create(body));
+    ? await impl.streamResponse(client, body, options)
+    : checked(await client.responses.create(body, options));
   while (body.background && (response.status === 'queued' || response.status === 'in_progress')) {
     await sleep(50);
-    response = checked(await client.responses.retrieve(response.id));
+    response = checked(await client.responses.retrieve(response.id, {}, options));
   }
   return response;
 }
@@ -273,7 +331,7 @@ export function replayItems(output) {
 
 /** The loop's state before the first request. Neither previous_response_id nor a
  * conversation carries instructions or tools: they go out with every request. */
-export async function initialState(task, client) {
+export async function initialState(task, client, options = {}) {
   const base = { model: task.model, tools: task.tools, parallel_tool_calls: true };
   if (task.instructions != null) base.instructions = task.instructions;
   if (task.stream) base.stream = true;
@@ -286,7 +344,7 @@ export async function initialState(task, client) {
     Object.assign(base, { store: false, include: ['reasoning.encrypted_content'] });
     state.context = typeof first === 'string' ? [{ role: 'user', content: first }] : [...first];
   } else if (task.state === 'conversation') {
-    base.conversation = (await client.conversations.create()).id;
+    base.conversation = (await client.conversations.create({}, options)).id;
   } else if (task.state !== 'previous_response_id') {
     throw new Stop('unsupported', `state mode ${JSON.stringify(task.state)} is not supported`);
   }
@@ -308,12 +366,13 @@ export function advance(state, response, outputs) {
   if (state.mode === 'previous_response_id') state.previousResponseId = response.id;
 }
 
-/** The loop; returns the answer text or throws Stop. */
-export async function run(task, client, tools) {
-  const state = await impl.initialState(task, client);
+/** The loop; returns the answer text or throws Stop. `deadline` is startClock's. */
+export async function run(task, client, tools, deadline = null) {
+  const state = await beforeDeadline(deadline, (options) => impl.initialState(task, client, options));
   const maxRounds = task.max_rounds ?? 10;
   for (let round = 1; round <= maxRounds; round++) {
-    const response = await impl.send(client, impl.requestBody(state));
+    const body = impl.requestBody(state);
+    const response = await beforeDeadline(deadline, (options) => impl.send(client, body, options));
     impl.checkStatus(response);
     const calls = response.output.filter((item) => item.type === 'function_call');
     const kinds = [...new Set(response.output.map((item) => item.type))].sort();
@@ -339,8 +398,10 @@ export async function main() {
   let result;
   try {
     const task = JSON.parse(readFileSync(process.env.LOOPCHECK_TASK, 'utf8'));
+    const deadline = impl.startClock(task);
     const tools = impl.makeTools(task, process.env.LOOPCHECK_TOOLS_URL);
-    result = { status: 'completed', output_text: await impl.run(task, impl.makeClient(), tools) };
+    tools.deadline = deadline;
+    result = { status: 'completed', output_text: await impl.run(task, impl.makeClient(), tools, deadline) };
   } catch (err) {
     if (err instanceof Stop) {
       result = { status: 'failed', reason: err.reason, detail: err.detail };
@@ -359,7 +420,7 @@ export async function main() {
 /** Every piece the loop calls; replace one to inject a defect (see harness/mutants/). */
 export const impl = {
   makeTools, handleCall, outputItem, answerCalls, streamResponse, send, checkStatus, isFinal,
-  finalAnswer, replayItems, initialState, requestBody, advance, run, makeClient,
+  finalAnswer, replayItems, initialState, requestBody, advance, run, makeClient, startClock,
 };
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -47,16 +47,21 @@ def error_output(message):
     return json.dumps({"error": str(message)})
 
 
-def post_json(url, body):
-    """POST JSON; (status, parsed body or None). Raises OSError on transport errors."""
+def post_json(url, body, timeout=30):
+    """POST JSON; (status, parsed body or None). Raises TimeoutError when no answer came
+    within `timeout` seconds, OSError on other transport errors."""
     request = urllib.request.Request(
         url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
             status, text = answer.status, answer.read()
     except urllib.error.HTTPError as err:  # 4xx/5xx still carry a JSON body
         status, text = err.code, err.read()
+    except urllib.error.URLError as err:
+        if isinstance(err.reason, TimeoutError):  # urllib wraps a connect timeout
+            raise err.reason from err
+        raise
     try:
         return status, json.loads(text)
     except ValueError:
@@ -84,6 +89,12 @@ class Tools:
                 cls.check_schema(schema)
                 schema = cls(schema)
             self.registry[tool["name"]] = (schema, tool.get("allowed_callers") or ["direct"])
+        # The optional budgets: tool executions (distinct call_ids), the wait for one tool
+        # request, and the case's deadline (run_case sets it: it counts from the start).
+        self.max_calls = tool_call_budget(task)
+        self.timeout = tool_timeout(task)
+        self.executed = set()
+        self.deadline = None
 
     def handle(self, call):
         # Everything the model sent is checked before anything is dispatched.
@@ -152,18 +163,46 @@ class Tools:
         return answer["approval"], None
 
     def execute(self, call, body):
-        """Runs the call on the backend; the output to send for it."""
-        # 5xx is transient; resending with the same call_id is safe because the backend
-        # de-duplicates by it. 403 (denied), 409, 404 and 422 would fail again: relayed.
+        """Runs the call on the backend; the output to send for it. Raises Stop when a
+        budget ends the loop: the call would go past max_tool_calls, or the deadline
+        passed."""
+        if call.call_id not in self.executed:
+            if self.max_calls is not None and len(self.executed) >= self.max_calls:
+                raise Stop(
+                    "max_tool_calls",
+                    f"{call.name} ({call.call_id}) would be tool execution "
+                    f"{len(self.executed) + 1}: max_tool_calls is {self.max_calls}",
+                )
+            self.executed.add(call.call_id)
+        # 5xx is transient, and so is a tool that does not answer within tool_timeout_ms:
+        # resending with the same call_id is safe because the backend de-duplicates by it.
+        # 403 (denied), 409, 404 and 422 would fail again: relayed.
+        timed_out = False
         for attempt in range(3):
-            status, answer = post_json(f"{self.url}/call/{call.name}", body)
+            limit = self.request_timeout()
+            try:
+                status, answer = post_json(f"{self.url}/call/{call.name}", body, limit)
+            except TimeoutError:
+                time_left(self.deadline)  # Stop("timeout") when it was the deadline
+                log(f"tool {call.name} ({call.call_id}): no answer in time, attempt {attempt + 1}")
+                timed_out = True
+                continue
             if not self.retryable(status):
                 break
             log(f"tool {call.name} ({call.call_id}): HTTP {status} on attempt {attempt + 1}")
+            timed_out = False
             time.sleep(0.05)
         else:
+            if timed_out:
+                return error_output(f"tool timed out: no answer within {limit * 1000:.0f} ms")
             return error_output("tool unavailable")
         return self.output_for(status, answer)
+
+    def request_timeout(self):
+        """How long one tool request may wait: tool_timeout_ms, cut to the time left
+        before the deadline (Stop("timeout") once it has passed); 30 s without either."""
+        limits = [t for t in (self.timeout, time_left(self.deadline)) if t is not None]
+        return min(limits, default=30)
 
     @staticmethod
     def retryable(status):
@@ -259,6 +298,50 @@ def make_client():
 
 def round_budget(task):
     return task.get("max_rounds", 10)
+
+
+def tool_call_budget(task):
+    """The most tool executions (distinct call_ids) for the case, or None."""
+    return task.get("max_tool_calls")
+
+
+def tool_timeout(task):
+    """How long one tool request may take, in seconds, or None."""
+    ms = task.get("tool_timeout_ms")
+    return None if ms is None else ms / 1000
+
+
+def start_clock(task):
+    """The deadline as a time.monotonic() instant, or None: deadline_ms counts from now,
+    the controller's start on the case."""
+    ms = task.get("deadline_ms")
+    return None if ms is None else time.monotonic() + ms / 1000
+
+
+def time_left(deadline):
+    """Seconds left before the deadline (None without one); Stop("timeout") once it has
+    passed: nothing new may start after it."""
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise Stop("timeout", "deadline_ms passed")
+    return left
+
+
+def with_deadline(client, deadline):
+    """The client, bounded by the deadline: every HTTP attempt (the SDK's own retries
+    included) may last only the time left, and none starts once it has passed. The hook
+    raises Stop, which the SDK does not retry (it retries only transport errors)."""
+    if deadline is None:
+        return client
+
+    def bound(request):
+        left = time_left(deadline)
+        request.extensions["timeout"] = {"connect": left, "read": left, "write": left, "pool": left}
+
+    hooks = {"request": [bound]}
+    return client.with_options(http_client=openai.DefaultHttpxClient(event_hooks=hooks))
 
 
 def initial_config(task):
@@ -369,8 +452,10 @@ def run(task, client, tools):
 def run_case(task):
     """One case, from the task and the environment, to its result object."""
     try:
-        client = make_client()
+        deadline = start_clock(task)
+        client = with_deadline(make_client(), deadline)
         tools = Tools(task, os.environ["LOOPCHECK_TOOLS_URL"])
+        tools.deadline = deadline
         return {"status": "completed", "output_text": run(task, client, tools)}
     except Stop as stop:
         return {"status": "failed", "reason": stop.reason, "detail": stop.detail}

@@ -402,6 +402,9 @@ impl Plan {
             principal: "user-1".to_owned(),
             stream: self.stream.is_some(),
             background: false,
+            deadline_ms: None,
+            max_tool_calls: None,
+            tool_timeout_ms: None,
         }
     }
 

@@ -23,7 +23,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         .calls
         .iter()
         .filter(|c| c.validity == CallValidity::Valid && f.needs_approval(&c.name))
-        .filter(|c| f.served[c.response].status == "completed" && !f.is_last_round(c.response))
+        .filter(|c| f.served[c.response].status == "completed" && !f.may_stop_after(c.response))
         .collect();
     let dispatched_gated = f
         .tools

@@ -103,6 +103,12 @@ checks! {
         "make at most `max_rounds` model requests";
     BUDGET_LAST_ROUND_IDLE = "budget/last-round-idle", Must,
         "execute nothing whose result could never be sent back";
+    BUDGET_MAX_TOOL_CALLS = "budget/max-tool-calls", Must,
+        "execute at most `max_tool_calls` tool calls (distinct call_ids) in the whole case";
+    BUDGET_DEADLINE = "budget/deadline", Must,
+        "start no model request and no tool execution after `deadline_ms` (measured leniently: from the first API request, plus 500 ms)";
+    BUDGET_TOOL_TIMEOUT = "budget/tool-timeout", Must,
+        "not wait for a tool longer than `tool_timeout_ms`: answer the call with an error output, or retry it under the same call_id";
     TERMINAL_OUTCOME = "terminal/outcome", Must,
         "report the final message's text, or a failure when there is no answer";
     TERMINAL_REASON = "terminal/reason", Should,

@@ -28,7 +28,7 @@ fn answered(f: &Facts) -> CheckResult {
             continue;
         }
         match f.request_after(index) {
-            None if f.is_last_round(index) => {}
+            None if f.may_stop_after(index) => {}
             None => {
                 for &c in &served.calls {
                     problems.push(format!(
@@ -150,6 +150,9 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
         .tools
         .iter()
         .filter(|t| t.status == 200)
+        // A result held past tool_timeout_ms never had to reach the controller (an error
+        // output is as right): budget/tool-timeout judges those calls.
+        .filter(|t| !f.held_past_tool_timeout(t))
         .filter_map(|t| Some((t.call_id.as_deref()?, t.response.get("result")?.clone())))
         .collect();
     for (index, served) in f.served.iter().enumerate() {
@@ -225,7 +228,7 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
 
 /// Whether an output value carries `result`: it is the result, or a one-level envelope
 /// around it (`{"result": ...}`, `{"ok": true, "data": ...}`, `[...]`).
-fn carries(output: &Value, result: &Value) -> bool {
+pub(super) fn carries(output: &Value, result: &Value) -> bool {
     json_equal(output, result)
         || match output {
             Value::Object(fields) => fields.values().any(|v| json_equal(v, result)),

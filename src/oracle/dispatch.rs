@@ -135,7 +135,7 @@ fn valid_executed(f: &Facts) -> Option<CheckResult> {
     let expected: Vec<&IssuedCall> = f
         .actionable_calls()
         .filter(|c| c.validity == CallValidity::Valid)
-        .filter(|c| !f.is_last_round(c.response))
+        .filter(|c| !f.may_stop_after(c.response))
         .filter(|c| !approval_denied(f, c))
         .collect();
     if expected.is_empty() {

@@ -39,7 +39,10 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 execution.name
             ));
         }
-        if execution.status == 200 {
+        // An answer held past tool_timeout_ms never reached a correct controller, which
+        // may retry under the same call_id (budget/tool-timeout): the backend
+        // de-duplicates by call_id, so the retry is not a second effect.
+        if execution.status == 200 && !f.held_past_tool_timeout(execution) {
             successes.entry(call_id).or_insert((0, &execution.name)).0 += 1;
         }
     }

@@ -297,6 +297,53 @@ impl<'a> Facts<'a> {
         self.served[served].request + 1 >= self.scenario.task.max_rounds as usize
     }
 
+    /// True when a correct controller may end the loop after served response `served`
+    /// without answering it: the round budget allows no further request, its calls take
+    /// the valid calls issued so far past `max_tool_calls`, or it is the last response
+    /// served and the controller reported a timeout under a `deadline_ms`.
+    pub fn may_stop_after(&self, served: usize) -> bool {
+        self.is_last_round(served)
+            || self.tool_budget_spent_by(served)
+            || self.stopped_at_deadline(served)
+    }
+
+    /// Whether the valid calls of the responses up to and including `served` are more
+    /// than `max_tool_calls` (so at least one of them may not run).
+    fn tool_budget_spent_by(&self, served: usize) -> bool {
+        let Some(cap) = self.scenario.task.max_tool_calls else {
+            return false;
+        };
+        let issued = self
+            .actionable_calls()
+            .filter(|c| c.response <= served && c.validity == CallValidity::Valid)
+            .count();
+        issued > cap as usize
+    }
+
+    /// Whether the controller stopped at `served`, the last response served, reporting
+    /// the deadline as the reason (`budget/deadline` judges when it went on working).
+    fn stopped_at_deadline(&self, served: usize) -> bool {
+        self.scenario.task.deadline_ms.is_some()
+            && served + 1 == self.served.len()
+            && self.result.is_some_and(|r| {
+                r.status == "failed"
+                    && r.reason
+                        .as_deref()
+                        .unwrap_or_default()
+                        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                        .any(|word| word == "timeout")
+            })
+    }
+
+    /// Whether a tool exchange's answer was held longer than `tool_timeout_ms`, so that a
+    /// correct controller stopped waiting for it.
+    pub fn held_past_tool_timeout(&self, exchange: &ToolExchange) -> bool {
+        self.scenario
+            .task
+            .tool_timeout_ms
+            .is_some_and(|limit| exchange.delay_ms > limit)
+    }
+
     /// Whether the tool needs an approval.
     pub fn needs_approval(&self, name: &str) -> bool {
         self.scenario
@@ -317,7 +364,7 @@ impl<'a> Facts<'a> {
         said: Option<&str>,
     ) -> Option<String> {
         let Some((position, request)) = self.request_after(call.response) else {
-            return (!self.is_last_round(call.response)).then(|| {
+            return (!self.may_stop_after(call.response)).then(|| {
                 format!(
                     "the controller stopped after {what} call {} instead of answering it with an error output and going on",
                     call.describe()

@@ -105,7 +105,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 && s.calls.is_empty()
                 && !s.has_message
                 && s.output.iter().any(|item| item["type"] == "program_output")
-                && !f.is_last_round(i)
+                && !f.may_stop_after(i)
         })
         .collect();
     if !pauses.is_empty() {

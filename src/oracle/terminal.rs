@@ -44,7 +44,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     let beside: Vec<usize> = (0..f.served.len())
         .filter(|&i| {
             let s = &f.served[i];
-            s.status == "completed" && s.has_message && !s.calls.is_empty() && !f.is_last_round(i)
+            s.status == "completed" && s.has_message && !s.calls.is_empty() && !f.may_stop_after(i)
         })
         .collect();
     if !beside.is_empty() {
@@ -451,7 +451,7 @@ mod tests {
         assert_fails(
             &judgement,
             "terminal/reason",
-            "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled)",
+            "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled, max_tool_calls)",
         );
         assert_eq!(judgement.verdict, CaseVerdict::NonStrict);
     }

@@ -22,7 +22,7 @@ use super::{CheckResult, CheckVerdict, Judgement, judge};
 use crate::runner::task::task_json;
 use crate::scenario::{Scenario, StateMode, catalogue, final_message_text};
 use crate::server::{EngineRequest, ReplyBody, Session};
-use crate::transcript::{ControllerResult, Unfinished};
+use crate::transcript::{ControllerResult, Transcript, Unfinished};
 
 /// One case run, built request by request.
 pub struct Run {
@@ -282,7 +282,14 @@ expect: {outcome: completed}
 
     /// Judges the run with the controller's result line.
     pub fn judge(self, result: Value) -> Judgement {
+        self.judge_edited(result, |_| {})
+    }
+
+    /// [`Run::judge`] after `edit` changed the transcript (e.g. moved an exchange's
+    /// arrival time, which a run through the engine takes from the wall clock).
+    pub fn judge_edited(self, result: Value, edit: impl FnOnce(&mut Transcript)) -> Judgement {
         let mut transcript = self.session.transcript();
+        edit(&mut transcript);
         match ControllerResult::from_value(&result) {
             Ok(result) => transcript.result = Some(result),
             Err(why) => transcript.unfinished = Some(Unfinished::NoResult { why }),

@@ -257,6 +257,9 @@ fn inferred_task(transcript: &Transcript, creates: usize) -> TaskSpec {
         principal: "user-1".to_owned(),
         stream: first["stream"] == true,
         background: first["background"] == true,
+        deadline_ms: None,
+        max_tool_calls: None,
+        tool_timeout_ms: None,
     }
 }
 

@@ -37,6 +37,7 @@ pub const CAPABILITIES: &[&str] = &[
     "programmatic",
     "approvals",
     "persistent",
+    "budgets",
 ];
 
 /// The capabilities of a controller that declares none.
@@ -114,6 +115,9 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     }
     if !task.approval_required.is_empty() {
         needed.push("approvals");
+    }
+    if task.has_budgets() {
+        needed.push("budgets");
     }
     // A task that offers programmatic tool calling (or bounds its tools' callers) needs
     // it even when the model only calls directly.

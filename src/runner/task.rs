@@ -17,6 +17,7 @@ pub const REASON_WORDS: &[&str] = &[
     "response_failed",
     "timeout",
     "cancelled",
+    "max_tool_calls",
 ];
 
 /// The task JSON for a scenario in one state mode.
@@ -46,5 +47,57 @@ pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
     if let Some(instructions) = &scenario.task.instructions {
         task["instructions"] = json!(instructions);
     }
+    // The optional budgets are written only when set, so the task file of every other
+    // case stays as it was.
+    if let Some(ms) = scenario.task.deadline_ms {
+        task["deadline_ms"] = json!(ms);
+    }
+    if let Some(calls) = scenario.task.max_tool_calls {
+        task["max_tool_calls"] = json!(calls);
+    }
+    if let Some(ms) = scenario.task.tool_timeout_ms {
+        task["tool_timeout_ms"] = json!(ms);
+    }
     task
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::required_capabilities;
+    use crate::scenario::catalogue;
+
+    fn case(id: &str) -> Scenario {
+        catalogue()
+            .expect("the catalogue loads")
+            .into_iter()
+            .find(|c| c.scenario.id == id)
+            .unwrap_or_else(|| panic!("no catalogue case {id}"))
+            .scenario
+    }
+
+    #[test]
+    fn the_budgets_are_written_and_needed_only_when_the_case_sets_them() {
+        let budgets = ["deadline_ms", "max_tool_calls", "tool_timeout_ms"];
+        let state = StateMode::PreviousResponseId;
+        let plain = case("budget/01-endless-tool-calls");
+        let task = task_json(&plain, state);
+        assert!(budgets.iter().all(|key| task.get(key).is_none()), "{task}");
+        assert!(!required_capabilities(&plain, state).contains(&"budgets"));
+        for (id, key, value) in [
+            ("budget/04-tool-call-cap", "max_tool_calls", json!(3)),
+            ("budget/05-deadline", "deadline_ms", json!(1500)),
+            ("budget/06-slow-tool", "tool_timeout_ms", json!(300)),
+        ] {
+            let scenario = case(id);
+            let task = task_json(&scenario, state);
+            assert_eq!(task[key], value, "{id}");
+            let others = budgets.iter().filter(|k| **k != key);
+            assert!(others.into_iter().all(|k| task.get(k).is_none()), "{task}");
+            assert!(
+                required_capabilities(&scenario, state).contains(&"budgets"),
+                "{id}"
+            );
+        }
+    }
 }

@@ -191,6 +191,38 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
             "invalid `task.max_rounds`: expected at least 1".to_owned(),
         );
     }
+    // A budget of 0 would fail every controller before it starts: surely a typo.
+    let budgets = [
+        ("deadline_ms", scenario.task.deadline_ms),
+        (
+            "max_tool_calls",
+            scenario.task.max_tool_calls.map(u64::from),
+        ),
+        ("tool_timeout_ms", scenario.task.tool_timeout_ms),
+    ];
+    if let Some((field, _)) = budgets.iter().find(|(_, value)| *value == Some(0)) {
+        return err(
+            field,
+            format!("invalid `task.{field}`: expected at least 1 (leave it out for no budget)"),
+        );
+    }
+    for (name, behaviour) in &scenario.tools {
+        if let Some(rule) = behaviour
+            .slow
+            .iter()
+            .find(|rule| rule.delay_ms == 0 || rule.attempts == 0)
+        {
+            let what = if rule.delay_ms == 0 {
+                "`delay_ms: 0` holds nothing"
+            } else {
+                "`attempts: 0` holds no attempt"
+            };
+            return err(
+                "slow",
+                format!("tool '{name}': a `slow` rule with {what}: expected at least 1"),
+            );
+        }
+    }
     let mut names = BTreeSet::new();
     for tool in &scenario.task.tools {
         match tool {

@@ -18,7 +18,9 @@ use serde_json::Value;
 ///   `recorded` section holds the normalized requests the recording saw, which a replay
 ///   is compared with. A fault's `body` that is JSON is served as JSON.
 ///   Compatible additions: a scenario's `origin`; a deny rule's `after`; a stream's
-///   `interleave`.
+///   `interleave`; optional budgets `task.deadline_ms`, `task.max_tool_calls`,
+///   `task.tool_timeout_ms`, and a tool's `slow` answers (`when`, `delay_ms`,
+///   `attempts`).
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -199,6 +201,27 @@ pub struct TaskSpec {
     /// The controller must run responses in the background and poll them.
     #[serde(default, skip_serializing_if = "is_default")]
     pub background: bool,
+    /// Total wall time for the case, from the controller's start: after it, no new model
+    /// request and no tool execution, and a failure with reason `timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// The most tool executions (distinct call_ids sent to the backend) for the case; a
+    /// call beyond it is not executed and the loop fails with reason `max_tool_calls`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
+    /// How long the controller waits for one tool request before it answers the call
+    /// with an error output (or retries it under the same call_id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_timeout_ms: Option<u64>,
+}
+
+impl TaskSpec {
+    /// Whether the task sets any of the optional budgets (capability `budgets`).
+    pub fn has_budgets(&self) -> bool {
+        self.deadline_ms.is_some()
+            || self.max_tool_calls.is_some()
+            || self.tool_timeout_ms.is_some()
+    }
 }
 
 /// A tool in the task: a built-in fixture name or an inline definition.
@@ -230,6 +253,23 @@ pub struct ToolBehaviour {
     /// Transient failures (HTTP 503) before a call succeeds.
     #[serde(default, skip_serializing_if = "is_default")]
     pub unavailable: Vec<UnavailableRule>,
+    /// Slow answers: a tool that does not answer in time.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub slow: Vec<SlowRule>,
+}
+
+/// A slow tool: the first `attempts` requests for a matching call are decided (and
+/// executed) when they arrive, but answered only after `delay_ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlowRule {
+    /// Only for arguments matching this subset (any when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<Value>,
+    /// How long each held answer waits.
+    pub delay_ms: u64,
+    /// How many attempts are held (per call_id).
+    pub attempts: u32,
 }
 
 /// A transient backend failure: the first `attempts` requests for a matching call get

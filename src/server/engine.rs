@@ -327,6 +327,7 @@ impl Session {
                     effect: false,
                     kind,
                     name: name.unwrap_or_default().to_owned(),
+                    delay_ms: 0,
                 },
                 Value::String(String::from_utf8_lossy(&request.body).into_owned()),
             ),
@@ -351,12 +352,15 @@ impl Session {
             status: reply.status,
             response: reply.body.clone(),
             effect: reply.effect,
+            delay_ms: reply.delay_ms,
         });
+        // A slow tool was decided and recorded above, under the locks; only the delivery
+        // of its answer waits, in the front end, so other requests go on meanwhile.
         EngineReply {
             status: reply.status,
             headers: Vec::new(),
             body: ReplyBody::Json(reply.body),
-            delay: Duration::ZERO,
+            delay: Duration::from_millis(reply.delay_ms),
         }
     }
 }

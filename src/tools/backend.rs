@@ -224,6 +224,8 @@ pub struct BackendReply {
     pub kind: ToolRequestKind,
     /// Tool name.
     pub name: String,
+    /// How long the answer is held before it is sent (a scripted slow tool).
+    pub delay_ms: u64,
 }
 
 fn error(status: u16, code: &str, message: String) -> (u16, Value) {
@@ -254,17 +256,27 @@ impl ToolBackend {
 
     /// `POST /call/{name}`.
     pub fn call(&self, state: &mut BackendState, name: &str, body: &Value) -> BackendReply {
-        let (status, body, effect) = self.call_inner(state, name, body);
+        let mut delay_ms = 0;
+        let (status, body, effect) = self.call_inner(state, name, body, &mut delay_ms);
         BackendReply {
             status,
             body,
             effect,
             kind: ToolRequestKind::Call,
             name: name.to_owned(),
+            delay_ms,
         }
     }
 
-    fn call_inner(&self, state: &mut BackendState, name: &str, body: &Value) -> (u16, Value, bool) {
+    /// Decides (and executes) a call at once; `delay_ms` is set when its answer is to be
+    /// held, which only the front end's delivery waits for.
+    fn call_inner(
+        &self,
+        state: &mut BackendState,
+        name: &str,
+        body: &Value,
+        delay_ms: &mut u64,
+    ) -> (u16, Value, bool) {
         let Some(tool) = self.registry.get(name) else {
             let (s, b) = error(
                 404,
@@ -344,6 +356,14 @@ impl ToolBackend {
         }
         let attempt = state.attempts.entry(call_id.to_owned()).or_insert(0);
         *attempt += 1;
+        if let Some(rule) = behaviour.and_then(|b| {
+            b.slow
+                .iter()
+                .find(|rule| when_matches(rule.when.as_ref(), &arguments))
+        }) && *attempt <= rule.attempts
+        {
+            *delay_ms = rule.delay_ms;
+        }
         let failing = behaviour
             .and_then(|b| {
                 b.unavailable
@@ -413,6 +433,7 @@ impl ToolBackend {
             effect: false,
             kind: ToolRequestKind::Approval,
             name,
+            delay_ms: 0,
         }
     }
 }
@@ -420,6 +441,46 @@ impl ToolBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slow_call_is_executed_at_once_and_only_its_first_attempts_are_held() {
+        let scenario = crate::scenario::parse(
+            std::path::Path::new("slow.yaml"),
+            r#"
+format: 1
+id: demo/slow
+summary: A slow tool.
+level: must
+task: {input: "Hi", tools: [get_weather]}
+tools:
+  get_weather:
+    slow: [{when: {city: Oslo}, delay_ms: 800, attempts: 1}]
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#,
+        )
+        .unwrap();
+        let backend = ToolBackend::new(&scenario);
+        let mut state = BackendState::default();
+        let call = |state: &mut BackendState, id: &str, city: &str| {
+            backend.call(
+                state,
+                "get_weather",
+                &json!({"call_id": id, "arguments": {"city": city}}),
+            )
+        };
+        let held = call(&mut state, "call_1", "Oslo");
+        assert_eq!((held.status, held.effect, held.delay_ms), (200, true, 800));
+        let retry = call(&mut state, "call_1", "Oslo");
+        assert_eq!(
+            (retry.status, retry.effect, retry.delay_ms),
+            (200, false, 0)
+        );
+        assert_eq!(retry.body, held.body);
+        assert_eq!(call(&mut state, "call_2", "Ghent").delay_ms, 0);
+        assert_eq!(call(&mut state, "call_3", "Oslo").delay_ms, 800);
+    }
 
     #[test]
     fn numbers_compare_by_value_everything_else_exactly() {

@@ -162,6 +162,13 @@ pub struct ToolExchange {
     pub response: Value,
     /// True when this request had a side effect (first successful execution of a call_id).
     pub effect: bool,
+    /// How long the answer was held (a scripted slow tool); 0 when answered at once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// What a tool-backend request was.

@@ -29,7 +29,8 @@ use crate::scenario::StateMode;
 /// - 1: `{"format", "case", "state", "steps": [{"model": {"method", "path", "headers",
 ///   "body", "answer": {"status", "turn"?, "response_status"?, "fault"?, "rejected_by"?,
 ///   "streamed"?}}} | {"tool": {"kind", "name", "call_id"?, "arguments", "principal"?,
-///   "approval"?, "status", "response"}}], "result"?, "unfinished"?}`.
+///   "approval"?, "status", "response"}}], "result"?, "unfinished"?}`; compatible
+///   addition: a tool step's `delay_ms` (a held answer of a slow tool), when not 0.
 pub const NORMALIZED_FORMAT: u32 = 1;
 
 /// One case run, normalized.
@@ -134,6 +135,13 @@ pub struct ToolStep {
     pub status: u16,
     /// The answer, normalized.
     pub response: Value,
+    /// How long the answer was held (a scripted slow tool), when it was.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// Headers that say nothing about what the controller asked for: the client's platform
@@ -347,6 +355,7 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
                     approval: text(&mut redactor, &t.approval),
                     status: t.status,
                     response: redactor.value(&t.response),
+                    delay_ms: t.delay_ms,
                 }));
             }
         }

@@ -78,6 +78,45 @@ fn semantic_errors_point_at_the_offending_text() {
 }
 
 #[test]
+fn a_zero_budget_and_a_slow_rule_that_holds_nothing_are_rejected() {
+    let budgets = GOOD.replace(
+        "tools: [get_weather]",
+        "tools: [get_weather]\n  deadline_ms: 2000\n  max_tool_calls: 2\n  tool_timeout_ms: 300",
+    );
+    parse(Path::new("case.yaml"), &budgets).unwrap();
+    for field in ["deadline_ms", "max_tool_calls", "tool_timeout_ms"] {
+        let zero = budgets.replace(&format!("{field}: "), &format!("{field}: 0 #"));
+        let message = error_for(&zero);
+        assert!(
+            message.contains(&format!("invalid `task.{field}`: expected at least 1")),
+            "{message}"
+        );
+    }
+    let slow = |rule: &str| {
+        GOOD.replace(
+            "script:",
+            &format!("tools:\n  get_weather:\n    slow: [{rule}]\nscript:"),
+        )
+    };
+    parse(
+        Path::new("case.yaml"),
+        &slow("{delay_ms: 800, attempts: 1}"),
+    )
+    .unwrap();
+    let message = error_for(&slow("{delay_ms: 0, attempts: 1}"));
+    assert!(message.starts_with("case.yaml:10:"), "{message}");
+    assert!(
+        message.contains("tool 'get_weather': a `slow` rule with `delay_ms: 0` holds nothing"),
+        "{message}"
+    );
+    let message = error_for(&slow("{delay_ms: 800, attempts: 0}"));
+    assert!(
+        message.contains("`attempts: 0` holds no attempt"),
+        "{message}"
+    );
+}
+
+#[test]
 fn json_scenarios_are_located_too() {
     let message = parse(
         Path::new("case.json"),

@@ -16,7 +16,7 @@ use crate::support::{assert_passes_catalogue, missing_sdk, root, shell_quote};
 /// Everything the controller supports (its README says the same); only `persistent` is
 /// left out.
 const CAPABILITIES: &str =
-    "previous_response_id,stateless,conversation,stream,background,programmatic,approvals";
+    "previous_response_id,stateless,conversation,stream,background,programmatic,approvals,budgets";
 
 /// Runs a command in the repository; its stderr (or the spawn error) on failure.
 fn run(program: &str, args: &[&str]) -> Result<(), String> {

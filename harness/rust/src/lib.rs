@@ -18,6 +18,10 @@
 //!   A stream that broke after it started is not retried.
 //! - Programmatic tool calling: tools go out as given; a call whose caller the tool's
 //!   `allowed_callers` excludes gets an error output instead of running.
+//! - Optional budgets: past `deadline_ms` (from the start of `run`) nothing new starts and
+//!   a request in flight is cancelled (reason `timeout`); a call beyond `max_tool_calls`
+//!   is not executed (reason `max_tool_calls`); a tool request that takes longer than
+//!   `tool_timeout_ms` is retried under the same call_id, then answered with an error.
 
 mod client;
 mod response;
@@ -26,10 +30,12 @@ mod sse;
 mod task;
 mod tools;
 
+use std::future::Future;
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 pub use task::Task;
 
@@ -96,13 +102,39 @@ fn load_env() -> Result<(ControllerEnv, Task), String> {
 
 /// Runs one case to its outcome.
 pub async fn run(env: &ControllerEnv, task: &Task) -> Outcome {
-    match tool_loop(env, task).await {
+    // The deadline counts from here, the controller's start on this case.
+    let deadline = task
+        .deadline_ms
+        .map(|ms| Instant::now() + Duration::from_millis(ms));
+    match tool_loop(env, task, deadline).await {
         Ok(output_text) => Outcome::Completed { output_text },
         Err(failure) => failure,
     }
 }
 
-async fn tool_loop(env: &ControllerEnv, task: &Task) -> Result<String, Outcome> {
+/// Runs `step` unless the deadline has passed, and cancels it (retries and backoff
+/// included) when the deadline comes while it runs.
+pub(crate) async fn before_deadline<T>(
+    deadline: Option<Instant>,
+    step: impl Future<Output = Result<T, Outcome>>,
+) -> Result<T, Outcome> {
+    let Some(deadline) = deadline else {
+        return step.await;
+    };
+    let timed_out = || Outcome::failed("timeout", "deadline_ms passed");
+    if Instant::now() >= deadline {
+        return Err(timed_out());
+    }
+    tokio::time::timeout_at(deadline, step)
+        .await
+        .unwrap_or_else(|_| Err(timed_out()))
+}
+
+async fn tool_loop(
+    env: &ControllerEnv,
+    task: &Task,
+    deadline: Option<Instant>,
+) -> Result<String, Outcome> {
     let http = reqwest::Client::builder()
         .timeout(HTTP_TIMEOUT)
         .build()
@@ -120,7 +152,9 @@ async fn tool_loop(env: &ControllerEnv, task: &Task) -> Result<String, Outcome> 
             ));
         }
         "stateless" => State::Stateless(task.input_items()),
-        "conversation" => State::Conversation(client.create_conversation().await?),
+        "conversation" => {
+            State::Conversation(before_deadline(deadline, client.create_conversation()).await?)
+        }
         other => {
             return Err(Outcome::failed(
                 "unsupported",
@@ -136,9 +170,10 @@ async fn tool_loop(env: &ControllerEnv, task: &Task) -> Result<String, Outcome> 
             State::Stateless(context) => Value::Array(context.clone()),
             _ => std::mem::take(&mut new_items),
         };
-        let mut response = client.create(&request_body(task, &state, input)).await?;
+        let body = request_body(task, &state, input);
+        let mut response = before_deadline(deadline, client.create(&body)).await?;
         if task.background {
-            response = client.wait(response).await?;
+            response = before_deadline(deadline, client.wait(response)).await?;
         }
         response::check_status(&response)?;
         let output = response::output_items(&response)?;
@@ -158,7 +193,7 @@ async fn tool_loop(env: &ControllerEnv, task: &Task) -> Result<String, Outcome> 
 
         let mut outputs = Vec::with_capacity(calls.len());
         for call in &calls {
-            let output = tools.handle(call).await;
+            let output = tools.handle(call, deadline).await?;
             eprintln!("  {} {} -> {output}", call.call_id, call.name);
             outputs.push(response::function_call_output(call, output));
         }
@@ -310,6 +345,31 @@ mod tests {
             api_key: "sk-test".into(),
             tools_url: "http://127.0.0.1:9".into(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_step_past_the_deadline_is_not_started_and_one_in_flight_is_cancelled() {
+        let started = std::sync::atomic::AtomicBool::new(false);
+        let past = Some(Instant::now() - Duration::from_millis(1));
+        let step = async {
+            started.store(true, std::sync::atomic::Ordering::Relaxed);
+            Ok(1)
+        };
+        assert_eq!(
+            before_deadline(past, step).await,
+            Err(Outcome::failed("timeout", "deadline_ms passed"))
+        );
+        assert!(!started.load(std::sync::atomic::Ordering::Relaxed));
+        let soon = Some(Instant::now() + Duration::from_millis(20));
+        let slow = async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(2)
+        };
+        assert!(matches!(
+            before_deadline(soon, slow).await,
+            Err(Outcome::Failed { reason, .. }) if reason == "timeout"
+        ));
+        assert_eq!(before_deadline(None, async { Ok(3) }).await, Ok(3));
     }
 
     #[tokio::test]

@@ -31,6 +31,16 @@ pub struct Task {
     pub max_rounds: u32,
     #[serde(default)]
     pub principal: String,
+    /// Optional budgets (capability `budgets`): total wall time for the case, counted
+    /// from the controller's start;
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+    /// the most tool executions (distinct call_ids) for the case;
+    #[serde(default)]
+    pub max_tool_calls: Option<u32>,
+    /// and how long one tool request may take.
+    #[serde(default)]
+    pub tool_timeout_ms: Option<u64>,
 }
 
 impl Task {

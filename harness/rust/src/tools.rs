@@ -7,15 +7,17 @@
 
 use std::collections::HashMap;
 use std::fmt::Display;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use jsonschema::Validator;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
-use crate::Task;
 use crate::client::describe;
 use crate::response::FunctionCall;
+use crate::{Outcome, Task, before_deadline};
 
 /// Retries of a call the backend answered with 5xx; safe because it de-duplicates by call_id.
 const CALL_RETRIES: u32 = 2;
@@ -106,6 +108,11 @@ pub(crate) struct Tools {
     http: reqwest::Client,
     base_url: String,
     principal: String,
+    max_tool_calls: Option<u32>,
+    /// Calls sent to the backend so far (each call is handled once, so each is a distinct
+    /// call_id; its retries are not counted again).
+    executed: AtomicU32,
+    tool_timeout: Option<Duration>,
 }
 
 impl Tools {
@@ -116,24 +123,49 @@ impl Tools {
             http,
             base_url: base_url.trim_end_matches('/').to_string(),
             principal: task.principal.clone(),
+            max_tool_calls: task.max_tool_calls,
+            executed: AtomicU32::new(0),
+            tool_timeout: task.tool_timeout_ms.map(Duration::from_millis),
         })
     }
 
-    /// The output to send back for `call`.
-    pub(crate) async fn handle(&self, call: &FunctionCall) -> String {
+    /// The output to send back for `call`; `Err` ends the loop (a budget is spent).
+    pub(crate) async fn handle(
+        &self,
+        call: &FunctionCall,
+        deadline: Option<Instant>,
+    ) -> Result<String, Outcome> {
         let args = match self.registry.check(call) {
             Ok(args) => args,
-            Err(rejection) => return rejection,
+            Err(rejection) => return Ok(rejection),
         };
         let approval = if self.approval_required.contains(&call.name) {
-            match self.approve(call, &args).await {
+            match before_deadline(deadline, async { Ok(self.approve(call, &args).await) }).await? {
                 Ok(approval) => Some(approval),
-                Err(denial) => return denial,
+                Err(denial) => return Ok(denial),
             }
         } else {
             None
         };
-        self.execute(call, &args, approval.as_deref()).await
+        if let Some(cap) = self.max_tool_calls
+            && self.executed.load(Ordering::Relaxed) >= cap
+        {
+            return Err(Outcome::failed(
+                "max_tool_calls",
+                format!(
+                    "{} ({}) would be tool execution {}: max_tool_calls is {cap}",
+                    call.name,
+                    call.call_id,
+                    cap + 1
+                ),
+            ));
+        }
+        // Past the deadline nothing is executed, and a request in flight is dropped.
+        let output = before_deadline(deadline, async {
+            self.executed.fetch_add(1, Ordering::Relaxed);
+            Ok(self.execute(call, &args, approval.as_deref()).await)
+        });
+        output.await
     }
 
     /// Asks for an approval; anything but an explicit grant means the call is not run.
@@ -182,17 +214,40 @@ impl Tools {
         if let Some(approval) = approval {
             body["approval"] = json!(approval);
         }
+        let mut timed_out = false;
         for attempt in 0..=CALL_RETRIES {
             if attempt > 0 {
                 tokio::time::sleep(RETRY_DELAY).await;
             }
-            let answer = match self.http.post(&url).json(&body).send().await {
-                Ok(answer) => answer,
+            let request = async {
+                let answer = self.http.post(&url).json(&body).send().await?;
+                let status = answer.status();
+                Ok::<_, reqwest::Error>((status, answer.text().await.unwrap_or_default()))
+            };
+            let answered = match self.tool_timeout {
+                Some(limit) => match tokio::time::timeout(limit, request).await {
+                    Ok(answered) => answered,
+                    Err(_) => {
+                        // Retried under the same call_id: the backend de-duplicates, so
+                        // a call that ran but answered late runs only once.
+                        eprintln!(
+                            "tool {} ({}): no answer within {limit:?} on attempt {}",
+                            call.name,
+                            call.call_id,
+                            attempt + 1
+                        );
+                        timed_out = true;
+                        continue;
+                    }
+                },
+                None => request.await,
+            };
+            let (status, text) = match answered {
+                Ok(answered) => answered,
                 Err(e) => {
                     return error_output(format!("tool backend unreachable: {}", describe(&e)));
                 }
             };
-            let status = answer.status();
             if status.is_server_error() {
                 eprintln!(
                     "tool {} ({}): HTTP {} on attempt {}",
@@ -201,12 +256,18 @@ impl Tools {
                     status.as_u16(),
                     attempt + 1
                 );
+                timed_out = false;
                 continue;
             }
-            let text = answer.text().await.unwrap_or_default();
             return backend_answer(status, &text);
         }
-        error_output("tool unavailable")
+        match (timed_out, self.tool_timeout) {
+            (true, Some(limit)) => error_output(format!(
+                "tool timed out: no answer within {} ms",
+                limit.as_millis()
+            )),
+            _ => error_output("tool unavailable"),
+        }
     }
 }
 
