@@ -531,6 +531,26 @@ mod tests {
     }
 
     #[test]
+    fn a_fast_call_retried_after_the_tool_timeout_is_not_a_second_effect() {
+        // On a loaded machine the Ghent answer missed the controller's timeout too: its
+        // retry, sent a timeout later within the round, is the same execution.
+        let run = Run::case(SLOW, PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        run.execute(&response);
+        let outputs = run.execute(&response);
+        run.create(&run.next_body(&first, &response, &outputs));
+        let answer = serde_json::json!({"status": "completed", "output_text": "Ghent has drizzle at 12 °C. Oslo's weather service was slow to answer; ask again in a minute for Oslo."});
+        let judgement = run.judge_edited(answer, |t| {
+            let first_attempt = t.tools[0].at_ms;
+            for retry in &mut t.tools[2..] {
+                retry.at_ms = first_attempt + 300;
+            }
+        });
+        assert_passes(&judgement, "effects/at-most-once");
+    }
+
+    #[test]
     fn tool_timeout_passes_a_held_call_answered_with_an_error_output() {
         let judgement = slow_run(|run, response| {
             let mut outputs = run.execute(response);

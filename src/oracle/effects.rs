@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
-use crate::transcript::ToolRequestKind;
+use crate::transcript::{ToolExchange, ToolRequestKind};
 
 /// The `effects` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
@@ -42,7 +42,10 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         // An answer held past tool_timeout_ms never reached a correct controller, which
         // may retry under the same call_id (budget/tool-timeout): the backend
         // de-duplicates by call_id, so the retry is not a second effect.
-        if execution.status == 200 && !f.held_past_tool_timeout(execution) {
+        if execution.status == 200
+            && !f.held_past_tool_timeout(execution)
+            && !retried_after_timeout(f, execution, &executions)
+        {
             successes.entry(call_id).or_insert((0, &execution.name)).0 += 1;
         }
     }
@@ -60,6 +63,28 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             executions.len()
         ),
     )]
+}
+
+/// Whether `execution` is a retry under `tool_timeout_ms`: the same call_id sent again
+/// after the controller waited at least half its tool timeout for an earlier attempt (on
+/// a loaded machine even a fast answer can miss the timeout), before the call's output
+/// went to the model. A retry in a later round is a re-execution all the same.
+fn retried_after_timeout(f: &Facts, execution: &ToolExchange, all: &[&ToolExchange]) -> bool {
+    let (Some(limit), Some(call_id)) = (f.scenario.task.tool_timeout_ms, &execution.call_id) else {
+        return false;
+    };
+    let Some(previous) = all
+        .iter()
+        .filter(|t| t.call_id.as_ref() == Some(call_id) && t.seq < execution.seq)
+        .max_by_key(|t| t.seq)
+    else {
+        return false;
+    };
+    let answered_before = f
+        .requests
+        .iter()
+        .any(|r| r.seq < execution.seq && !Facts::outputs_for(r, call_id).is_empty());
+    execution.at_ms.saturating_sub(previous.at_ms) >= limit / 2 && !answered_before
 }
 
 #[cfg(test)]
