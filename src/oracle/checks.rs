@@ -105,6 +105,8 @@ checks! {
         "report the final message's text, or a failure when there is no answer";
     TERMINAL_REASON = "terminal/reason", Should,
         "use the recognised reason word (`max_rounds`, `incomplete`, ...)";
+    TERMINAL_REFUSAL_TEXT = "terminal/refusal-text", Should,
+        "report a refusal with the model's refusal text in the result line (its `detail`)";
     TERMINAL_CALLS_BESIDE_MESSAGE = "terminal/calls-beside-message", Must,
         "not take a message as the answer while calls arrive beside it";
     TERMINAL_UNFINISHED_NOT_EXECUTED = "terminal/unfinished-not-executed", Must,
