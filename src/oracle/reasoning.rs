@@ -12,7 +12,7 @@ use super::verdict::CheckResult;
 use crate::scenario::StateMode;
 use crate::tools::json_equal;
 use crate::wire::replay::{is_replay_of, may_follow, message_text};
-use crate::wire::request::{item_id, item_type};
+use crate::wire::request::{call_id, item_id, item_type};
 
 /// The `reasoning` checks (stateless mode only; the server carries reasoning otherwise).
 pub fn check(f: &Facts) -> Vec<CheckResult> {
@@ -109,6 +109,28 @@ fn input_shape(replays: &[(usize, Vec<Value>)]) -> CheckResult {
     )
 }
 
+/// Whether input item `input` is output item `output` sent back under another id: the
+/// same type and `call_id` (a call or program), or the same message text.
+fn same_item_other_id(input: &Value, output: &Value) -> bool {
+    let Some(sent) = item_id(input) else {
+        return false;
+    };
+    if Some(sent) == item_id(output) || item_type(input) != item_type(output) {
+        return false;
+    }
+    match item_type(output) {
+        "function_call" | "program" => {
+            call_id(input).is_some() && call_id(input) == call_id(output)
+        }
+        "message" => {
+            input.get("role") == output.get("role")
+                && message_text(input).is_some()
+                && message_text(input) == message_text(output)
+        }
+        _ => false,
+    }
+}
+
 /// Where a prior output item sits in a replayed input (see [`is_replay_of`]).
 fn find(input: &[Value], item: &Value) -> Option<usize> {
     input.iter().position(|i| is_replay_of(i, item))
@@ -129,6 +151,20 @@ fn in_order<'p>(
             let id = item["id"].as_str().unwrap_or_default();
             let kind = item["type"].as_str().unwrap_or_default();
             let Some(at) = find(input, item) else {
+                // Sent back under another id: the item is there, its identity is not.
+                if let Some(other) = input.iter().find(|i| same_item_other_id(i, item)) {
+                    let sent = item_id(other).unwrap_or_default();
+                    let whose = if Some(sent) == call_id(item) {
+                        " (its call_id)"
+                    } else {
+                        ""
+                    };
+                    problems.push(format!(
+                        "{label} replays {kind} {id} from {} with a different item id, {sent}{whose}: a replayed item keeps the id the model gave it (or sends none)",
+                        f.response_label(*served)
+                    ));
+                    continue;
+                }
                 // A missing reasoning item is reported by `reasoning/replayed`.
                 if kind != "reasoning" {
                     let text = message_text(item)
@@ -152,7 +188,10 @@ fn in_order<'p>(
             if kind == "reasoning"
                 && let Some((_, next)) = items.get(k + 1)
                 && items[k + 1].0 == *served
-                && !input.get(at + 1).is_some_and(|n| may_follow(n, next))
+                // A follower under another id is reported as that, not as a gap.
+                && !input
+                    .get(at + 1)
+                    .is_some_and(|n| may_follow(n, next) || same_item_other_id(n, next))
             {
                 problems.push(format!(
                     "{label}: reasoning item {id} at input[{at}] is not immediately followed by the item it produced ({} {})",
@@ -315,6 +354,34 @@ mod tests {
             for id in ALL {
                 assert_not_judged(&judgement, id);
             }
+        }
+    }
+
+    #[test]
+    fn items_in_order_names_a_call_replayed_under_another_id() {
+        for (new_id, whose) in [(None, " (its call_id)"), (Some("fc_made_up"), "")] {
+            let judgement = replay_with(
+                RETENTION,
+                Stateless,
+                each("function_call", |call| {
+                    call["id"] = new_id.map_or_else(|| call["call_id"].clone(), Value::from);
+                }),
+            );
+            let message = &check(&judgement, "reasoning/items-in-order").message;
+            assert_fails(
+                &judgement,
+                "reasoning/items-in-order",
+                &format!("with a different item id, {}", new_id.unwrap_or("call_")),
+            );
+            assert!(
+                message.contains(&format!(
+                    "{whose}: a replayed item keeps the id the model gave it"
+                )),
+                "{message}"
+            );
+            assert!(message.contains("replays function_call fc_"), "{message}");
+            assert!(!message.contains("not immediately followed"), "{message}");
+            assert!(!message.contains("does not replay"), "{message}");
         }
     }
 

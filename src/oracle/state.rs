@@ -1,15 +1,15 @@
 //! `state`: chaining with `previous_response_id`, stateless requests, and the per-request
 //! configuration (instructions and tools are never inherited).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use super::checks;
 use super::facts::{Facts, conversation_of};
 use super::verdict::CheckResult;
-use crate::scenario::{StateMode, tool_names};
-use crate::tools::json_equal;
+use crate::scenario::{StateMode, ToolRef};
+use crate::tools::{fixtures, json_equal};
 use crate::wire::replay::message_text;
 use crate::wire::request::{item_id, item_type};
 
@@ -44,50 +44,53 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
 
 fn config_resent(f: &Facts) -> CheckResult {
     let task = &f.scenario.task;
-    let expected: BTreeSet<String> = tool_names(f.scenario).into_iter().collect();
+    let expected = task_tools(f);
     let mut problems = Vec::new();
+    let mut changed: BTreeMap<(String, String, String, String), Vec<usize>> = BTreeMap::new();
     for (position, request) in f.requests.iter().enumerate() {
         let label = Facts::request_label(position);
         if let Some(instructions) = &task.instructions {
             problems.extend(instructions_problem(f, position, instructions));
         }
-        let sent: BTreeSet<String> = request
-            .body
-            .get("tools")
-            .and_then(Value::as_array)
-            .map(|tools| {
-                tools
-                    .iter()
-                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let missing: Vec<&String> = expected.difference(&sent).collect();
-        if !missing.is_empty() {
-            problems.push(format!(
-                "{label} does not send the tool(s) {}: tools are not inherited, every request must carry the task's tools",
-                missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            ));
-        }
-        let extra: Vec<&String> = sent.difference(&expected).collect();
-        if !extra.is_empty() {
-            problems.push(format!(
-                "{label} offers the model tool(s) the task does not: {} (the task's tools are the whole registry)",
-                extra.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            ));
-        }
-        for tool in request
+        let sent: Vec<&Value> = request
             .body
             .get("tools")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-        {
-            let name = tool["name"].as_str().unwrap_or_default();
-            if let Some(registered) = f.registry.get(name)
-                && !json_equal(&tool["parameters"], &registered.definition["parameters"])
-            {
-                problems.push(format!("{label} sends tool '{name}' with parameters that differ from the task's definition"));
+            .collect();
+        let missing: Vec<String> = expected
+            .iter()
+            .filter(|want| !sent.iter().any(|tool| tool_key(tool) == tool_key(want)))
+            .map(tool_key)
+            .collect();
+        if !missing.is_empty() {
+            problems.push(format!(
+                "{label} does not send the tool(s) {}: tools are not inherited, every request must carry the task's tools",
+                missing.join(", ")
+            ));
+        }
+        let extra: BTreeSet<String> = sent
+            .iter()
+            .map(|tool| tool_key(tool))
+            .filter(|key| !expected.iter().any(|want| &tool_key(want) == key))
+            .collect();
+        if !extra.is_empty() {
+            problems.push(format!(
+                "{label} offers the model tool(s) the task does not: {} (the task's tools are the whole registry)",
+                extra.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        for tool in &sent {
+            let key = tool_key(tool);
+            let Some(want) = expected.iter().find(|want| tool_key(want) == key) else {
+                continue;
+            };
+            for (field, theirs, ours) in definition_differences(want, tool) {
+                let at = changed
+                    .entry((key.clone(), field, theirs, ours))
+                    .or_default();
+                at.push(position + 1);
             }
         }
         match request.body.get("model").and_then(Value::as_str) {
@@ -99,13 +102,176 @@ fn config_resent(f: &Facts) -> CheckResult {
             )),
         }
     }
+    // One line per difference, however many requests repeat it.
+    for ((key, field, theirs, ours), at) in changed {
+        let which = match at.as_slice() {
+            [one] => format!("request {one}"),
+            [first @ .., last] => format!(
+                "requests {} and {last}",
+                first
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            [] => continue,
+        };
+        problems.push(format!(
+            "{which} send{} tool '{key}' with `{field}` {theirs}: the task's definition has {ours}",
+            if at.len() == 1 { "s" } else { "" }
+        ));
+    }
     checks::STATE_CONFIG_RESENT.judge(
         problems,
         format!(
-            "all {} request(s) carry the task's model, instructions and tools",
+            "all {} request(s) carry the task's model, instructions and tool definitions",
             f.requests.len()
         ),
     )
+}
+
+/// The task's tool definitions as the task gives them to the controller (fixture names
+/// resolved), hosted tools included.
+fn task_tools(f: &Facts) -> Vec<Value> {
+    f.scenario
+        .task
+        .tools
+        .iter()
+        .map(|tool| match tool {
+            ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
+            ToolRef::Inline(definition) => definition.clone(),
+        })
+        .collect()
+}
+
+/// What identifies a tool in a request: a function's name, a hosted tool's type (a
+/// hosted tool such as `programmatic_tool_calling` has no name).
+fn tool_key(tool: &Value) -> String {
+    tool.get("name")
+        .or_else(|| tool.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("(unnamed)")
+        .to_owned()
+}
+
+/// The value a tool definition field means when it is left out or null, where the API
+/// documents one (WIRE.md, "Function tool"): an omitted `strict` is strict mode, an
+/// omitted `allowed_callers` allows direct calls only, and the optional switches are off.
+/// An absent, null or empty `description` all mean "no description".
+fn field_default(field: &str) -> Option<Value> {
+    match field {
+        "strict" => Some(Value::Bool(true)),
+        "allowed_callers" => Some(serde_json::json!(["direct"])),
+        "defer_loading" | "async" => Some(Value::Bool(false)),
+        "description" => Some(Value::String(String::new())),
+        _ => None,
+    }
+}
+
+/// What a definition field means: its value, or the API's default when it is absent or
+/// null; `None` when it means nothing (absent without a default).
+fn field_meaning(definition: &Value, field: &str) -> Option<Value> {
+    match definition.get(field) {
+        None | Some(Value::Null) => field_default(field),
+        Some(value) => Some(value.clone()),
+    }
+}
+
+/// Whether two values of a definition field mean the same: equal as JSON (key order and
+/// number spelling aside), where `allowed_callers` and a schema's `required` list are sets.
+fn same_meaning(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter().all(|(key, a)| {
+                    y.get(key).is_some_and(|b| match (key.as_str(), a, b) {
+                        ("required", Value::Array(_), Value::Array(_)) => same_set(a, b),
+                        _ => same_meaning(a, b),
+                    })
+                })
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_meaning(a, b))
+        }
+        _ => json_equal(a, b),
+    }
+}
+
+fn same_set(a: &Value, b: &Value) -> bool {
+    let set = |v: &Value| -> BTreeSet<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .map(Value::to_string)
+            .collect()
+    };
+    set(a) == set(b)
+}
+
+/// The first place inside two differing values where they part, as a path suffix
+/// (`.properties.sku.pattern`) and the two values there, so a message can point at it.
+fn first_difference(a: &Value, b: &Value, path: String) -> (String, Option<Value>, Option<Value>) {
+    if let (Value::Object(x), Value::Object(y)) = (a, b) {
+        let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+        for key in keys {
+            match (x.get(key), y.get(key)) {
+                (Some(a), Some(b)) if key == "required" && same_set(a, b) => {}
+                (Some(a), Some(b)) if same_meaning(a, b) => {}
+                (Some(a), Some(b)) => return first_difference(a, b, format!("{path}.{key}")),
+                (a, b) => return (format!("{path}.{key}"), a.cloned(), b.cloned()),
+            }
+        }
+    }
+    (path, Some(a.clone()), Some(b.clone()))
+}
+
+/// Each field where the sent definition means something else than the task's: the
+/// field (a path into it for a nested difference), the sent value and the task's, shown.
+fn definition_differences(task: &Value, sent: &Value) -> Vec<(String, String, String)> {
+    let empty = serde_json::Map::new();
+    let fields: BTreeSet<&String> = task
+        .as_object()
+        .unwrap_or(&empty)
+        .keys()
+        .chain(sent.as_object().unwrap_or(&empty).keys())
+        .collect();
+    let mut out = Vec::new();
+    for field in fields {
+        match (field_meaning(sent, field), field_meaning(task, field)) {
+            (Some(a), Some(b)) if field == "allowed_callers" && same_set(&a, &b) => {}
+            (Some(a), Some(b)) if same_meaning(&a, &b) => {}
+            (Some(a), Some(b)) if a.is_object() && b.is_object() => {
+                let (path, a, b) = first_difference(&a, &b, field.clone());
+                out.push((path, shown(a.as_ref()), shown(b.as_ref())));
+            }
+            (None, None) => {}
+            _ => out.push((
+                field.clone(),
+                shown_field(sent, field),
+                shown_field(task, field),
+            )),
+        }
+    }
+    out
+}
+
+/// A top-level definition field for a message: its value, or that it is absent and
+/// what the API takes it to mean then.
+fn shown_field(definition: &Value, field: &str) -> String {
+    match (definition.get(field), field_default(field)) {
+        (None | Some(Value::Null), Some(Value::String(_)) | None) => "(none)".to_owned(),
+        (None | Some(Value::Null), Some(default)) => format!("(none, which means {default})"),
+        (value, _) => shown(value),
+    }
+}
+
+/// A definition value for a message, short; an absent one as "(none)".
+fn shown(value: Option<&Value>) -> String {
+    match value {
+        None => "(none)".to_owned(),
+        Some(Value::String(text)) if text.is_empty() => "(none)".to_owned(),
+        Some(value) => crate::transcript::clip(&value.to_string(), 80),
+    }
 }
 
 /// Whether request `position` gives the model the task's instructions: as the
@@ -329,6 +495,7 @@ fn input_replayed(f: &Facts) -> CheckResult {
 mod tests {
     use serde_json::json;
 
+    use crate::oracle::Judgement;
     use crate::oracle::test_support::*;
     use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Stateless};
 
@@ -426,6 +593,178 @@ mod tests {
             &judgement,
             "state/config-resent",
             "asks for model 'gpt-4o': the task's model is 'gpt-5'",
+        );
+    }
+
+    const TOOLS: &str = "state/03-tool-definitions-resent";
+
+    /// Plays `TOOLS` correctly except that `change` rewrites the tool list of every request.
+    fn tools_changed(state: StateMode, change: impl Fn(&mut Vec<serde_json::Value>)) -> Judgement {
+        tools_changed_from(state, 0, change)
+    }
+
+    /// [`tools_changed`] from request position `from` on.
+    fn tools_changed_from(
+        state: StateMode,
+        from: usize,
+        change: impl Fn(&mut Vec<serde_json::Value>),
+    ) -> Judgement {
+        let run = Run::case(TOOLS, state);
+        let mut body = run.first_body();
+        for position in 0.. {
+            let mut tools = body["tools"].as_array().unwrap().clone();
+            if position >= from {
+                change(&mut tools);
+            }
+            body["tools"] = json!(tools);
+            let response = run.create(&body);
+            if calls(&response).is_empty() {
+                return run.judge_completed();
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+        }
+        unreachable!()
+    }
+
+    /// The function tool `name` in a tool list.
+    fn tool<'a>(
+        tools: &'a mut [serde_json::Value],
+        name: &str,
+    ) -> &'a mut serde_json::Map<String, serde_json::Value> {
+        tools
+            .iter_mut()
+            .find(|t| t["name"] == name)
+            .and_then(|t| t.as_object_mut())
+            .unwrap()
+    }
+
+    #[test]
+    fn config_resent_passes_the_task_definitions_sent_as_they_are() {
+        for state in [PreviousResponseId, Stateless] {
+            let run = Run::case(TOOLS, state);
+            run.correct();
+            assert_passes(&run.judge_completed(), "state/config-resent");
+        }
+    }
+
+    #[test]
+    fn config_resent_passes_definitions_that_mean_the_same() {
+        let judgement = tools_changed(Stateless, |tools| {
+            let flights = tool(tools, "find_flights");
+            // `strict` defaults to true on the Responses API.
+            flights.remove("strict");
+            // Sets in another order, a number spelled as a float.
+            flights["allowed_callers"] = json!(["programmatic", "direct"]);
+            flights["parameters"]["required"] =
+                json!(["max_stops", "date", "destination", "origin"]);
+            flights["parameters"]["properties"]["max_stops"]["maximum"] = json!(2.0);
+            // Null is the same as absent.
+            flights.insert("output_schema".into(), json!(null));
+            flights.insert("defer_loading".into(), json!(false));
+        });
+        assert_passes(&judgement, "state/config-resent");
+    }
+
+    #[test]
+    fn config_resent_fails_a_dropped_or_changed_description() {
+        let judgement = tools_changed(PreviousResponseId, |tools| {
+            tool(tools, "find_flights").remove("description");
+            tool(tools, "get_fare_rules")["description"] = json!("Fare rules.");
+        });
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "requests 1, 2 and 3 send tool 'find_flights' with `description` (none): the task's definition has \"Search scheduled flights between two airports on one day. Read-only.\"",
+        );
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "requests 1, 2 and 3 send tool 'get_fare_rules' with `description` \"Fare rules.\": the task's definition has \"The change and refund rules",
+        );
+    }
+
+    #[test]
+    fn config_resent_names_each_request_that_drops_a_description_once() {
+        let judgement = tools_changed_from(Stateless, 2, |tools| {
+            tool(tools, "find_flights").remove("description");
+        });
+        let message = &check(&judgement, "state/config-resent").message;
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "request 3 sends tool 'find_flights' with `description` (none)",
+        );
+        assert!(!message.contains("request 2"), "{message}");
+    }
+
+    #[test]
+    fn config_resent_fails_strict_switched_either_way() {
+        let judgement = tools_changed(PreviousResponseId, |tools| {
+            tool(tools, "find_flights")["strict"] = json!(false);
+            tool(tools, "get_fare_rules").remove("strict");
+        });
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "requests 1, 2 and 3 send tool 'find_flights' with `strict` false: the task's definition has true",
+        );
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "requests 1, 2 and 3 send tool 'get_fare_rules' with `strict` (none, which means true): the task's definition has false",
+        );
+    }
+
+    #[test]
+    fn config_resent_fails_allowed_callers_stripped_or_altered() {
+        let judgement = tools_changed(PreviousResponseId, |tools| {
+            tool(tools, "find_flights").remove("allowed_callers");
+        });
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "requests 1, 2 and 3 send tool 'find_flights' with `allowed_callers` (none, which means [\"direct\"]): the task's definition has [\"direct\",\"programmatic\"]",
+        );
+        let judgement = tools_changed(PreviousResponseId, |tools| {
+            tool(tools, "find_flights")["allowed_callers"] = json!(["programmatic"]);
+        });
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "with `allowed_callers` [\"programmatic\"]: the task's definition has [\"direct\",\"programmatic\"]",
+        );
+    }
+
+    #[test]
+    fn config_resent_names_the_parameter_that_differs() {
+        let judgement = tools_changed(Stateless, |tools| {
+            tool(tools, "find_flights")["parameters"]["properties"]["max_stops"]["maximum"] =
+                json!(3);
+            tool(tools, "get_fare_rules")["parameters"]["required"] =
+                json!(["fare_id", "language"]);
+        });
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "requests 1, 2 and 3 send tool 'find_flights' with `parameters.properties.max_stops.maximum` 3: the task's definition has 2",
+        );
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "send tool 'get_fare_rules' with `parameters.required` [\"fare_id\",\"language\"]: the task's definition has [\"fare_id\"]",
+        );
+    }
+
+    #[test]
+    fn config_resent_fails_the_hosted_tool_dropped() {
+        let judgement = tools_changed(PreviousResponseId, |tools| {
+            tools.retain(|t| t["type"] == "function");
+        });
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "request 1 does not send the tool(s) programmatic_tool_calling",
         );
     }
 

@@ -40,6 +40,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 checks::TERMINAL_REASON.judge(problems, format!("failed with reason '{reason}'")),
             );
         }
+        out.extend(refusal_text(f, result));
     }
     let beside: Vec<usize> = (0..f.served.len())
         .filter(|&i| {
@@ -219,6 +220,63 @@ fn stopped(f: &Facts) -> Option<CheckResult> {
     })
 }
 
+/// The refusal parts' texts of a served response that is a refusal (refusal parts, no
+/// message text); empty when it is not one.
+fn refusals(served: &super::facts::Served) -> Vec<String> {
+    if served.has_message {
+        return Vec::new();
+    }
+    served
+        .output
+        .iter()
+        .filter_map(|item| item["content"].as_array())
+        .flatten()
+        .filter(|part| part["type"] == "refusal")
+        .filter_map(|part| part["refusal"].as_str())
+        .filter(|text| !text.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `terminal/refusal-text`: when the loop ends on a refusal, the model's refusal text
+/// reaches the user through the result line (in `detail` by the contract's guidance, but
+/// any text field will do): "refusal" alone leaves them guessing why.
+fn refusal_text(f: &Facts, result: &crate::transcript::ControllerResult) -> Option<CheckResult> {
+    if result.status != "failed" {
+        return None; // an answer reported instead is `terminal/outcome`'s to judge
+    }
+    let last = f.served.last()?;
+    let texts = refusals(last);
+    if texts.is_empty() {
+        return None;
+    }
+    // Whitespace is the controller's to reflow.
+    let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let reported: Vec<String> = [&result.detail, &result.output_text, &result.reason]
+        .into_iter()
+        .flatten()
+        .map(|text| flat(text))
+        .collect();
+    let problems = texts
+        .iter()
+        .filter(|text| !reported.iter().any(|r| r.contains(&flat(text))))
+        .map(|text| {
+            let detail = result.detail.as_deref().map_or("no detail".to_owned(), |d| {
+                format!("detail {:?}", crate::transcript::clip(d, 80))
+            });
+            format!(
+                "{} was a refusal, \"{}\", but the result line ({detail}) does not carry its text: report it in `detail` so the user learns why there is no answer",
+                f.response_label(f.served.len() - 1),
+                crate::transcript::clip(text, 80)
+            )
+        })
+        .collect();
+    Some(
+        checks::TERMINAL_REFUSAL_TEXT
+            .judge(problems, "the result line carries the model's refusal text"),
+    )
+}
+
 fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResult {
     let expect = &f.scenario.expect;
     let last_status = f.served.last().map(|s| s.status.as_str()).unwrap_or("none");
@@ -365,6 +423,63 @@ mod tests {
             "terminal/outcome",
             "(last response status 'completed'): expected failed with reason 'refusal'",
         );
+    }
+
+    const REFUSAL: &str = "I can't share full payment card numbers.";
+
+    #[test]
+    fn refusal_text_passes_the_refusal_in_detail_or_any_text_field() {
+        for case in ["terminal/09-refusal", "terminal/08-refusal-streamed"] {
+            let run = Run::case(case, Stateless);
+            run.correct();
+            let judgement =
+                run.judge(json!({"status": "failed", "reason": "refusal", "detail": REFUSAL}));
+            assert_passes(&judgement, "terminal/refusal-text");
+        }
+        let run = Run::case("terminal/09-refusal", PreviousResponseId);
+        run.correct();
+        let judgement = run.judge(json!({
+            "status": "failed",
+            "reason": "refusal",
+            "output_text": "The model refused:\n  I can't share full\npayment card numbers.",
+        }));
+        assert_passes(&judgement, "terminal/refusal-text");
+    }
+
+    #[test]
+    fn refusal_text_fails_a_refusal_reported_without_its_text() {
+        let run = Run::case("terminal/09-refusal", PreviousResponseId);
+        run.correct();
+        let judgement = run
+            .judge(json!({"status": "failed", "reason": "refusal", "detail": "the model refused"}));
+        assert_fails(
+            &judgement,
+            "terminal/refusal-text",
+            "was a refusal, \"I can't share full payment card numbers.\", but the result line (detail \"the model refused\") does not carry its text",
+        );
+        assert_passes(&judgement, "terminal/reason");
+
+        let run = Run::case("terminal/08-refusal-streamed", Stateless);
+        run.correct();
+        assert_fails(
+            &run.judge_failed("refusal"),
+            "terminal/refusal-text",
+            "(no detail) does not carry its text",
+        );
+    }
+
+    #[test]
+    fn refusal_text_is_not_judged_without_a_refusal_or_with_an_answer_reported() {
+        let run = Run::case("terminal/03-failed-status", PreviousResponseId);
+        run.correct();
+        assert_not_judged(
+            &run.judge_failed("response_failed"),
+            "terminal/refusal-text",
+        );
+        let run = Run::case("terminal/09-refusal", PreviousResponseId);
+        run.correct();
+        let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
+        assert_not_judged(&judgement, "terminal/refusal-text");
     }
 
     #[test]

@@ -1,10 +1,15 @@
 //! `transport`: transient errors retried, boundedly, after the delay the server asked
 //! for; client errors not retried. (Re-executing tools on a retry is `effects`.)
 
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
 use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
 use crate::transcript::ModelExchange;
+use crate::wire::request::{call_id, item_id, item_type};
 
 /// Most attempts at one request before a retry policy counts as unbounded (the SDKs
 /// make 3).
@@ -33,6 +38,59 @@ fn describe(exchange: &ModelExchange) -> String {
         Some(fault) => format!("HTTP {}", fault.status.unwrap_or_default()),
         None => format!("HTTP {}", exchange.status),
     }
+}
+
+/// An input item, briefly: its type and `call_id` or id.
+fn item_label(item: &Value) -> String {
+    let kind = item_type(item);
+    match call_id(item).or_else(|| item_id(item)) {
+        Some(id) => format!("{kind} {id}"),
+        None => kind.to_owned(),
+    }
+}
+
+/// What a changed retry changed, briefly: the input items added (a copy of one already
+/// there said so) or dropped, and the other top-level fields that differ.
+fn body_difference(first: &ModelExchange, retry: &ModelExchange) -> String {
+    let (before, after) = (Facts::input_of(first), Facts::input_of(retry));
+    let mut changes = Vec::new();
+    let mut left = before.clone();
+    for item in &after {
+        match left.iter().position(|i| i == item) {
+            Some(k) => {
+                left.remove(k);
+            }
+            None if before.contains(item) => {
+                changes.push(format!("{} sent twice", item_label(item)))
+            }
+            None => changes.push(format!("{} added", item_label(item))),
+        }
+    }
+    changes.extend(
+        left.iter()
+            .map(|item| format!("{} dropped", item_label(item))),
+    );
+    let empty = serde_json::Map::new();
+    let (a, b) = (
+        first.body.as_object().unwrap_or(&empty),
+        retry.body.as_object().unwrap_or(&empty),
+    );
+    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    for key in keys.into_iter().filter(|k| *k != "input") {
+        if a.get(key) != b.get(key) {
+            changes.push(format!("`{key}` changed"));
+        }
+    }
+    if changes.is_empty() {
+        return "the same content".to_owned();
+    }
+    let count = if after.len() == before.len() {
+        String::new()
+    } else {
+        format!("{} input items instead of {}, ", after.len(), before.len())
+    };
+    changes.truncate(3);
+    format!("{count}{}", changes.join(", "))
 }
 
 /// A request the API rejected as invalid (4xx from strict emulation) and the controller
@@ -92,7 +150,19 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             let next = round.get(k + 1);
             let is_last_attempt = next.is_none();
             if transient(attempt) {
-                if is_last_attempt && round.len() == 1 && f.result.is_some() {
+                // A request after an unanswered one can only be its retry, changed.
+                let resent = f
+                    .requests
+                    .get(position + 1)
+                    .filter(|_| is_last_attempt && attempt.turn.is_none());
+                if let Some(changed) = resent {
+                    retried.push(format!(
+                        "{label} met {} (transient) and the controller retried it with a different request ({}: {}): a retry must resend the same request",
+                        describe(attempt),
+                        Facts::request_label(position + 1),
+                        body_difference(attempt, changed)
+                    ));
+                } else if is_last_attempt && round.len() == 1 && f.result.is_some() {
                     retried.push(format!(
                         "{label} met {} (transient) and the controller gave up after 1 attempt: expected it retried, as the SDKs do (up to 2 retries)",
                         describe(attempt)
@@ -274,6 +344,38 @@ mod tests {
                 needle,
             );
         }
+    }
+
+    #[test]
+    fn retried_says_a_retry_with_a_changed_request_is_not_giving_up() {
+        let run = Run::case("transport/07-retry-after-tools-ran", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let second = run.next_body(&first, &response, &run.execute(&response));
+        let (status, _) = run.send("POST", "/v1/responses", Some(&second));
+        assert_eq!(status, 500);
+        // The retry "makes sure" of the outputs by appending them again.
+        let mut changed = second.clone();
+        let outputs = second["input"].as_array().unwrap().clone();
+        changed["input"] = Value::from([outputs.clone(), outputs].concat());
+        run.send_with(
+            "POST",
+            "/v1/responses",
+            Some(&changed),
+            &[("x-stainless-retry-count", "1")],
+        );
+        let judgement = run.judge_failed("api_error");
+        assert_fails(
+            &judgement,
+            "transport/retried",
+            "request 2 met HTTP 500 (transient) and the controller retried it with a different request (request 3: 2 input items instead of 1, function_call_output call_",
+        );
+        let message = &check(&judgement, "transport/retried").message;
+        assert!(
+            message.contains(" sent twice): a retry must resend the same request"),
+            "{message}"
+        );
+        assert!(!message.contains("gave up"), "{message}");
     }
 
     #[test]

@@ -479,11 +479,13 @@ pub async fn run(env: ControllerEnv, task: Value, defect: Defect) -> Value {
             Some("incomplete") => return failed("incomplete", ""),
             _ => return failed("response_failed", ""),
         }
-        let refused = output.iter().any(|i| {
-            i["content"]
-                .as_array()
-                .is_some_and(|c| c.iter().any(|p| p["type"] == "refusal"))
-        });
+        // The refusal's text, reported in `detail` (`terminal/refusal-text`).
+        let refused: Option<String> = output
+            .iter()
+            .filter_map(|i| i["content"].as_array())
+            .flatten()
+            .find(|p| p["type"] == "refusal")
+            .map(|p| p["refusal"].as_str().unwrap_or_default().to_owned());
         let mut calls: Vec<Value> = output
             .iter()
             .filter(|i| i["type"] == "function_call")
@@ -495,8 +497,8 @@ pub async fn run(env: ControllerEnv, task: Value, defect: Defect) -> Value {
         if calls.is_empty() && !(program_pause && defect != Defect::ProgramOutputAsEnd)
             || (defect == Defect::MessageBesideCallsAsAnswer && !text.is_empty())
         {
-            if refused && text.is_empty() {
-                return failed("refusal", "");
+            if let Some(refusal) = refused.filter(|_| text.is_empty()) {
+                return failed("refusal", &refusal);
             }
             if defect == Defect::ContinueAfterAnswer && answered.is_none() {
                 answered = Some(text);
