@@ -2,7 +2,7 @@
 # defect: converts tools through a schema that knows only type, name, description, parameters and strict, so `allowed_callers` is stripped and no program may call any tool
 # caught-by: state/config-resent
 # cases: state/03-tool-definitions-resent
-# supports: previous_response_id
+# supports: previous_response_id,programmatic
 
 import os
 import sys

@@ -2,7 +2,7 @@
 # defect: sends every function tool with `strict: false` (a serializer defaulting the flag off), so the model's calls are no longer held to the schemas the task made strict
 # caught-by: state/config-resent
 # cases: state/03-tool-definitions-resent
-# supports: previous_response_id
+# supports: previous_response_id,programmatic
 
 import os
 import sys

@@ -2,7 +2,7 @@
 # defect: rebuilds the tool list for every request after the first from names and schemas alone, so the model loses each tool's description from the second request on
 # caught-by: state/config-resent
 # cases: state/03-tool-definitions-resent
-# supports: previous_response_id,stateless
+# supports: previous_response_id,stateless,programmatic
 
 import os
 import sys
