@@ -59,6 +59,8 @@ enum Command {
     Fuzz(FuzzArgs),
     /// Merge the JSON reports of a partitioned run's shards into one report.
     Merge(MergeArgs),
+    /// Print the JSON Schema of the scenario format (for editors and validators).
+    Schema,
     /// Run the built-in Rust reference controller (contract v1, from the environment).
     #[command(hide = true)]
     ReferenceController,
@@ -288,6 +290,10 @@ pub fn main() -> ExitCode {
         Command::Record(args) => runtime.block_on(record(args)),
         Command::Fuzz(args) => runtime.block_on(fuzz(args)),
         Command::Merge(args) => merge(args),
+        Command::Schema => {
+            print!("{}", scenario::schema::scenario_schema_text());
+            exit::OK
+        }
         Command::Replay(args) => runtime.block_on(finish_recording(crate::record::replay(
             &args.cassette,
             &args.command,

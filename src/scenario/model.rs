@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -29,7 +30,9 @@ fn is_default<T: Default + PartialEq>(value: &T) -> bool {
 }
 
 /// RFC 2119 level of a case or a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     /// MUST: a failure is a `fail`.
@@ -57,7 +60,9 @@ impl Level {
 }
 
 /// How a controller carries state between requests (CONTRACT.md section 2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub enum StateMode {
     /// Stored responses chained with `previous_response_id`.
     #[serde(rename = "previous_response_id")]
@@ -102,10 +107,10 @@ fn default_states() -> Vec<StateMode> {
 }
 
 /// One conformance case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
-    /// Must equal [`FORMAT_VERSION`].
+    /// The format version the file is written in: 1, or 2 (the newest, [`FORMAT_VERSION`]).
     pub format: u32,
     /// Stable id, `area/name` (e.g. `correlation/05-parallel-same-tool`).
     pub id: String,
@@ -139,7 +144,7 @@ pub struct Scenario {
 }
 
 /// What a recording saw the controller send.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Recorded {
     /// The upstream it was recorded from.
@@ -152,6 +157,7 @@ pub struct Recorded {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redact_regex: Vec<String>,
     /// Every exchange, normalized.
+    #[schemars(with = "serde_json::Value")]
     pub transcript: crate::transcript::normalize::Normalized,
 }
 
@@ -173,7 +179,7 @@ fn default_principal() -> String {
 }
 
 /// The task: what the controller is asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec {
     /// Model name to send.
@@ -225,7 +231,7 @@ impl TaskSpec {
 }
 
 /// A tool in the task: a built-in fixture name or an inline definition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ToolRef {
     /// A tool of the built-in fixture toolset (see `loopcheck::tools::fixtures`).
@@ -235,7 +241,7 @@ pub enum ToolRef {
 }
 
 /// How one fixture tool answers.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolBehaviour {
     /// Results by arguments: the first rule whose `when` matches gives the result.
@@ -260,7 +266,7 @@ pub struct ToolBehaviour {
 
 /// A slow tool: the first `attempts` requests for a matching call are decided (and
 /// executed) when they arrive, but answered only after `delay_ms`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlowRule {
     /// Only for arguments matching this subset (any when absent).
@@ -274,7 +280,7 @@ pub struct SlowRule {
 
 /// A transient backend failure: the first `attempts` requests for a matching call get
 /// HTTP 503, later ones are served normally.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnavailableRule {
     /// Only for arguments matching this subset (any when absent).
@@ -285,7 +291,7 @@ pub struct UnavailableRule {
 }
 
 /// A result for matching arguments.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResultRule {
     /// Argument subset to match (every key given must be equal).
@@ -296,7 +302,7 @@ pub struct ResultRule {
 }
 
 /// A denial for a principal and/or resource.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DenyRule {
     /// Only for this principal (any when absent).
@@ -314,7 +320,7 @@ pub struct DenyRule {
 }
 
 /// An approval decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalRule {
     /// Only for arguments matching this subset (any when absent).
@@ -328,7 +334,7 @@ pub struct ApprovalRule {
 }
 
 /// `Response.status` of a scripted turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TurnStatus {
     /// Normal end (also of a tool-call turn).
@@ -341,7 +347,7 @@ pub enum TurnStatus {
 }
 
 /// One model turn: the response to one accepted request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
     /// Output items in order.
@@ -376,7 +382,7 @@ pub struct Turn {
 }
 
 /// A response as a real API sent it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedTurn {
     /// The Response object (for a stream, the terminal event's; for a background run,
@@ -388,7 +394,7 @@ pub struct RecordedTurn {
 }
 
 /// One server-sent event as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedEvent {
     /// Milliseconds since the previous event (or the request).
@@ -399,7 +405,7 @@ pub struct RecordedEvent {
 }
 
 /// One transport fault, answered instead of (or, with only `delay_ms`, before) the turn.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
     /// HTTP status (429 rate limit, 500 server error, 503 overloaded, 400, ...).
@@ -433,7 +439,7 @@ impl Fault {
 }
 
 /// How a streamed turn is delivered.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StreamSpec {
     /// Characters per argument/text delta (default 8).
@@ -462,7 +468,7 @@ pub struct StreamSpec {
 }
 
 /// An in-stream `error` event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StreamError {
     /// Events sent before it.
@@ -486,7 +492,7 @@ fn default_stream_error_message() -> String {
 }
 
 /// The two shapes of an in-stream `error` event (WIRE.md section 3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ErrorShape {
     /// `{"type":"error","error":{...}}`: what the API actually sends.
@@ -497,7 +503,7 @@ pub enum ErrorShape {
 }
 
 /// `Response.error` of a failed turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TurnError {
     /// Error code (e.g. `server_error`).
@@ -507,7 +513,7 @@ pub struct TurnError {
 }
 
 /// One compact output item, expanded into a full wire item when served.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum OutputSpec {
     /// A reasoning item with encrypted content.
@@ -526,7 +532,7 @@ pub enum OutputSpec {
 }
 
 /// A scripted program.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramSpec {
     /// The name child calls and the program output refer to it by.
@@ -536,7 +542,7 @@ pub struct ProgramSpec {
 }
 
 /// A scripted program output.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramOutputSpec {
     /// The program's label.
@@ -549,7 +555,7 @@ pub struct ProgramOutputSpec {
 }
 
 /// A scripted reasoning item.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReasoningSpec {
     /// Summary text (empty summary when absent).
@@ -558,7 +564,7 @@ pub struct ReasoningSpec {
 }
 
 /// A scripted message: just the text, or text plus status.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum MessageSpec {
     /// `message: "text"`.
@@ -586,7 +592,7 @@ impl MessageSpec {
 }
 
 /// The long form of a message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageFull {
     /// The text.
@@ -597,7 +603,7 @@ pub struct MessageFull {
 }
 
 /// A scripted function call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CallSpec {
     /// Tool name as the model emits it (may be unknown or a near miss on purpose).
@@ -624,7 +630,7 @@ impl CallSpec {
 }
 
 /// The outcome a correct controller reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// A final answer.
@@ -634,7 +640,7 @@ pub enum Outcome {
 }
 
 /// What the controller must report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Expectation {
     /// `completed` or `failed`.

@@ -15,6 +15,7 @@ mod process;
 mod properties;
 mod record;
 mod scenario_errors;
+mod schema;
 mod sdk_node;
 mod sdk_python;
 mod sdk_rust;
