@@ -59,6 +59,9 @@ enum Command {
     Fuzz(FuzzArgs),
     /// Merge the JSON reports of a partitioned run's shards into one report.
     Merge(MergeArgs),
+    /// Show a case as a controller meets it: its task file, the tool backend's answers
+    /// and the model's turns.
+    Task(TaskArgs),
     /// Print the JSON Schema of the scenario format (for editors and validators).
     Schema,
     /// Run the built-in Rust reference controller (contract v1, from the environment).
@@ -263,6 +266,18 @@ struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+struct TaskArgs {
+    /// The case id (see `loopcheck list`).
+    case: String,
+    /// The state mode (default: the case's first).
+    #[arg(long, value_parser = parse_state)]
+    state: Option<scenario::StateMode>,
+    /// Print only the task file's JSON (to save as $LOOPCHECK_TASK).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
 struct LintArgs {
     /// Scenario files or directories.
     #[arg(required = true)]
@@ -290,6 +305,7 @@ pub fn main() -> ExitCode {
         Command::Record(args) => runtime.block_on(record(args)),
         Command::Fuzz(args) => runtime.block_on(fuzz(args)),
         Command::Merge(args) => merge(args),
+        Command::Task(args) => task(args),
         Command::Schema => {
             print!("{}", scenario::schema::scenario_schema_text());
             exit::OK
@@ -619,6 +635,52 @@ fn merge(args: MergeArgs) -> u8 {
     } else {
         exit::FAILURES
     }
+}
+
+fn task(args: TaskArgs) -> u8 {
+    let cases = match scenario::catalogue() {
+        Ok(cases) => cases,
+        Err(errors) => {
+            print_scenario_errors(&errors);
+            return exit::USAGE;
+        }
+    };
+    let Some(case) = cases.iter().find(|c| c.scenario.id == args.case) else {
+        let near: Vec<&str> = cases
+            .iter()
+            .map(|c| c.scenario.id.as_str())
+            .filter(|id| id.contains(args.case.as_str()))
+            .collect();
+        let hint = match near.as_slice() {
+            [] => "see `loopcheck list`".to_owned(),
+            ids => format!("did you mean {}?", ids.join(", ")),
+        };
+        return usage_error(format!("no case '{}' in the catalogue: {hint}", args.case));
+    };
+    let states = &case.scenario.states;
+    let state = match args.state {
+        Some(state) if states.contains(&state) => state,
+        Some(state) => {
+            let runs: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
+            return usage_error(format!(
+                "{} does not run in {state}: it runs in {}",
+                args.case,
+                runs.join(", ")
+            ));
+        }
+        None => states
+            .first()
+            .copied()
+            .unwrap_or(scenario::StateMode::PreviousResponseId),
+    };
+    let text = if args.json {
+        serde_json::to_string_pretty(&runner::task::task_json(&case.scenario, state))
+            .unwrap_or_default()
+            + "\n"
+    } else {
+        scenario::preview::preview(&case.scenario, state)
+    };
+    print_listing(&text)
 }
 
 fn list(args: ListArgs) -> u8 {

@@ -3,6 +3,7 @@
 
 mod load;
 mod model;
+pub mod preview;
 pub mod schema;
 
 use std::path::{Path, PathBuf};

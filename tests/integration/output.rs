@@ -108,3 +108,30 @@ fn help_texts() {
         });
     }
 }
+
+#[test]
+fn a_case_as_its_controller_meets_it() {
+    let output = loopcheck(&[
+        "task",
+        "authz/08-permission-revoked",
+        "--state",
+        "stateless",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    insta::assert_snapshot!(String::from_utf8_lossy(&output.stdout));
+
+    let output = loopcheck(&["task", "correlation/01-single-call", "--json"]);
+    let task: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(task["case"], "correlation/01-single-call");
+    assert_eq!(task["state"], "previous_response_id");
+
+    let output = loopcheck(&["task", "near-miss"]);
+    assert_eq!(output.status.code(), Some(2));
+    insta::assert_snapshot!("task-unknown-case", String::from_utf8_lossy(&output.stderr));
+    let output = loopcheck(&["task", "budget/05-deadline", "--state", "stateless"]);
+    assert_eq!(output.status.code(), Some(2));
+    insta::assert_snapshot!(
+        "task-state-not-run",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
