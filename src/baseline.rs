@@ -142,22 +142,33 @@ impl Baseline {
     pub fn of_failures<'a>(reports: impl IntoIterator<Item = &'a CaseReport>) -> Self {
         let expected = reports
             .into_iter()
-            .filter(|r| r.verdict.is_failure() || r.verdict == CaseVerdict::ExpectedFail)
-            .map(|r| {
+            .filter_map(|r| {
                 let failing: Vec<String> = r
                     .checks
                     .iter()
                     .filter(|c| c.verdict == CheckVerdict::Fail)
                     .map(|c| c.id.clone())
                     .collect();
-                let by_checks = matches!(r.verdict, CaseVerdict::Fail | CaseVerdict::ExpectedFail)
-                    && !failing.is_empty();
-                Entry {
+                let by_checks = match r.verdict {
+                    CaseVerdict::Pass | CaseVerdict::NonStrict | CaseVerdict::Unsupported => {
+                        return None;
+                    }
+                    // A stale entry's case run that fails no check any more needs none.
+                    CaseVerdict::Stale if failing.is_empty() => return None,
+                    CaseVerdict::Fail | CaseVerdict::ExpectedFail | CaseVerdict::Stale => {
+                        !failing.is_empty()
+                    }
+                    CaseVerdict::Drift
+                    | CaseVerdict::Timeout
+                    | CaseVerdict::Crashed
+                    | CaseVerdict::Error => false,
+                };
+                Some(Entry {
                     case: r.id.clone(),
                     state: Some(r.state),
                     checks: by_checks.then_some(failing),
                     reason: (!by_checks).then(|| r.verdict.as_str().to_owned()),
-                }
+                })
             })
             .collect();
         Self { expected }
@@ -294,8 +305,10 @@ checks = ["dispatch/registered-only", "dispatch/rejection-answered"]
         let failed = report(CaseVerdict::Fail, &["dispatch/registered-only"]);
         let crashed = report(CaseVerdict::Crashed, &[]);
         let passed = report(CaseVerdict::Pass, &[]);
-        let written = Baseline::of_failures([&failed, &crashed, &passed]);
-        assert_eq!(written.expected.len(), 2);
+        let mut stale = report(CaseVerdict::Stale, &[]);
+        stale.baseline = Some("passed".to_owned());
+        let written = Baseline::of_failures([&failed, &crashed, &passed, &stale]);
+        assert_eq!(written.expected.len(), 2, "{written:?}");
         let read = Baseline::parse(&written.to_toml()).unwrap();
         assert_eq!(read, written);
         let mut again = failed.clone();

@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use globset::{Glob, GlobSetBuilder};
 
 use crate::baseline::Baseline;
+use crate::config;
 use crate::report::console::{self, ConsoleReporter};
 use crate::report::json::JsonReporter;
 use crate::report::junit::{self, JunitReporter};
@@ -82,9 +83,9 @@ struct Selection {
 /// How cases run.
 #[derive(Debug, Args)]
 struct Settings {
-    /// Per-case timeout in seconds.
-    #[arg(long, default_value_t = 30.0)]
-    timeout: f64,
+    /// Per-case timeout in seconds [default: 30].
+    #[arg(long)]
+    timeout: Option<f64>,
     /// Cases run at once (default: the number of cores).
     #[arg(long)]
     jobs: Option<usize>,
@@ -122,6 +123,13 @@ struct RunArgs {
     /// Write the run's failures here as a baseline (TOML), to adopt the suite as it is.
     #[arg(long, value_name = "FILE")]
     write_baseline: Option<PathBuf>,
+    /// The settings file (default: `loopcheck.toml` in the working directory, if any).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The profile of the settings file to use (default: `LOOPCHECK_PROFILE`, else
+    /// `default`); a profile inherits what it leaves unset from `default`.
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
     /// Run only one shard of the planned case runs: `slice:K/N` (every N-th) or
     /// `hash:K/N` (by a stable hash of the case and state mode), for a CI matrix;
     /// `loopcheck merge` joins the shards' JSON reports.
@@ -483,17 +491,20 @@ impl Selection {
     }
 }
 
+/// The per-case timeout when nothing sets one.
+const DEFAULT_TIMEOUT_SECS: f64 = 30.0;
+
 impl Settings {
     /// The run options, or the exit code after printing what is wrong.
     fn options(&self) -> Result<RunOptions, u8> {
-        if !(self.timeout.is_finite() && self.timeout > 0.0) {
+        let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
+        if !(timeout.is_finite() && timeout > 0.0) {
             return Err(usage_error(format!(
-                "invalid --timeout {}: expected a positive number of seconds",
-                self.timeout
+                "invalid --timeout {timeout}: expected a positive number of seconds"
             )));
         }
         let mut options = RunOptions {
-            timeout: Duration::from_secs_f64(self.timeout),
+            timeout: Duration::from_secs_f64(timeout),
             seed: self.seed.unwrap_or(0),
             ..RunOptions::default()
         };
@@ -510,7 +521,39 @@ impl Settings {
     }
 }
 
+/// Fills what the command line leaves unset from the resolved settings (environment,
+/// then profile).
+fn with_settings(mut args: RunArgs) -> Result<RunArgs, String> {
+    let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+    let profile = config::resolve(args.config.as_deref(), args.profile.as_deref(), &env)?;
+    if args.selection.paths.is_empty() {
+        args.selection.paths = profile.paths.unwrap_or_default();
+    }
+    if args.selection.filter.is_empty() {
+        args.selection.filter = profile.filter.unwrap_or_default();
+    }
+    args.controller = args.controller.or(profile.controller);
+    args.supports = args.supports.or(profile.supports);
+    args.settings.timeout = args.settings.timeout.or(profile.timeout);
+    args.settings.jobs = args.settings.jobs.or(profile.jobs);
+    args.settings.seed = args.settings.seed.or(profile.seed);
+    args.report_json = args.report_json.or(profile.report_json);
+    args.junit = args.junit.or(profile.junit);
+    args.baseline = args.baseline.or(profile.baseline);
+    args.snapshots = args.snapshots.or(profile.snapshots);
+    if args.partition.is_none()
+        && let Some(text) = profile.partition
+    {
+        args.partition = Some(text.parse().map_err(|err| format!("partition: {err}"))?);
+    }
+    Ok(args)
+}
+
 async fn run(args: RunArgs) -> u8 {
+    let args = match with_settings(args) {
+        Ok(args) => args,
+        Err(message) => return usage_error(message),
+    };
     let (cases, mut options) = match (args.selection.cases(), args.settings.options()) {
         (Ok(cases), Ok(options)) => (cases, options),
         (Err(code), _) | (_, Err(code)) => return code,

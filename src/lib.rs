@@ -8,6 +8,7 @@
 
 pub mod baseline;
 pub mod cli;
+pub mod config;
 pub mod fuzz;
 pub mod oracle;
 pub mod record;

@@ -20,9 +20,9 @@ pub struct ProgressReporter {
 impl ProgressReporter {
     /// A bar on standard error, or None when standard error is not a terminal.
     pub fn on_terminal() -> Option<Self> {
-        io::stderr()
-            .is_terminal()
-            .then(|| Self::to(ProgressDrawTarget::stderr()))
+        // A CI log may still look like a terminal (a pseudo-terminal runner): no bar there.
+        let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+        (io::stderr().is_terminal() && !ci).then(|| Self::to(ProgressDrawTarget::stderr()))
     }
 
     /// A bar drawn to `target`.

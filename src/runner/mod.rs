@@ -429,13 +429,15 @@ pub fn write_atomic(path: &std::path::Path, value: &Value) -> std::io::Result<()
 }
 
 /// Writes bytes to a temporary file beside `path`, then renames it into place, so a
-/// reader never sees a half-written file.
+/// reader never sees a half-written file. Missing folders are created (a report path in
+/// a CI config often names one the checkout lacks).
 pub fn write_bytes_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir)?;
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
     file.write_all(bytes)?;
     file.as_file().sync_all()?;

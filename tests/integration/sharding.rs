@@ -190,3 +190,71 @@ fn a_malformed_baseline_is_a_usage_error_with_its_position() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("baseline.toml:3:9: "), "{stderr}");
 }
+
+#[test]
+fn a_profile_in_loopcheck_toml_sets_the_run_and_the_command_line_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("loopcheck.toml"),
+        format!(
+            "[profile.default]\ncontroller = {MADE_UP:?}\nsupports = [\"previous_response_id\"]\nfilter = [\"correlation/01*\"]\n\n[profile.ci]\njunit = \"out/junit.xml\"\nreport-json = \"out/report.json\"\n"
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        Command::new(loopcheck_bin())
+            .arg("run")
+            .args(args)
+            .envs(env.iter().copied())
+            .env_remove("CI")
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    // The ci profile inherits the failing controller from default and adds the reports.
+    let out = run(&["--profile", "ci"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&dir.path().join("out/report.json"));
+    assert_eq!(
+        runs(&report),
+        [
+            "correlation/01-single-call [previous_response_id]",
+            "correlation/01-single-call [stateless]"
+        ]
+    );
+    assert_eq!(
+        report["summary"]["unsupported"], 1,
+        "supports came from the profile"
+    );
+    assert!(dir.path().join("out/junit.xml").exists());
+    // LOOPCHECK_PROFILE picks it too; the command line's controller wins over the file.
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    let reference = format!("{} reference-controller", loopcheck_bin().display());
+    let out = run(
+        &["--controller", &reference],
+        &[("LOOPCHECK_PROFILE", "ci")],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(dir.path().join("out/junit.xml").exists());
+    // A bad value is named with its source.
+    let out = run(&[], &[("LOOPCHECK_JOBS", "many")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("LOOPCHECK_JOBS=many: expected a whole number")
+    );
+    let out = run(&["--profile", "nightly"], &[]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no profile 'nightly' (it has: ci, default)")
+    );
+}
