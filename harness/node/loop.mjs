@@ -1,5 +1,5 @@
 // loopcheck's Node.js reference controller: a contract-v1 Responses tool loop on the
-// official `openai` npm package (CONTRACT.md; the wire rules are WIRE.md's). It behaves
+// official `openai` npm package (docs/contract.md). It behaves
 // like harness/python/loop.py, in the idiom of the Node SDK.
 //
 // One round is one model request. A completed response's `function_call` items each get
@@ -18,7 +18,7 @@ import OpenAI from 'openai';
 
 export const TERMINAL_EVENTS = new Set(['response.completed', 'response.incomplete', 'response.failed']);
 
-/** Ends the loop with a failed result (CONTRACT.md section 4). */
+/** Ends the loop with a failed result (docs/contract.md). */
 export class Stop extends Error {
   constructor(reason, detail) {
     super(detail);
@@ -293,7 +293,7 @@ export function isFinal(response) {
 }
 
 /** The answer: the text of every output_text part of every message (the SDKs' `output_text`,
- * WIRE.md 2.6, computed here since stream events do not carry it). A refusal is no answer. */
+ * as the API computes it, computed here since stream events do not carry it). A refusal is no answer. */
 export function finalAnswer(response) {
   const messages = response.output.filter((item) => item.type === 'message');
   const parts = messages.at(-1)?.content ?? [];

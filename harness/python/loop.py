@@ -1,5 +1,5 @@
 """loopcheck's Python reference controller: a contract-v1 Responses tool loop on the
-official `openai` SDK (CONTRACT.md; the wire rules are WIRE.md's).
+official `openai` SDK (docs/contract.md).
 
 One round is one model request. A completed response's `function_call` items each get
 exactly one `function_call_output` (same `call_id`, same `caller`) in the next request; a
@@ -32,7 +32,7 @@ TERMINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed
 
 
 class Stop(Exception):
-    """Ends the loop with a failed result (CONTRACT.md section 4)."""
+    """Ends the loop with a failed result (docs/contract.md)."""
 
     def __init__(self, reason, detail):
         super().__init__(detail)
@@ -466,7 +466,7 @@ def run_case(task):
 
 
 def main():
-    if "LOOPCHECK_TASK" in os.environ:  # one process per case (CONTRACT.md section 1)
+    if "LOOPCHECK_TASK" in os.environ:  # one process per case (docs/contract.md)
         with open(os.environ["LOOPCHECK_TASK"]) as f:
             print(json.dumps(run_case(json.load(f))), flush=True)
         return

@@ -155,7 +155,7 @@ fn tool_key(tool: &Value) -> String {
 }
 
 /// The value a tool definition field means when it is left out or null, where the API
-/// documents one (WIRE.md, "Function tool"): an omitted `strict` is strict mode, an
+/// documents one (the API reference, "Function tool"): an omitted `strict` is strict mode, an
 /// omitted `allowed_callers` allows direct calls only, and the optional switches are off.
 /// An absent, null or empty `description` all mean "no description".
 fn field_default(field: &str) -> Option<Value> {

@@ -18,7 +18,7 @@ pub const MAX_ATTEMPTS: usize = 5;
 /// Slack for timer and scheduling granularity when measuring a retry delay.
 const DELAY_SLACK_MS: u64 = 5;
 
-/// Whether an SDK retries this answer (WIRE.md section 6).
+/// Whether an SDK retries this answer.
 fn transient(exchange: &ModelExchange) -> bool {
     let Some(fault) = &exchange.fault else {
         return false;

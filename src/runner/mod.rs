@@ -1,5 +1,5 @@
 //! Running cases: each case and state mode gets its own fake server, task file, process
-//! group and ledger (CONTRACT.md sections 1, 2, 4, 5); `--jobs` of them at a time. Also a
+//! group and ledger (docs/contract.md); `--jobs` of them at a time. Also a
 //! library API that runs a case against an in-process async closure.
 
 pub mod events;
@@ -27,7 +27,7 @@ use crate::snapshot::Snapshots;
 use crate::transcript::{ControllerResult, ProcessRecord, Transcript, Unfinished};
 use events::{ExchangeNote, RunEvent};
 
-/// Capability words of CONTRACT.md section 5.
+/// Capability words of docs/contract.md.
 pub const CAPABILITIES: &[&str] = &[
     "previous_response_id",
     "stateless",
@@ -460,7 +460,7 @@ pub fn plan(cases: &[Case]) -> Vec<(usize, StateMode)> {
 }
 
 /// Runs cases one after another against one controller, keeping a persistent
-/// controller's process from case to case (CONTRACT.md section 6), and judges each:
+/// controller's process from case to case (docs/contract.md), and judges each:
 /// the oracle, then the snapshot and the recording when there is one.
 pub struct CaseRunner {
     controller: Controller,
@@ -649,7 +649,7 @@ pub async fn run_all(
 }
 
 /// Runs one case against an in-process controller: `controller` gets the environment and
-/// the task JSON and returns the result object (CONTRACT.md section 4) as JSON. For
+/// the task JSON and returns the result object (docs/contract.md) as JSON. For
 /// `#[tokio::test]`s of Rust tool loops.
 pub async fn run_in_process<F, Fut>(
     case: &Case,

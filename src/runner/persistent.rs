@@ -1,4 +1,4 @@
-//! Persistent controllers (CONTRACT.md section 6): started once and fed one case per
+//! Persistent controllers (docs/contract.md): started once and fed one case per
 //! line on standard input; each case's result is the next line on standard output. A
 //! worker that dies, hangs or prints a garbled line is killed and restarted for the next
 //! case; the case it was running is `crashed` or `timeout`.

@@ -1,4 +1,4 @@
-//! The task file handed to a controller (CONTRACT.md section 2).
+//! The task file handed to a controller (docs/contract.md).
 
 use serde_json::{Value, json};
 
@@ -8,7 +8,7 @@ use crate::tools::fixtures;
 /// The contract version written into every task file.
 pub const CONTRACT_VERSION: u32 = 1;
 
-/// The failure reasons a result line's `reason` may name (CONTRACT.md section 4).
+/// The failure reasons a result line's `reason` may name (docs/contract.md).
 pub const REASON_WORDS: &[&str] = &[
     "max_rounds",
     "incomplete",

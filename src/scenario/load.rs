@@ -355,7 +355,7 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
     Ok(())
 }
 
-/// The concatenated text of the last turn's messages (WIRE.md 2.6), if it has any.
+/// The concatenated text of the last turn's messages, if it has any.
 pub fn final_message_text(scenario: &Scenario) -> Option<String> {
     let turn = scenario.script.last()?;
     let texts: Vec<&str> = turn

@@ -59,7 +59,7 @@ impl Level {
     }
 }
 
-/// How a controller carries state between requests (CONTRACT.md section 2).
+/// How a controller carries state between requests (docs/contract.md).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
@@ -491,7 +491,7 @@ fn default_stream_error_message() -> String {
     "An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists.".to_owned()
 }
 
-/// The two shapes of an in-stream `error` event (WIRE.md section 3).
+/// The two shapes of an in-stream `error` event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ErrorShape {

@@ -1,4 +1,4 @@
-//! Server-sent events: the exact event sequence of WIRE.md section 3 for a response, and
+//! Server-sent events: the exact event sequence the Responses API streams for a response, and
 //! the scripted ways to deliver it badly (hostile delta boundaries, byte-sized chunks,
 //! delays, a cut before the terminal event, an in-stream `error` in either shape).
 
@@ -201,7 +201,7 @@ pub fn plan(
             "reasoning" => {
                 let mut added = item.clone();
                 if let Some(content) = item["encrypted_content"].as_str() {
-                    // The added event's content "may be incomplete" (WIRE.md 1).
+                    // The added event's content "may be incomplete".
                     added["encrypted_content"] = json!(&content[..content.len() / 2]);
                 }
                 added["summary"] = json!([]);

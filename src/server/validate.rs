@@ -1,4 +1,4 @@
-//! Strict emulation: what the real API rejects, with its exact errors (WIRE.md section 5).
+//! Strict emulation: what the real API rejects, with its exact errors.
 
 use std::collections::{HashMap, HashSet};
 

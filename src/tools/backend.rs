@@ -1,4 +1,4 @@
-//! The fixture tool backend (CONTRACT.md section 3): executes tool calls as the scenario
+//! The fixture tool backend (docs/contract.md): executes tool calls as the scenario
 //! scripts them, grants or refuses approvals, and de-duplicates by `call_id`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -98,7 +98,7 @@ impl Registry {
         let Some(tool) = self.get(name) else {
             return CallValidity::UnknownTool;
         };
-        // WIRE.md 2.5: without `allowed_callers` only direct calls are allowed.
+        // without `allowed_callers` only direct calls are allowed.
         let kind = match caller.and_then(|c| c.get("type")).and_then(Value::as_str) {
             Some("program") => "programmatic",
             _ => "direct",

@@ -191,7 +191,7 @@ impl ToolRequestKind {
     }
 }
 
-/// The controller's result line (CONTRACT.md section 4).
+/// The controller's result line (docs/contract.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ControllerResult {
     /// `completed` or `failed`.

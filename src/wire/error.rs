@@ -1,5 +1,5 @@
 //! The real API's error envelope and the exact messages of the strict-emulation rules
-//! (WIRE.md section 5).
+//!.
 
 use serde_json::{Value, json};
 

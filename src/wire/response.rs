@@ -1,4 +1,4 @@
-//! Rendering the Response object with the full key set of WIRE.md 2.2, so that every
+//! Rendering the Response object with the full key set of the real API's, so that every
 //! official SDK parses it (strict pydantic, async-openai's serde, the Node types).
 
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! Strict emulation over real HTTP: each rule of WIRE.md section 5 that the fake enforces,
+//! Strict emulation over real HTTP: each rule of the real API that the fake enforces,
 //! with the exact status and error envelope, its record in the transcript, and proof that
 //! a rejected request does not advance the script (the corrected request that follows it
 //! is still answered with turn 2).

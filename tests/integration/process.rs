@@ -287,7 +287,7 @@ fn a_manifest_beside_the_controller_declares_its_capabilities() {
     assert_eq!(code, Some(2), "a bad manifest is a usage error");
 }
 
-/// A persistent controller (CONTRACT.md section 6) that runs each case with the reference
+/// A persistent controller (docs/contract.md) that runs each case with the reference
 /// controller, except the cases named in its argument list, where it misbehaves.
 const PERSISTENT_ADAPTER: &str = r#"
 import json, os, subprocess, sys, tempfile, time

@@ -152,7 +152,7 @@ fn piece() -> impl Strategy<Value = Piece> {
     ]
 }
 
-/// The independent model of the real API's pairing rules (WIRE.md section 5): E6
+/// The independent model of the real API's pairing rules: E6
 /// duplicate ids, E5 reasoning without its following item, E4 a call with its id without
 /// its reasoning, E3 an output for no call, a second output for one call, E2 a call
 /// without an output. `chain` is what

@@ -1,7 +1,7 @@
 //! The Rust `async-openai` crate's types against the fake server: every case of the
 //! embedded catalogue, in every state mode it lists, is run in process with the Rust
 //! reference controller, and then every answer the fake server gave is deserialized with
-//! the crate's own types (WIRE.md 2.1: strict serde, integer `created_at`, `status`,
+//! the crate's own types (strict serde, integer `created_at`, `status`,
 //! `usage` details, `sequence_number` on every event, no catch-all event variant):
 //!
 //! - every 200 JSON body of `POST /v1/responses`, `GET /v1/responses/{id}` and
@@ -14,7 +14,7 @@
 //!
 //! The one exception is the in-stream `error` event in its nested shape
 //! (`{"type":"error","error":{"code","message",..},"sequence_number"}`), which the real API
-//! sends (WIRE.md 3) but the crate cannot represent: its `ResponseErrorEvent` is the
+//! sends but the crate cannot represent: its `ResponseErrorEvent` is the
 //! documented flat shape, `{sequence_number: u64, code: Option<String>, message: String,
 //! param: Option<String>}`, so the nested form fails with ``missing field `message` ``.
 //! That is a limitation of async-openai 0.43, not a server bug; such events are listed as
@@ -335,7 +335,7 @@ async fn async_openai_parses_every_response_and_stream_event_of_the_catalogue() 
         total.streams,
         total.flat_errors
     );
-    // Not vacuous: the crate's types do reject what WIRE.md 2.1 says they need.
+    // Not vacuous: the crate's types do reject what the API reference says they need.
     let mut response = total.sample_response.expect("a Response body parsed");
     response["created_at"] = serde_json::json!(1_759_064_126.0);
     assert!(

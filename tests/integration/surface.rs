@@ -1,5 +1,5 @@
 //! The protocol surface of the fake Responses server over real HTTP: the SSE stream's
-//! exact shape (WIRE.md section 3), the scripted ways of delivering it badly (hostile
+//! exact shape, the scripted ways of delivering it badly (hostile
 //! delta boundaries, byte-sized chunks, cuts, in-stream errors), errors before any event,
 //! transport faults and SDK retries (section 6), background runs, conversations (section
 //! 4) and programmatic tool calling (section 2.5). Every test starts its own server from

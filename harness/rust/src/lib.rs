@@ -1,5 +1,5 @@
 //! The loopcheck reference controller: a correct contract-v1 tool loop over the OpenAI
-//! Responses API (CONTRACT.md; the wire rules are WIRE.md's).
+//! Responses API (docs/contract.md).
 //!
 //! One round is one model request, `POST /responses`. A completed response with
 //! `function_call` items gets exactly one `function_call_output` per call (keyed by
@@ -54,7 +54,7 @@ pub struct ControllerEnv {
     pub tools_url: String,
 }
 
-/// The result of a case (CONTRACT.md section 4).
+/// The result of a case (docs/contract.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "lowercase")]
 pub enum Outcome {
@@ -79,7 +79,7 @@ pub fn result_line(outcome: &Outcome) -> String {
     })
 }
 
-/// Runs the case described by the environment loopcheck sets (CONTRACT.md section 1).
+/// Runs the case described by the environment loopcheck sets (docs/contract.md).
 pub async fn run_from_env() -> Outcome {
     match load_env() {
         Ok((env, task)) => run(&env, &task).await,

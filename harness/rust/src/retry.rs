@@ -1,5 +1,5 @@
 //! When and how long to wait before resending a request, as the official SDKs do
-//! (WIRE.md section 6).
+//!.
 
 use std::time::Duration;
 

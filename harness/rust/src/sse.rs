@@ -1,5 +1,5 @@
 //! Streamed responses (`stream: true`): server-sent events read to their terminal event
-//! (WIRE.md section 3).
+//!.
 
 use futures_util::StreamExt;
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! The task file of contract v1 (CONTRACT.md section 2).
+//! The task file of contract v1 (docs/contract.md).
 
 use serde::Deserialize;
 use serde_json::{Value, json};

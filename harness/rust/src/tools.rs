@@ -1,6 +1,6 @@
 //! The tool side: validation against the task's registry (the tool, its allowed callers,
-//! its arguments), approvals, and execution on the fixture tool backend (CONTRACT.md
-//! section 3).
+//! its arguments), approvals, and execution on the fixture tool backend
+//! (docs/contract.md).
 //!
 //! Every `Err(String)` and every returned `String` here is a ready-to-send
 //! `function_call_output` payload, so a failure never stops the loop.

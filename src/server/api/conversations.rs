@@ -1,4 +1,4 @@
-//! The conversation endpoints a `conversation`-mode controller needs (WIRE.md section 4):
+//! The conversation endpoints a `conversation`-mode controller needs:
 //! create, retrieve, update, delete, and the items below a conversation.
 
 use serde_json::{Value, json};
