@@ -63,6 +63,9 @@ enum Command {
     /// Show a case as a controller meets it: its task file, the tool backend's answers
     /// and the model's turns.
     Task(TaskArgs),
+    /// Write a starter controller on the official SDK, its manifest, a loopcheck.toml
+    /// and a CI workflow.
+    Init(InitArgs),
     /// Print the JSON Schema of the scenario format (for editors and validators).
     Schema,
     /// Run the built-in Rust reference controller (contract v1, from the environment).
@@ -274,6 +277,19 @@ struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+struct InitArgs {
+    /// The controller's language.
+    #[arg(value_enum)]
+    language: crate::init::Language,
+    /// The folder to write into.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Replace files that exist.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Debug, Args)]
 struct TaskArgs {
     /// The case id (see `loopcheck list`).
     case: String,
@@ -314,6 +330,18 @@ pub fn main() -> ExitCode {
         Command::Fuzz(args) => runtime.block_on(fuzz(args)),
         Command::Merge(args) => merge(args),
         Command::Task(args) => task(args),
+        Command::Init(args) => match crate::init::write(&args.dir, args.language, args.force) {
+            Ok(written) => {
+                for path in written {
+                    println!("wrote {}", path.display());
+                }
+                println!(
+                    "next: loopcheck run   (then loopcheck run --profile ci, as the workflow does)"
+                );
+                exit::OK
+            }
+            Err(message) => usage_error(message),
+        },
         Command::Schema => {
             print!("{}", scenario::schema::scenario_schema_text());
             exit::OK

@@ -10,6 +10,7 @@ pub mod baseline;
 pub mod cli;
 pub mod config;
 pub mod fuzz;
+pub mod init;
 pub mod oracle;
 pub mod record;
 pub mod report;
