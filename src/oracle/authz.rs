@@ -195,7 +195,7 @@ fn approval_before_execution(f: &Facts) -> CheckResult {
         .filter(|t| t.kind == ToolRequestKind::Call && t.status == 409)
         .map(|t| {
             format!(
-                "'{}' was dispatched for {} without an approval granted for that call: {}",
+                "'{}' was dispatched for {} without an approval granted for that call: {} (ask POST /approvals about this call, then send the token it grants in the `approval` field of this call's /call request)",
                 t.name,
                 t.call_id.as_deref().unwrap_or("a call without call_id"),
                 t.response["error"]["message"].as_str().unwrap_or_default()

@@ -344,6 +344,22 @@ impl<'a> Facts<'a> {
             .is_some_and(|limit| exchange.delay_ms > limit)
     }
 
+    /// The first response served as plain JSON although its scripted turn ends its stream
+    /// early (a cut connection or an `error` event): a controller that did not ask for the
+    /// stream never met that ending, so how its loop ended follows from not streaming.
+    pub fn stream_ending_missed(&self) -> Option<usize> {
+        self.served.iter().position(|served| {
+            served.exchange.stream.is_none()
+                && served
+                    .exchange
+                    .turn
+                    .and_then(|turn| self.scenario.script.get(turn))
+                    .is_some_and(|turn| {
+                        turn.stream.cut_after.is_some() || turn.stream.error.is_some()
+                    })
+        })
+    }
+
     /// Whether the tool needs an approval.
     pub fn needs_approval(&self, name: &str) -> bool {
         self.scenario

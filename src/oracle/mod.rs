@@ -9,6 +9,8 @@ mod correlation;
 mod dispatch;
 mod effects;
 pub mod facts;
+#[cfg(test)]
+mod newcomer_messages;
 mod program;
 mod reasoning;
 mod state;

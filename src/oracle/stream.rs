@@ -13,10 +13,16 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let problems = f.requests_lacking(
+    let mut problems = f.requests_lacking(
         |body| body.get("stream") == Some(&Value::Bool(true)),
         "does not send `stream: true`: the task asks for streaming",
     );
+    if let Some(served) = f.stream_ending_missed() {
+        problems.push(format!(
+            "so {} came whole, as JSON, and the stream's scripted ending (a cut connection or an error event) never reached the controller: how the loop ended is judged once it streams",
+            f.response_label(served)
+        ));
+    }
     out.push(checks::STREAM_REQUESTED.judge(problems, "every request asks for a stream"));
 
     // Calls of a broken or incomplete stream are judged by

@@ -10,6 +10,11 @@ use crate::transcript::Unfinished;
 /// The `terminal` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
     let mut out = Vec::new();
+    // A loop that never asked for the stream never met the stream's ending: one finding,
+    // at its cause (`stream/requested`), not a second one for how the loop then ended.
+    if f.stream_ending_missed().is_some() {
+        return out;
+    }
     let stopped = stopped(f);
     // The expected result assumes the loop ended at the turn that ends it; a controller
     // that went on (whose reason then answers an error past the script) is judged once,
@@ -289,7 +294,11 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
         .any(|s| s.exchange.turn == Some(scripted - 1));
     match (expect.outcome, result.status.as_str()) {
         (Outcome::Completed, "completed") => {
-            let expected = expect.output_text.clone().or_else(|| final_message_text(f.scenario)).unwrap_or_default();
+            let expected = expect
+                .output_text
+                .clone()
+                .or_else(|| final_message_text(f.scenario))
+                .unwrap_or_default();
             let actual = result.output_text.clone().unwrap_or_default();
             if actual.trim() != expected.trim() {
                 let never = if reached {
@@ -313,12 +322,26 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
             result.reason.as_deref().unwrap_or("no reason")
         )),
         (Outcome::Failed, "failed") => {}
-        (Outcome::Failed, _) => problems.push(format!(
-            "the controller reported completed with '{}', but there was no answer to report (last response status '{last_status}'{}): expected failed{}",
-            crate::transcript::clip(result.output_text.as_deref().unwrap_or_default(), 120),
-            if f.budget_reached() { ", round budget exhausted" } else { "" },
-            expect.reason.as_deref().map(|r| format!(" with reason '{r}'")).unwrap_or_default()
-        )),
+        (Outcome::Failed, _) => {
+            // Say what the result line should have been: a newcomer can act on that.
+            let refusal = f.served.last().map(refusals).unwrap_or_default();
+            let instead = match (expect.reason.as_deref(), refusal.first()) {
+                (Some("refusal"), Some(text)) => format!(
+                    "; the last response is a refusal, \"{}\", not an answer: print {{\"status\": \"failed\", \"reason\": \"refusal\", \"detail\": <its text>}}",
+                    crate::transcript::clip(text, 80)
+                ),
+                (Some(reason), _) => format!(
+                    ": print {{\"status\": \"failed\", \"reason\": \"{reason}\", \"detail\": \"...\"}}"
+                ),
+                (None, _) => String::new(),
+            };
+            problems.push(format!(
+                "the controller reported completed with '{}', but there was no answer to report (last response status '{last_status}'{}): expected failed{}{instead}",
+                crate::transcript::clip(result.output_text.as_deref().unwrap_or_default(), 120),
+                if f.budget_reached() { ", round budget exhausted" } else { "" },
+                expect.reason.as_deref().map(|r| format!(" with reason '{r}'")).unwrap_or_default()
+            ));
+        }
     }
     checks::TERMINAL_OUTCOME
         .judge(

@@ -10,6 +10,7 @@ mod families;
 mod fuzzing;
 mod init;
 mod junit;
+mod msrv;
 mod mutants;
 mod output;
 mod process;
