@@ -69,7 +69,7 @@ impl FuzzProgress {
                         bar.inc(1);
                         bar.set_message(self.line());
                     }
-                    None if self.cases % 100 == 0 => {
+                    None if self.cases.is_multiple_of(100) => {
                         eprintln!("loopcheck fuzz: {} cases · {}", self.cases, self.line());
                     }
                     None => {}

@@ -94,11 +94,11 @@ fn test_case(area: &str, case: &CaseReport) -> TestCase {
         // JUnit has no "passed with warnings": a pass whose output names the SHOULD
         // checks it missed.
         test.set_system_out(format!("non-strict: {}", findings(case)));
-    } else if case.verdict != CaseVerdict::Pass {
-        if let Some(process) = &case.transcript.process {
-            test.set_system_out(tail(&process.stdout));
-            test.set_system_err(tail(&process.stderr));
-        }
+    } else if case.verdict != CaseVerdict::Pass
+        && let Some(process) = &case.transcript.process
+    {
+        test.set_system_out(tail(&process.stdout));
+        test.set_system_err(tail(&process.stderr));
     }
     test
 }

@@ -64,7 +64,7 @@ impl Reporter for ProgressReporter {
             }
             RunEvent::ExchangeRecorded { .. } => {
                 self.exchanges += 1;
-                if self.exchanges % 16 == 0 {
+                if self.exchanges.is_multiple_of(16) {
                     self.bar.set_message(self.message());
                 }
             }

@@ -109,10 +109,10 @@ fn locate(response: &Value) -> Option<String> {
             found.push(format!("output[{i}] ({}): {err}", item["type"]));
         }
     }
-    if !response["usage"].is_null() {
-        if let Err(err) = parse::<ResponseUsage>(&response["usage"]) {
-            found.push(format!("usage: {err}"));
-        }
+    if !response["usage"].is_null()
+        && let Err(err) = parse::<ResponseUsage>(&response["usage"])
+    {
+        found.push(format!("usage: {err}"));
     }
     (!found.is_empty()).then(|| found.join("; "))
 }

@@ -138,10 +138,10 @@ pub(crate) fn final_answer(output: &[Value]) -> Result<String, Outcome> {
 pub(crate) fn replay_items(output: &[Value]) -> impl Iterator<Item = Value> + '_ {
     output.iter().map(|item| {
         let mut item = item.clone();
-        if item["type"] == "reasoning" {
-            if let Some(fields) = item.as_object_mut() {
-                fields.remove("status");
-            }
+        if item["type"] == "reasoning"
+            && let Some(fields) = item.as_object_mut()
+        {
+            fields.remove("status");
         }
         item
     })

@@ -90,12 +90,12 @@ impl Registry {
                 "invalid JSON arguments: expected a JSON object",
             ));
         }
-        if let Some(validator) = &tool.schema {
-            if let Err(e) = validator.validate(&args) {
-                return Err(error_output(format!(
-                    "arguments do not match the schema: {e}"
-                )));
-            }
+        if let Some(validator) = &tool.schema
+            && let Err(e) = validator.validate(&args)
+        {
+            return Err(error_output(format!(
+                "arguments do not match the schema: {e}"
+            )));
         }
         Ok(args)
     }
