@@ -55,10 +55,7 @@ impl Baseline {
 
     /// Parses a baseline's text; an error reads `line:col: what was expected`.
     pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|err| {
-            let (line, col) = err.span().map_or((1, 1), |span| line_col(text, span.start));
-            format!("{line}:{col}: {}", err.message())
-        })
+        crate::toml_text::parse(text)
     }
 
     /// The entries for a case run.
@@ -181,14 +178,6 @@ impl Baseline {
             "# loopcheck baseline: expected failures (`loopcheck run --baseline FILE`).\n# An entry whose case run now passes fails the run as stale: delete it.\n\n{body}"
         )
     }
-}
-
-/// The 1-based line and column of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
 }
 
 #[cfg(test)]

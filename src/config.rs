@@ -168,12 +168,7 @@ fn load(path: &Path) -> Result<(File, PathBuf, String), String> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|err| format!("cannot read the config {shown}: {err}"))?;
-    let file: File = toml::from_str(&text).map_err(|err| {
-        let (line, col) = err
-            .span()
-            .map_or((1, 1), |span| line_col(&text, span.start));
-        format!("{shown}:{line}:{col}: {}", err.message())
-    })?;
+    let file: File = crate::toml_text::parse(&text).map_err(|err| format!("{shown}:{err}"))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     Ok((file, dir, shown))
 }
@@ -217,14 +212,6 @@ fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Profile, Str
         snapshots: env("LOOPCHECK_SNAPSHOTS").map(PathBuf::from),
         partition: env("LOOPCHECK_PARTITION"),
     })
-}
-
-/// The 1-based line and column of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
 }
 
 #[cfg(test)]

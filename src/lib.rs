@@ -18,6 +18,7 @@ pub mod runner;
 pub mod scenario;
 pub mod server;
 pub mod snapshot;
+pub mod toml_text;
 pub mod tools;
 pub mod transcript;
 pub mod wire;

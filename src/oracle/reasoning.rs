@@ -11,7 +11,7 @@ use super::facts::Facts;
 use super::verdict::CheckResult;
 use crate::scenario::StateMode;
 use crate::tools::json_equal;
-use crate::wire::replay::{is_replay_of, may_follow, message_text};
+use crate::wire::replay::{is_replay_of, may_follow, message_text, same_content};
 use crate::wire::request::{call_id, item_id, item_type};
 
 /// The `reasoning` checks (stateless mode only; the server carries reasoning otherwise).
@@ -115,20 +115,7 @@ fn same_item_other_id(input: &Value, output: &Value) -> bool {
     let Some(sent) = item_id(input) else {
         return false;
     };
-    if Some(sent) == item_id(output) || item_type(input) != item_type(output) {
-        return false;
-    }
-    match item_type(output) {
-        "function_call" | "program" => {
-            call_id(input).is_some() && call_id(input) == call_id(output)
-        }
-        "message" => {
-            input.get("role") == output.get("role")
-                && message_text(input).is_some()
-                && message_text(input) == message_text(output)
-        }
-        _ => false,
-    }
+    Some(sent) != item_id(output) && same_content(input, output)
 }
 
 /// Where a prior output item sits in a replayed input (see [`is_replay_of`]).
