@@ -151,11 +151,8 @@ fn did_not_hold(check: &CheckResult) -> bool {
 pub fn run_page(page: &RunPage<'_>) -> String {
     let summary = Summary::of(page.cases);
     let mut body = String::new();
-    let _ = write!(
-        body,
-        "<header><h1>loopcheck: {}</h1>",
-        escape(page.controller)
-    );
+    // The controller's name can be a whole shell command: it goes in the details.
+    body.push_str("<header><h1>loopcheck report</h1>");
     let duration = match page.elapsed {
         Some(elapsed) => format!("{:.1} s", elapsed.as_secs_f64()),
         None => format!(
@@ -344,6 +341,7 @@ fn case_section(case: &CaseReport, transcripts: bool) -> String {
     if case.verdict != CaseVerdict::Unsupported {
         out.push_str("<h3>Exchange</h3>");
         if transcripts {
+            out.push_str("<p class=\"legend dim\">In transcript order; hover a step for its bodies. <b class=\"bad\">✗</b> named by a failing check (request number or call_id), <b class=\"bad\">!</b> rejected (status 400 or more); an orange answer is a fault the scenario injected.</p>");
             let _ = write!(
                 out,
                 "<div class=\"diagram\">{}</div>",
@@ -406,7 +404,7 @@ fn comparison_block(comparison: &Comparison, against: &str) -> String {
     let status = match comparison.status {
         ComparisonStatus::Matched => format!("sent what {against} holds"),
         ComparisonStatus::Drifted => format!("differs from {against}"),
-        ComparisonStatus::New => format!("had no snapshot: one was written for review"),
+        ComparisonStatus::New => "had no snapshot: one was written for review".to_owned(),
         ComparisonStatus::Missing => "has no snapshot (a failure under CI)".to_owned(),
         ComparisonStatus::Updated => format!("written as {against}"),
         ComparisonStatus::Unreadable => format!("{against} cannot be read"),
@@ -444,19 +442,24 @@ fn comparison_block(comparison: &Comparison, against: &str) -> String {
 }
 
 /// The end of a process's output: at most [`STDERR_LINES`] lines and [`STDERR_TAIL`]
-/// bytes, cut at a character boundary.
+/// bytes, cut at a character boundary, saying how much came before.
 fn tail(text: &str) -> String {
+    let text = text.trim_end();
     let lines: Vec<&str> = text.lines().collect();
-    let kept = lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n");
+    let first = lines.len().saturating_sub(STDERR_LINES);
+    let kept = lines[first..].join("\n");
     let mut start = kept.len().saturating_sub(STDERR_TAIL);
     while !kept.is_char_boundary(start) {
         start += 1;
     }
-    let cut = text.len() - (kept.len() - start);
-    if cut > 0 {
-        format!("[... {cut} bytes before]\n{}", &kept[start..])
+    let shown = &kept[start..];
+    if first > 0 || start > 0 {
+        format!(
+            "[... {} bytes before]\n{shown}",
+            text.len().saturating_sub(shown.len())
+        )
     } else {
-        kept
+        shown.to_owned()
     }
 }
 
@@ -589,7 +592,7 @@ ul.checks{padding-left:1.2em}ul.checks li{margin:.3em 0}.rule{color:#59636e;font
 .seq .rejected polygon{fill:#cf222e}.seq .fault line.reply{stroke:#bc4c00}.seq .fault polygon.reply{fill:#bc4c00}.seq .fault text.answer,.seq .cut text.answer{fill:#bc4c00}
 .seq rect.band{fill:#fff1f0}.seq .named rect.band{fill:#ffebe9;stroke:#cf222e}
 .seq .named text.seqno,.seq .rejected text.seqno{fill:#cf222e;font-weight:700}.seq .named line{stroke:#cf222e}.seq .named polygon{fill:#cf222e}
-.seq text.ending{font-weight:600}
+.seq text.ending{font-weight:600}.legend{font-size:12px;margin:.2em 0}
 table.matrix{border-collapse:collapse;margin-top:.5em}.matrix th,.matrix td{border:1px solid #d1d9e0;padding:.2em .6em;text-align:left}
 .matrix tbody th{font-weight:normal;font-family:ui-monospace,monospace;font-size:12px}.matrix thead th{position:sticky;top:3em;background:#f6f8fa}
 "#;
@@ -782,6 +785,7 @@ mod tests {
         });
         let html = page(std::slice::from_ref(&crashed), true);
         assert!(html.contains("exit code: 3"));
+        assert_eq!(tail("short\n"), "short", "nothing cut, nothing said");
         assert!(
             html.contains("line 99") && !html.contains("line 39\n"),
             "{html}"
