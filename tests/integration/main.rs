@@ -8,6 +8,7 @@ mod determinism;
 mod emulation;
 mod families;
 mod fuzzing;
+mod html;
 mod junit;
 mod mutants;
 mod output;
