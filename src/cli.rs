@@ -13,6 +13,7 @@ use globset::{Glob, GlobSetBuilder};
 use crate::baseline::Baseline;
 use crate::config;
 use crate::report::console::{self, ConsoleReporter};
+use crate::report::html::{self, HtmlReporter};
 use crate::report::json::JsonReporter;
 use crate::report::junit::{self, JunitReporter};
 use crate::report::matrix::MatrixReporter;
@@ -119,6 +120,10 @@ struct RunArgs {
     /// state mode), for a CI's test tab.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
+    /// Write a self-contained HTML report here: the summary, filters, and per case run
+    /// its checks, drift and a sequence diagram of the exchange.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Expected failures (TOML): a case run it lists fails as `expected-fail` without
     /// failing the run; one that now passes is `stale` and fails it.
     #[arg(long, value_name = "FILE")]
@@ -158,6 +163,10 @@ struct MergeArgs {
     /// Write the merged run as a JUnit XML report here.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
+    /// Write the merged run as an HTML report here (without sequence diagrams: JSON
+    /// reports hold no transcripts).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -179,6 +188,9 @@ struct MatrixArgs {
     /// Write the matrix as a Markdown table here.
     #[arg(long)]
     markdown: Option<PathBuf>,
+    /// Write the matrix as a self-contained HTML page here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -638,6 +650,9 @@ async fn run(args: RunArgs) -> u8 {
     if let Some(path) = &args.junit {
         reporters.push(JunitReporter::new(path.clone()));
     }
+    if let Some(path) = &args.html {
+        reporters.push(HtmlReporter::new(path.clone()));
+    }
     let reports = runner::run_all(&cases, &controller, &options, &mut |event| {
         reporters.event(event)
     })
@@ -696,6 +711,20 @@ fn merge(args: MergeArgs) -> u8 {
     if let Some(path) = &args.junit {
         let xml = junit::render(&merged.controller, &mut merged.cases).unwrap_or_default();
         written = written.and(runner::write_bytes_atomic(path, xml.as_bytes()));
+    }
+    if let Some(path) = &args.html {
+        let page = html::run_page(&html::RunPage {
+            controller: &merged.controller,
+            version: &merged.loopcheck,
+            elapsed: None,
+            cases: &merged.cases,
+            transcripts: false,
+            note: Some(format!(
+                "Merged from {} shard report(s). JSON reports hold no transcripts: no sequence diagrams.",
+                args.reports.len()
+            )),
+        });
+        written = written.and(runner::write_bytes_atomic(path, page.as_bytes()));
     }
     if let Err(err) = written {
         eprintln!("error: failed to write the merged report: {err}");
@@ -950,6 +979,7 @@ async fn matrix(args: MatrixArgs) -> u8 {
         Box::new(io::stdout()),
         args.report_json.clone(),
         args.markdown.clone(),
+        args.html.clone(),
     ));
     let mut errors = false;
     for controller in &controllers {

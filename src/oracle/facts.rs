@@ -473,7 +473,7 @@ pub fn looks_like_error(output: &str, said: Option<&str>) -> bool {
 /// Groups create attempts into rounds: an attempt that resends the previous attempt's
 /// body is a retry of it when that attempt got no turn, or when it says it is a retry
 /// (`x-stainless-retry-count` > 0).
-fn group_retries<'a>(attempts: &[&'a ModelExchange]) -> Vec<Vec<&'a ModelExchange>> {
+pub fn group_retries<'a>(attempts: &[&'a ModelExchange]) -> Vec<Vec<&'a ModelExchange>> {
     let mut rounds: Vec<Vec<&ModelExchange>> = Vec::new();
     for attempt in attempts {
         let retry = rounds

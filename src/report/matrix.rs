@@ -1,5 +1,5 @@
-//! The compliance matrix: cases by controllers, a verdict per cell, as text, Markdown
-//! and JSON. Its reporter collects one column per run and writes the matrix once every
+//! The compliance matrix: cases by controllers, a verdict per cell, as text, Markdown,
+//! JSON and an HTML page. Its reporter collects one column per run and writes the matrix once every
 //! run is over.
 
 use std::fmt::Write as _;
@@ -11,25 +11,28 @@ use serde_json::{Value, json};
 use super::{CaseReport, Reporter, RunEvent, Summary};
 
 /// Collects a column per controller run; at the end prints the table and writes the
-/// JSON and Markdown forms where asked.
+/// JSON, Markdown and HTML forms where asked.
 pub struct MatrixReporter {
     out: Box<dyn Write + Send>,
     json: Option<PathBuf>,
     markdown: Option<PathBuf>,
+    html: Option<PathBuf>,
     columns: Vec<(String, Vec<CaseReport>)>,
 }
 
 impl MatrixReporter {
-    /// Prints to `out`; writes JSON and Markdown files when given.
+    /// Prints to `out`; writes JSON, Markdown and HTML files when given.
     pub fn new(
         out: Box<dyn Write + Send>,
         json: Option<PathBuf>,
         markdown: Option<PathBuf>,
+        html: Option<PathBuf>,
     ) -> Self {
         Self {
             out,
             json,
             markdown,
+            html,
             columns: Vec::new(),
         }
     }
@@ -67,6 +70,12 @@ impl Reporter for MatrixReporter {
                 (
                     path,
                     crate::runner::write_bytes_atomic(path, table.markdown().as_bytes()),
+                )
+            }),
+            self.html.as_ref().map(|path| {
+                (
+                    path,
+                    crate::runner::write_bytes_atomic(path, table.html().as_bytes()),
                 )
             }),
         ];
@@ -168,6 +177,40 @@ impl<'a> Matrix<'a> {
         }
         out.push('\n');
         out
+    }
+
+    /// A self-contained HTML page: the verdicts colour-coded, the checks that did not
+    /// hold in each cell's tooltip, filterable by verdict, area, check and disagreement.
+    pub fn html(&self) -> String {
+        let controllers: Vec<(String, Summary)> = self
+            .columns
+            .iter()
+            .map(|(name, reports)| (name.clone(), Summary::of(reports)))
+            .collect();
+        let rows = self.rows();
+        let failing: Vec<Vec<Vec<String>>> = (0..rows.len())
+            .map(|i| {
+                self.columns
+                    .iter()
+                    .map(|(_, reports)| {
+                        reports
+                            .get(i)
+                            .into_iter()
+                            .flat_map(|r| &r.checks)
+                            .filter(|c| {
+                                matches!(
+                                    c.verdict,
+                                    crate::oracle::CheckVerdict::Fail
+                                        | crate::oracle::CheckVerdict::NonStrict
+                                )
+                            })
+                            .map(|c| c.id.clone())
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        super::html::matrix_page(&controllers, &rows, &failing)
     }
 
     /// `{"loopcheck", "controllers", "cases": [{"id", "state", "verdicts": {name: v}}],

@@ -4,6 +4,7 @@
 
 mod case;
 pub mod console;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod matrix;

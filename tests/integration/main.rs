@@ -8,6 +8,7 @@ mod determinism;
 mod emulation;
 mod families;
 mod fuzzing;
+mod html;
 mod init;
 mod junit;
 mod msrv;
