@@ -579,6 +579,7 @@ fn with_settings(mut args: RunArgs) -> Result<RunArgs, String> {
     args.settings.seed = args.settings.seed.or(profile.seed);
     args.report_json = args.report_json.or(profile.report_json);
     args.junit = args.junit.or(profile.junit);
+    args.html = args.html.or(profile.html);
     args.baseline = args.baseline.or(profile.baseline);
     args.snapshots = args.snapshots.or(profile.snapshots);
     if args.partition.is_none()

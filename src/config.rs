@@ -46,6 +46,8 @@ pub struct Profile {
     pub report_json: Option<PathBuf>,
     /// The JUnit report's path.
     pub junit: Option<PathBuf>,
+    /// The HTML report's path.
+    pub html: Option<PathBuf>,
     /// The expected failures.
     pub baseline: Option<PathBuf>,
     /// The snapshot folder.
@@ -67,6 +69,7 @@ impl Profile {
             paths: self.paths.or(base.paths),
             report_json: self.report_json.or(base.report_json),
             junit: self.junit.or(base.junit),
+            html: self.html.or(base.html),
             baseline: self.baseline.or(base.baseline),
             snapshots: self.snapshots.or(base.snapshots),
             partition: self.partition.or(base.partition),
@@ -85,6 +88,7 @@ impl Profile {
         self.paths = self.paths.map(|paths| paths.into_iter().map(at).collect());
         self.report_json = self.report_json.map(at);
         self.junit = self.junit.map(at);
+        self.html = self.html.map(at);
         self.baseline = self.baseline.map(at);
         self.snapshots = self.snapshots.map(at);
         self
@@ -109,6 +113,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("LOOPCHECK_FILTER", "filter (comma-separated)"),
     ("LOOPCHECK_REPORT_JSON", "report-json"),
     ("LOOPCHECK_JUNIT", "junit"),
+    ("LOOPCHECK_HTML", "html"),
     ("LOOPCHECK_BASELINE", "baseline"),
     ("LOOPCHECK_SNAPSHOTS", "snapshots"),
     ("LOOPCHECK_PARTITION", "partition"),
@@ -208,6 +213,7 @@ fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Profile, Str
         paths: None,
         report_json: env("LOOPCHECK_REPORT_JSON").map(PathBuf::from),
         junit: env("LOOPCHECK_JUNIT").map(PathBuf::from),
+        html: env("LOOPCHECK_HTML").map(PathBuf::from),
         baseline: env("LOOPCHECK_BASELINE").map(PathBuf::from),
         snapshots: env("LOOPCHECK_SNAPSHOTS").map(PathBuf::from),
         partition: env("LOOPCHECK_PARTITION"),
@@ -274,7 +280,7 @@ junit = "out/junit.xml"
     fn mistakes_are_named_with_their_place() {
         let (_dir, path) = file("[profile.default]\njobs = 2\ncontroler = \"x\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err();
-        assert!(err.ends_with("loopcheck.toml:3:1: unknown field `controler`, expected one of `controller`, `supports`, `jobs`, `timeout`, `seed`, `filter`, `paths`, `report-json`, `junit`, `baseline`, `snapshots`, `partition`"), "{err}");
+        assert!(err.ends_with("loopcheck.toml:3:1: unknown field `controler`, expected one of `controller`, `supports`, `jobs`, `timeout`, `seed`, `filter`, `paths`, `report-json`, `junit`, `html`, `baseline`, `snapshots`, `partition`"), "{err}");
         let (_dir, path) = file("[profile.default]\njobs = \"two\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err();
         assert!(

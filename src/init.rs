@@ -65,15 +65,16 @@ fn settings(command: &str) -> String {
          [profile.ci]\n\
          report-json = \"target/loopcheck/report.json\"\n\
          junit = \"target/loopcheck/junit.xml\"\n\
+         html = \"target/loopcheck/report.html\"\n\
          # baseline = \"loopcheck-baseline.toml\"   # accepted failures: loopcheck run --write-baseline\n"
     )
 }
 
 fn workflow(file: &str, setup: &str) -> String {
     format!(
-        "# Runs the tool loop in {file} against loopcheck's conformance catalogue and keeps the\n\
-         # JUnit and JSON reports. Set the repository variable LOOPCHECK_GIT to the git URL\n\
-         # loopcheck is installed from.\n\
+        "# Runs the tool loop in {file} against loopcheck's conformance catalogue and keeps\n\
+         # the JUnit, HTML and JSON reports. Set the repository variable LOOPCHECK_GIT to the\n\
+         # git URL loopcheck is installed from.\n\
          name: loopcheck\n\
          on: [push, pull_request]\n\
          jobs:\n\
