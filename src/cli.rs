@@ -112,18 +112,8 @@ struct RunArgs {
     supports: Option<Vec<String>>,
     #[command(flatten)]
     settings: Settings,
-    /// Write the JSON report here (`-`: standard output, and the console report goes to
-    /// standard error).
-    #[arg(long)]
-    report_json: Option<PathBuf>,
-    /// Write a JUnit XML report here (a test suite per area, a test case per case and
-    /// state mode), for a CI's test tab.
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-    /// Write a self-contained HTML report here: the summary, filters, and per case run
-    /// its checks, drift and a sequence diagram of the exchange.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
+    #[command(flatten)]
+    reports: ReportPaths,
     /// Expected failures (TOML): a case run it lists fails as `expected-fail` without
     /// failing the run; one that now passes is `stale` and fails it.
     #[arg(long, value_name = "FILE")]
@@ -154,17 +144,27 @@ struct RunArgs {
 
 #[derive(Debug, Args)]
 struct MergeArgs {
-    /// The shards' JSON reports (`loopcheck run --partition K/N --report-json FILE`).
-    #[arg(required = true)]
-    reports: Vec<PathBuf>,
-    /// Write the merged JSON report here (`-`: standard output).
+    /// The shards' JSON reports (`loopcheck run --partition hash:K/N --report-json FILE`).
+    #[arg(required = true, value_name = "REPORTS")]
+    shards: Vec<PathBuf>,
+    #[command(flatten)]
+    reports: ReportPaths,
+}
+
+/// Where a run's reports go (`run`, and `merge` for the merged shards).
+#[derive(Debug, Args)]
+struct ReportPaths {
+    /// Write the JSON report here (`-`: standard output, and the console report goes to
+    /// standard error).
     #[arg(long)]
     report_json: Option<PathBuf>,
-    /// Write the merged run as a JUnit XML report here.
+    /// Write a JUnit XML report here (a test suite per area, a test case per case and
+    /// state mode), for a CI's test tab.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
-    /// Write the merged run as an HTML report here (without sequence diagrams: JSON
-    /// reports hold no transcripts).
+    /// Write a self-contained HTML report here: the summary, filters, and per case run
+    /// its checks, drift and a sequence diagram of the exchange (none for merged shards:
+    /// JSON reports hold no transcripts).
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
 }
@@ -176,8 +176,8 @@ struct MatrixArgs {
     /// A controller as `NAME=COMMAND` (repeatable); `reference` alone is the built-in one.
     #[arg(long = "controller", required = true)]
     controllers: Vec<String>,
-    /// Capabilities of one controller as `NAME=LIST` (repeatable; default:
-    /// previous_response_id,stateless).
+    /// Capabilities of one controller as `NAME=LIST` (repeatable; default: its manifest,
+    /// else previous_response_id,stateless).
     #[arg(long)]
     supports: Vec<String>,
     #[command(flatten)]
@@ -577,9 +577,9 @@ fn with_settings(mut args: RunArgs) -> Result<RunArgs, String> {
     args.settings.timeout = args.settings.timeout.or(profile.timeout);
     args.settings.jobs = args.settings.jobs.or(profile.jobs);
     args.settings.seed = args.settings.seed.or(profile.seed);
-    args.report_json = args.report_json.or(profile.report_json);
-    args.junit = args.junit.or(profile.junit);
-    args.html = args.html.or(profile.html);
+    args.reports.report_json = args.reports.report_json.or(profile.report_json);
+    args.reports.junit = args.reports.junit.or(profile.junit);
+    args.reports.html = args.reports.html.or(profile.html);
     args.baseline = args.baseline.or(profile.baseline);
     args.snapshots = args.snapshots.or(profile.snapshots);
     if args.partition.is_none()
@@ -624,7 +624,7 @@ async fn run(args: RunArgs) -> u8 {
         }
         options.baseline = Some(Arc::new(baseline));
     }
-    let json_to_stdout = args.report_json.as_deref() == Some(Path::new("-"));
+    let json_to_stdout = args.reports.report_json.as_deref() == Some(Path::new("-"));
     let mut reporters = Reporters::new();
     // The bar first: at the end it clears itself before the details are printed.
     let progress = ProgressReporter::on_terminal();
@@ -645,13 +645,13 @@ async fn run(args: RunArgs) -> u8 {
         Box::new(io::stdout())
     };
     reporters.push(ConsoleReporter::new(console, live));
-    if let Some(path) = &args.report_json {
+    if let Some(path) = &args.reports.report_json {
         reporters.push(JsonReporter::new(path.clone()));
     }
-    if let Some(path) = &args.junit {
+    if let Some(path) = &args.reports.junit {
         reporters.push(JunitReporter::new(path.clone()));
     }
-    if let Some(path) = &args.html {
+    if let Some(path) = &args.reports.html {
         reporters.push(HtmlReporter::new(path.clone()));
     }
     let reports = runner::run_all(&cases, &controller, &options, &mut |event| {
@@ -681,7 +681,7 @@ async fn run(args: RunArgs) -> u8 {
 
 fn merge(args: MergeArgs) -> u8 {
     let mut shards = Vec::new();
-    for path in &args.reports {
+    for path in &args.shards {
         match merge::read(path) {
             Ok(report) => shards.push(report),
             Err(message) => return usage_error(message),
@@ -691,7 +691,7 @@ fn merge(args: MergeArgs) -> u8 {
         Ok(merged) => merged,
         Err(message) => return usage_error(message),
     };
-    let json_to_stdout = args.report_json.as_deref() == Some(Path::new("-"));
+    let json_to_stdout = args.reports.report_json.as_deref() == Some(Path::new("-"));
     let console = console::details(&merged.cases);
     if json_to_stdout {
         eprint!("{console}");
@@ -699,7 +699,7 @@ fn merge(args: MergeArgs) -> u8 {
         print!("{console}");
     }
     let mut written = Ok(());
-    if let Some(path) = &args.report_json {
+    if let Some(path) = &args.reports.report_json {
         let text = serde_json::to_vec_pretty(&merged).unwrap_or_default();
         written = if json_to_stdout {
             io::stdout()
@@ -709,11 +709,11 @@ fn merge(args: MergeArgs) -> u8 {
             runner::write_bytes_atomic(path, &text)
         };
     }
-    if let Some(path) = &args.junit {
+    if let Some(path) = &args.reports.junit {
         let xml = junit::render(&merged.controller, &mut merged.cases).unwrap_or_default();
         written = written.and(runner::write_bytes_atomic(path, xml.as_bytes()));
     }
-    if let Some(path) = &args.html {
+    if let Some(path) = &args.reports.html {
         let page = html::run_page(&html::RunPage {
             controller: &merged.controller,
             version: &merged.loopcheck,
@@ -722,7 +722,7 @@ fn merge(args: MergeArgs) -> u8 {
             transcripts: false,
             note: Some(format!(
                 "Merged from {} shard report(s). JSON reports hold no transcripts: no sequence diagrams.",
-                args.reports.len()
+                args.shards.len()
             )),
         });
         written = written.and(runner::write_bytes_atomic(path, page.as_bytes()));

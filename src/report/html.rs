@@ -103,15 +103,7 @@ impl Reporter for HtmlReporter {
 
 /// Writes a page atomically, naming the file in the error.
 pub fn write(path: &std::path::Path, page: &str) -> io::Result<()> {
-    crate::runner::write_bytes_atomic(path, page.as_bytes()).map_err(|err| {
-        io::Error::new(
-            err.kind(),
-            format!(
-                "failed to write the HTML report to {}: {err}",
-                path.display()
-            ),
-        )
-    })
+    super::write_file("HTML report", path, page.as_bytes())
 }
 
 /// What the page of one run shows.

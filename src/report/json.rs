@@ -34,15 +34,7 @@ impl Reporter for JsonReporter {
                     out.write_all(&text)?;
                     out.write_all(b"\n")?;
                 } else {
-                    crate::runner::write_bytes_atomic(&self.path, &text).map_err(|err| {
-                        io::Error::new(
-                            err.kind(),
-                            format!(
-                                "failed to write the JSON report to {}: {err}",
-                                self.path.display()
-                            ),
-                        )
-                    })?;
+                    super::write_file("JSON report", &self.path, &text)?;
                 }
             }
             _ => {}

@@ -41,15 +41,7 @@ impl Reporter for JunitReporter {
             RunEvent::RunFinished { controller, .. } => {
                 let xml = render(controller, &mut std::mem::take(&mut self.cases))
                     .map_err(io::Error::other)?;
-                crate::runner::write_bytes_atomic(&self.path, xml.as_bytes()).map_err(|err| {
-                    io::Error::new(
-                        err.kind(),
-                        format!(
-                            "failed to write the JUnit report to {}: {err}",
-                            self.path.display()
-                        ),
-                    )
-                })?;
+                super::write_file("JUnit report", &self.path, xml.as_bytes())?;
             }
             _ => {}
         }

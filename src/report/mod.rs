@@ -17,6 +17,16 @@ pub use case::{CaseReport, REPORT_FORMAT, RunReport, Summary};
 
 pub use crate::runner::events::RunEvent;
 
+/// Writes a report file atomically, naming the report and the file in the error.
+pub fn write_file(what: &str, path: &std::path::Path, bytes: &[u8]) -> io::Result<()> {
+    crate::runner::write_bytes_atomic(path, bytes).map_err(|err| {
+        io::Error::new(
+            err.kind(),
+            format!("failed to write the {what} to {}: {err}", path.display()),
+        )
+    })
+}
+
 /// A consumer of run events.
 pub trait Reporter: Send {
     /// Sees one event, in the order the run emits them.
