@@ -14,7 +14,7 @@ use crate::baseline::Baseline;
 use crate::config;
 use crate::report::console::{self, ConsoleReporter};
 use crate::report::html::{self, HtmlReporter};
-use crate::report::json::JsonReporter;
+use crate::report::json::{self, JsonReporter};
 use crate::report::junit::{self, JunitReporter};
 use crate::report::matrix::MatrixReporter;
 use crate::report::merge;
@@ -664,11 +664,8 @@ async fn run(args: RunArgs) -> u8 {
     }
     if let Some(path) = &args.write_baseline {
         let text = Baseline::of_failures(&reports).to_toml();
-        if let Err(err) = runner::write_bytes_atomic(path, text.as_bytes()) {
-            eprintln!(
-                "error: failed to write the baseline to {}: {err}",
-                path.display()
-            );
+        if let Err(err) = crate::report::write_file("baseline", path, text.as_bytes()) {
+            eprintln!("error: {err}");
             return exit::FAILURES;
         }
     }
@@ -700,18 +697,10 @@ fn merge(args: MergeArgs) -> u8 {
     }
     let mut written = Ok(());
     if let Some(path) = &args.reports.report_json {
-        let text = serde_json::to_vec_pretty(&merged).unwrap_or_default();
-        written = if json_to_stdout {
-            io::stdout()
-                .write_all(&text)
-                .and_then(|()| io::stdout().write_all(b"\n"))
-        } else {
-            runner::write_bytes_atomic(path, &text)
-        };
+        written = json::write(path, &merged);
     }
     if let Some(path) = &args.reports.junit {
-        let xml = junit::render(&merged.controller, &mut merged.cases).unwrap_or_default();
-        written = written.and(runner::write_bytes_atomic(path, xml.as_bytes()));
+        written = written.and(junit::write(path, &merged.controller, &mut merged.cases));
     }
     if let Some(path) = &args.reports.html {
         let page = html::run_page(&html::RunPage {
@@ -725,10 +714,10 @@ fn merge(args: MergeArgs) -> u8 {
                 args.shards.len()
             )),
         });
-        written = written.and(runner::write_bytes_atomic(path, page.as_bytes()));
+        written = written.and(html::write(path, &page));
     }
     if let Err(err) = written {
-        eprintln!("error: failed to write the merged report: {err}");
+        eprintln!("error: {err}");
         return exit::FAILURES;
     }
     if merged.summary.ok() {

@@ -2,7 +2,7 @@
 //! the run finishes, to a file or to standard output (`-`).
 
 use std::io::{self, Write as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{CaseReport, Reporter, RunEvent, RunReport};
 
@@ -28,17 +28,22 @@ impl Reporter for JsonReporter {
             RunEvent::CaseJudged(report) => self.cases.push((**report).clone()),
             RunEvent::RunFinished { controller, .. } => {
                 let report = RunReport::new(controller, std::mem::take(&mut self.cases));
-                let text = serde_json::to_vec_pretty(&report).map_err(io::Error::other)?;
-                if self.path.as_os_str() == "-" {
-                    let mut out = io::stdout().lock();
-                    out.write_all(&text)?;
-                    out.write_all(b"\n")?;
-                } else {
-                    super::write_file("JSON report", &self.path, &text)?;
-                }
+                write(&self.path, &report)?;
             }
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// Writes a report to `path` (atomically), or to standard output for `-`.
+pub fn write(path: &Path, report: &RunReport) -> io::Result<()> {
+    let text = serde_json::to_vec_pretty(report).map_err(io::Error::other)?;
+    if path.as_os_str() == "-" {
+        let mut out = io::stdout().lock();
+        out.write_all(&text)?;
+        out.write_all(b"\n")
+    } else {
+        super::write_file("JSON report", path, &text)
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
@@ -39,14 +39,18 @@ impl Reporter for JunitReporter {
         match event {
             RunEvent::CaseJudged(report) => self.cases.push((**report).clone()),
             RunEvent::RunFinished { controller, .. } => {
-                let xml = render(controller, &mut std::mem::take(&mut self.cases))
-                    .map_err(io::Error::other)?;
-                super::write_file("JUnit report", &self.path, xml.as_bytes())?;
+                write(&self.path, controller, &mut std::mem::take(&mut self.cases))?;
             }
             _ => {}
         }
         Ok(())
     }
+}
+
+/// Writes the JUnit document of these case runs to `path`, atomically.
+pub fn write(path: &Path, controller: &str, cases: &mut [CaseReport]) -> io::Result<()> {
+    let xml = render(controller, cases).map_err(io::Error::other)?;
+    super::write_file("JUnit report", path, xml.as_bytes())
 }
 
 /// The JUnit document of one run against `controller`.
