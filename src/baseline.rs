@@ -93,17 +93,16 @@ impl Baseline {
             .flat_map(|e| e.checks.iter().flatten())
             .map(String::as_str)
             .collect();
-        let note = |text: String| Some(text);
         if !report.verdict.is_failure() {
             report.verdict = CaseVerdict::Stale;
-            report.baseline = note(
+            report.baseline = Some(
                 "the baseline expects this case run to fail, and it passed: remove its entry (baselines only shrink)".to_owned(),
             );
             return;
         }
         if whole_case {
             report.verdict = CaseVerdict::ExpectedFail;
-            report.baseline = note("expected by the baseline".to_owned());
+            report.baseline = Some("expected by the baseline".to_owned());
             return;
         }
         let unexpected: Vec<&str> = failing.difference(&listed).copied().collect();
@@ -114,19 +113,19 @@ impl Baseline {
             } else {
                 format!("{} failed too", unexpected.join(", "))
             };
-            report.baseline = note(format!(
+            report.baseline = Some(format!(
                 "the baseline expects only {} to fail, but {beyond}",
                 listed.iter().copied().collect::<Vec<_>>().join(", ")
             ));
         } else if !fixed.is_empty() {
             report.verdict = CaseVerdict::Stale;
-            report.baseline = note(format!(
+            report.baseline = Some(format!(
                 "{} no longer fail(s): remove it from the baseline entry (baselines only shrink)",
                 fixed.join(", ")
             ));
         } else {
             report.verdict = CaseVerdict::ExpectedFail;
-            report.baseline = note(format!(
+            report.baseline = Some(format!(
                 "expected by the baseline: {}",
                 failing.iter().copied().collect::<Vec<_>>().join(", ")
             ));

@@ -433,26 +433,9 @@ fn comparison_block(comparison: &Comparison, against: &str) -> String {
     out
 }
 
-/// The end of a process's output: at most [`STDERR_LINES`] lines and [`STDERR_TAIL`]
-/// bytes, cut at a character boundary, saying how much came before.
+/// The end of a process's output, as the page shows it.
 fn tail(text: &str) -> String {
-    let text = text.trim_end();
-    let lines: Vec<&str> = text.lines().collect();
-    let first = lines.len().saturating_sub(STDERR_LINES);
-    let kept = lines[first..].join("\n");
-    let mut start = kept.len().saturating_sub(STDERR_TAIL);
-    while !kept.is_char_boundary(start) {
-        start += 1;
-    }
-    let shown = &kept[start..];
-    if first > 0 || start > 0 {
-        format!(
-            "[... {} bytes before]\n{shown}",
-            text.len().saturating_sub(shown.len())
-        )
-    } else {
-        shown.to_owned()
-    }
+    super::output_tail(text, STDERR_LINES, STDERR_TAIL)
 }
 
 /// The matrix page: a row per case run, a column per controller, a verdict per cell.

@@ -208,14 +208,7 @@ fn comparison_text(comparison: &Comparison) -> String {
     text
 }
 
-/// The last [`OUTPUT_TAIL`] bytes of `text`, cut at a character boundary.
+/// The end of a process's output, as much as a CI's test tab shows.
 fn tail(text: &str) -> String {
-    if text.len() <= OUTPUT_TAIL {
-        return text.to_owned();
-    }
-    let mut start = text.len() - OUTPUT_TAIL;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    format!("[... {} bytes cut]\n{}", start, &text[start..])
+    super::output_tail(text, usize::MAX, OUTPUT_TAIL)
 }

@@ -17,6 +17,28 @@ pub use case::{CaseReport, REPORT_FORMAT, RunReport, Summary};
 
 pub use crate::runner::events::RunEvent;
 
+/// The end of a process's output (where a traceback ends): at most `max_lines` lines and
+/// `max_bytes` bytes, cut at a character boundary, saying how much came before.
+pub fn output_tail(text: &str, max_lines: usize, max_bytes: usize) -> String {
+    let text = text.trim_end();
+    let lines: Vec<&str> = text.lines().collect();
+    let first = lines.len().saturating_sub(max_lines);
+    let kept = lines[first..].join("\n");
+    let mut start = kept.len().saturating_sub(max_bytes);
+    while !kept.is_char_boundary(start) {
+        start += 1;
+    }
+    let shown = &kept[start..];
+    if first > 0 || start > 0 {
+        format!(
+            "[... {} bytes before]\n{shown}",
+            text.len().saturating_sub(shown.len())
+        )
+    } else {
+        shown.to_owned()
+    }
+}
+
 /// Writes a report file atomically, naming the report and the file in the error.
 pub fn write_file(what: &str, path: &std::path::Path, bytes: &[u8]) -> io::Result<()> {
     crate::runner::write_bytes_atomic(path, bytes).map_err(|err| {

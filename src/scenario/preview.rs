@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{OutputSpec, Scenario, StateMode, Turn};
 use crate::runner::task::task_json;
+use crate::tools::DEFAULT_REFUSAL;
 
 /// The whole preview, as text.
 pub fn preview(scenario: &Scenario, state: StateMode) -> String {
@@ -107,7 +108,7 @@ fn backend(scenario: &Scenario) -> String {
             } else {
                 format!(
                     "refused: {:?}",
-                    rule.reason.as_deref().unwrap_or("denied by the approver")
+                    rule.reason.as_deref().unwrap_or(DEFAULT_REFUSAL)
                 )
             };
             let _ = writeln!(out, "    approval {} -> {decision}", when(&rule.when));

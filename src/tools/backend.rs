@@ -232,6 +232,9 @@ fn error(status: u16, code: &str, message: String) -> (u16, Value) {
     (status, json!({"error": {"code": code, "message": message}}))
 }
 
+/// What the approver says when a scripted refusal gives no reason.
+pub const DEFAULT_REFUSAL: &str = "denied by the approver";
+
 /// The fixture backend of one case.
 pub struct ToolBackend {
     registry: Registry,
@@ -414,7 +417,7 @@ impl ToolBackend {
                 match rule {
                     Some(rule) if !rule.approved => (
                         200,
-                        json!({"approved": false, "reason": rule.reason.clone().unwrap_or_else(|| "denied by the approver".to_owned())}),
+                        json!({"approved": false, "reason": rule.reason.as_deref().unwrap_or(DEFAULT_REFUSAL)}),
                     ),
                     _ => {
                         let asked = state.asked.entry(call_id.to_owned()).or_insert(0);

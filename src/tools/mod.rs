@@ -5,6 +5,6 @@ mod backend;
 pub mod fixtures;
 
 pub use backend::{
-    BackendReply, BackendState, CallValidity, RegisteredTool, Registry, ToolBackend, json_equal,
-    matches_subset, scripted_result,
+    BackendReply, BackendState, CallValidity, DEFAULT_REFUSAL, RegisteredTool, Registry,
+    ToolBackend, json_equal, matches_subset, scripted_result,
 };
