@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use crate::scenario::{
     ApprovalRule, CallSpec, DenyRule, ErrorShape, Expectation, FORMAT_VERSION, Fault, Level,
     MessageFull, MessageSpec, Outcome, OutputSpec, ProgramOutputSpec, ProgramSpec, ReasoningSpec,
-    Scenario, StateMode, StreamError, StreamSpec, TaskSpec, ToolBehaviour, ToolRef, Turn,
-    TurnStatus, UnavailableRule,
+    Scenario, StateMode, StreamError, TaskSpec, ToolBehaviour, ToolRef, Turn, TurnStatus,
+    UnavailableRule,
 };
 
 /// One call the model makes, by what a correct controller must do with it.
@@ -204,14 +204,7 @@ fn fault(kind: Transient) -> Fault {
 fn turn(output: Vec<OutputSpec>) -> Turn {
     Turn {
         output,
-        status: TurnStatus::Completed,
-        incomplete_reason: None,
-        error: None,
-        endless: false,
-        faults: Vec::new(),
-        stream: StreamSpec::default(),
-        polls: None,
-        recorded: None,
+        ..Turn::default()
     }
 }
 

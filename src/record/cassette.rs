@@ -183,30 +183,18 @@ fn script(recording: &Recording<'_>, marked: &mut Transcript, old: &[Turn]) -> V
             m.final_response = Some(response.clone());
         }
         turns.push(Turn {
-            output: Vec::new(),
-            status: Default::default(),
-            incomplete_reason: None,
-            error: None,
-            endless: false,
             faults: std::mem::take(&mut faults),
-            stream: Default::default(),
             polls,
             recorded: Some(RecordedTurn { response, events }),
+            ..Turn::default()
         });
     }
     if !faults.is_empty() {
         // Attempts that never got an answer: a turn that is only reached by retrying
         // more than the recording did.
         turns.push(Turn {
-            output: Vec::new(),
-            status: Default::default(),
-            incomplete_reason: None,
-            error: None,
-            endless: false,
             faults,
-            stream: Default::default(),
-            polls: None,
-            recorded: None,
+            ..Turn::default()
         });
     }
     turns

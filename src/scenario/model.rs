@@ -347,7 +347,7 @@ pub enum TurnStatus {
 }
 
 /// One model turn: the response to one accepted request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
     /// Output items in order.
