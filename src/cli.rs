@@ -69,6 +69,9 @@ enum Command {
     Init(InitArgs),
     /// Print the JSON Schema of the scenario format (for editors and validators).
     Schema,
+    /// Serve sessions of the cases on one fake server, for a test framework to drive a
+    /// tool loop that lives in its own process (docs/serve.md).
+    Serve(ServeArgs),
     /// Run the built-in Rust reference controller (contract v1, from the environment).
     #[command(hide = true)]
     ReferenceController,
@@ -289,6 +292,27 @@ struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    selection: Selection,
+    /// The port on 127.0.0.1 (default: a free one; the first line printed names it).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Seconds a session may go unused before it is dropped.
+    #[arg(long, default_value_t = 600)]
+    session_idle: u64,
+    /// Sessions alive at once; creating one more is refused until one ends.
+    #[arg(long, default_value_t = 1_000)]
+    max_sessions: usize,
+    /// Requests one session answers before it stops (a loop that never ends).
+    #[arg(long, default_value_t = 1_000)]
+    max_requests: usize,
+    /// Seed of what the fake server generates, unless a session names its own.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+#[derive(Debug, Args)]
 struct InitArgs {
     /// The controller's language.
     #[arg(value_enum)]
@@ -354,6 +378,7 @@ pub fn main() -> ExitCode {
             }
             Err(message) => usage_error(message),
         },
+        Command::Serve(args) => runtime.block_on(serve(args)),
         Command::Schema => {
             print!("{}", scenario::schema::scenario_schema_text());
             exit::OK
@@ -771,6 +796,38 @@ fn task(args: TaskArgs) -> u8 {
         scenario::preview::preview(&case.scenario, state)
     };
     print_listing(&text)
+}
+
+async fn serve(args: ServeArgs) -> u8 {
+    let cases = match args.selection.cases() {
+        Ok(cases) => cases,
+        Err(code) => return code,
+    };
+    let count = cases.len();
+    let options = crate::serve::ServeOptions {
+        port: args.port,
+        limits: crate::serve::Limits {
+            idle: std::time::Duration::from_secs(args.session_idle),
+            sessions: args.max_sessions,
+            requests: args.max_requests,
+            ..crate::serve::Limits::default()
+        },
+        seed: args.seed,
+    };
+    let server = match crate::serve::SessionServer::start(cases, options).await {
+        Ok(server) => server,
+        Err(err) => {
+            eprintln!("error: cannot listen on 127.0.0.1:{}: {err}", args.port);
+            return exit::USAGE;
+        }
+    };
+    // The first line names the URL, for the test helpers that start this command.
+    println!("loopcheck serve: listening on {}", server.url());
+    println!("{count} cases; create a session with POST /loopcheck/sessions; Ctrl-C stops");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let _ = tokio::signal::ctrl_c().await;
+    server.shutdown().await;
+    exit::OK
 }
 
 fn list(args: ListArgs) -> u8 {

@@ -16,6 +16,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod serve;
 pub mod server;
 pub mod snapshot;
 pub mod toml_text;

@@ -164,7 +164,7 @@ fn unsupported(case: &Case, state: StateMode, missing: &[&str]) -> CaseReport {
     }
 }
 
-fn error_report(case: &Case, state: StateMode, detail: String) -> CaseReport {
+pub(crate) fn error_report(case: &Case, state: StateMode, detail: String) -> CaseReport {
     CaseReport {
         verdict: CaseVerdict::Error,
         detail: Some(detail),
@@ -173,7 +173,7 @@ fn error_report(case: &Case, state: StateMode, detail: String) -> CaseReport {
 }
 
 /// Judges a finished run: the oracle gives the checks and the verdict.
-fn finish(
+pub(crate) fn finish(
     case: &Case,
     state: StateMode,
     session: &Session,

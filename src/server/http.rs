@@ -41,7 +41,8 @@ pub(crate) type Handler = Arc<
         + Sync,
 >;
 
-type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 impl RunningServer {
     /// Binds 127.0.0.1 on a free port and serves `session`.
@@ -54,7 +55,13 @@ impl RunningServer {
 
     /// Binds 127.0.0.1 on a free port and answers every request with `handler`.
     pub(crate) async fn serve(handler: Handler) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Self::serve_on(0, handler).await
+    }
+
+    /// Binds 127.0.0.1 on `port` (0: a free one) and answers every request with
+    /// `handler`.
+    pub(crate) async fn serve_on(port: u16, handler: Handler) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let task = tokio::spawn(accept_loop(listener, handler));
         Ok(Self {

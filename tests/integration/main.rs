@@ -22,6 +22,7 @@ mod schema;
 mod sdk_node;
 mod sdk_python;
 mod sdk_rust;
+mod serve;
 mod sharding;
 mod snapshot_runs;
 mod surface;

@@ -1,0 +1,453 @@
+//! The sessions of `loopcheck serve`: each one a case's fake API and tool backend, kept
+//! apart from every other, with the limits that keep a long-running server's memory
+//! bounded: a session expires after a while unused, its traffic is capped, and only so
+//! many live at once.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::report::CaseReport;
+use crate::runner;
+use crate::scenario::{Case, StateMode};
+use crate::server::{Session, SessionOptions};
+use crate::transcript::{ControllerResult, Transcript, Unfinished};
+
+/// How far a server's sessions may grow.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A session unused this long is dropped.
+    pub idle: Duration,
+    /// Sessions alive at once; creating one more is refused.
+    pub sessions: usize,
+    /// Requests one session answers (API and tool backend together); a catalogue case
+    /// needs a few dozen, so this only stops a loop that never ends.
+    pub requests: usize,
+    /// Request body bytes one session takes in, all requests together.
+    pub body_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            idle: Duration::from_secs(600),
+            sessions: 1_000,
+            requests: 1_000,
+            body_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// Why a session could not be found or used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionError {
+    /// No session of this server ever had this id.
+    Unknown(String),
+    /// The session was deleted, or expired unused.
+    Gone(String),
+    /// Creating one more session would pass the limit.
+    Full(usize),
+    /// The session already has its result.
+    ResultTwice(String),
+}
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unknown(id) => write!(f, "no session `{id}` was created on this server"),
+            Self::Gone(id) => write!(
+                f,
+                "session `{id}` is gone: it was deleted, or expired after going unused \
+                 (`loopcheck serve --session-idle`)"
+            ),
+            Self::Full(limit) => write!(
+                f,
+                "{limit} sessions are alive, the limit (`--max-sessions`): delete finished \
+                 sessions or wait for idle ones to expire"
+            ),
+            Self::ResultTwice(id) => write!(f, "session `{id}` already has its result"),
+        }
+    }
+}
+
+/// One live session.
+struct Entry {
+    case: Arc<Case>,
+    session: Arc<Session>,
+    created: Instant,
+    last_used: Instant,
+    requests: usize,
+    body_bytes: usize,
+    /// Why the session stopped answering, once it passed a cap.
+    overflow: Option<String>,
+    result: Option<Result<ControllerResult, Unfinished>>,
+}
+
+/// How many expired ids are remembered, to tell "expired" from "never existed".
+const EXPIRED_MEMORY: usize = 4_096;
+
+/// The live sessions of a server.
+pub struct Registry {
+    limits: Limits,
+    seed: u64,
+    /// Part of every id, so an id from an earlier server never names a session of this
+    /// one.
+    nonce: u64,
+    counter: AtomicU64,
+    state: Mutex<RegistryState>,
+}
+
+#[derive(Default)]
+struct RegistryState {
+    live: HashMap<String, Entry>,
+    expired: VecDeque<String>,
+}
+
+/// A session just created.
+pub struct Created {
+    /// Its id.
+    pub id: String,
+    /// The engine serving it.
+    pub session: Arc<Session>,
+}
+
+/// What a request to a session's API may go on with.
+pub enum Admission {
+    /// Serve it with this engine.
+    Serve(Arc<Session>),
+    /// The session passed a cap; answer with this message.
+    Refuse(String),
+}
+
+impl Registry {
+    /// An empty registry; sessions generate from `seed` as a run's cases do.
+    pub fn new(limits: Limits, seed: u64) -> Self {
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_nanos() as u64)
+            .unwrap_or_default()
+            ^ u64::from(std::process::id()).rotate_left(32);
+        Self {
+            limits,
+            seed,
+            nonce: nonce & 0xffff_ffff,
+            counter: AtomicU64::new(1),
+            state: Mutex::new(RegistryState::default()),
+        }
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn lock(&self) -> MutexGuard<'_, RegistryState> {
+        // A panic while holding the lock leaves plain data behind; go on with it.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Starts a session of `case` in `state`.
+    pub fn create(
+        &self,
+        case: Arc<Case>,
+        state: StateMode,
+        seed: Option<u64>,
+    ) -> Result<Created, SessionError> {
+        let now = Instant::now();
+        let mut registry = self.lock();
+        self.expire(&mut registry, now);
+        if registry.live.len() >= self.limits.sessions {
+            return Err(SessionError::Full(self.limits.sessions));
+        }
+        let id = format!(
+            "{:08x}-{}",
+            self.nonce,
+            self.counter.fetch_add(1, Ordering::Relaxed)
+        );
+        let session = Arc::new(Session::with_options(
+            Arc::new(case.scenario.clone()),
+            state,
+            SessionOptions {
+                seed: seed.unwrap_or(self.seed),
+                observer: None,
+            },
+        ));
+        registry.live.insert(
+            id.clone(),
+            Entry {
+                case,
+                session: session.clone(),
+                created: now,
+                last_used: now,
+                requests: 0,
+                body_bytes: 0,
+                overflow: None,
+                result: None,
+            },
+        );
+        Ok(Created { id, session })
+    }
+
+    /// Counts a request of `body_bytes` to session `id` and says whether to serve it.
+    pub fn admit(&self, id: &str, body_bytes: usize) -> Result<Admission, SessionError> {
+        let limits = self.limits;
+        self.with_entry(id, |entry| {
+            if entry.overflow.is_none() {
+                entry.requests += 1;
+                entry.body_bytes += body_bytes;
+                if entry.requests > limits.requests {
+                    entry.overflow = Some(format!(
+                        "the session received more than {} requests (`--max-requests`); \
+                         it stopped answering, and its transcript keeps the first {}",
+                        limits.requests, limits.requests
+                    ));
+                } else if entry.body_bytes > limits.body_bytes {
+                    entry.overflow = Some(format!(
+                        "the session's requests passed {} bytes of body together; it \
+                         stopped answering there",
+                        limits.body_bytes
+                    ));
+                }
+            }
+            match &entry.overflow {
+                Some(why) => Admission::Refuse(why.clone()),
+                None => Admission::Serve(entry.session.clone()),
+            }
+        })
+    }
+
+    /// Takes the controller's result (or why there is none) for session `id`.
+    pub fn set_result(
+        &self,
+        id: &str,
+        result: Result<ControllerResult, Unfinished>,
+    ) -> Result<(), SessionError> {
+        self.with_entry(id, |entry| match entry.result {
+            Some(_) => Err(SessionError::ResultTwice(id.to_owned())),
+            None => {
+                entry.result = Some(result);
+                Ok(())
+            }
+        })?
+    }
+
+    /// The oracle's verdict on session `id` as it stands: its transcript so far and the
+    /// result it was given (none yet is judged as no result).
+    pub fn verdict(&self, id: &str) -> Result<CaseReport, SessionError> {
+        let (case, session, created, overflow, result) = self.with_entry(id, |entry| {
+            (
+                entry.case.clone(),
+                entry.session.clone(),
+                entry.created,
+                entry.overflow.clone(),
+                entry.result.clone(),
+            )
+        })?;
+        let state = session.state();
+        if let Some(why) = overflow {
+            let mut report = runner::error_report(&case, state, why);
+            report.transcript = session.transcript();
+            return Ok(report);
+        }
+        let result = result.unwrap_or_else(|| {
+            Err(Unfinished::NoResult {
+                why: "no result was posted to the session before its verdict was asked for"
+                    .to_owned(),
+            })
+        });
+        // Judged outside the registry's lock: other sessions go on meanwhile.
+        Ok(runner::finish(
+            &case, state, &session, None, result, created,
+        ))
+    }
+
+    /// What session `id` has recorded so far.
+    pub fn transcript(&self, id: &str) -> Result<Transcript, SessionError> {
+        let session = self.with_entry(id, |entry| entry.session.clone())?;
+        Ok(session.transcript())
+    }
+
+    /// Ends session `id`.
+    pub fn delete(&self, id: &str) -> Result<(), SessionError> {
+        // Looked up first so a second delete says the session is gone.
+        self.with_entry(id, |_| ())?;
+        let mut registry = self.lock();
+        if registry.live.remove(id).is_some() {
+            remember_expired(&mut registry, id.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Sessions alive now.
+    pub fn live(&self) -> usize {
+        self.lock().live.len()
+    }
+
+    /// Drops the sessions unused for longer than the limit.
+    pub fn expire_idle(&self) {
+        let mut registry = self.lock();
+        self.expire(&mut registry, Instant::now());
+    }
+
+    fn expire(&self, registry: &mut RegistryState, now: Instant) {
+        let idle = self.limits.idle;
+        let stale: Vec<String> = registry
+            .live
+            .iter()
+            .filter(|(_, entry)| now.duration_since(entry.last_used) > idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in stale {
+            registry.live.remove(&id);
+            remember_expired(registry, id);
+        }
+    }
+
+    /// Runs `f` on live session `id`, marking it used.
+    fn with_entry<T>(&self, id: &str, f: impl FnOnce(&mut Entry) -> T) -> Result<T, SessionError> {
+        let now = Instant::now();
+        let mut registry = self.lock();
+        let idle = self.limits.idle;
+        let expired = match registry.live.get(id) {
+            None if registry.expired.iter().any(|gone| gone == id) => {
+                return Err(SessionError::Gone(id.to_owned()));
+            }
+            None => return Err(SessionError::Unknown(id.to_owned())),
+            Some(entry) => now.duration_since(entry.last_used) > idle,
+        };
+        if expired {
+            registry.live.remove(id);
+            remember_expired(&mut registry, id.to_owned());
+            return Err(SessionError::Gone(id.to_owned()));
+        }
+        let entry = registry
+            .live
+            .get_mut(id)
+            .ok_or_else(|| SessionError::Unknown(id.to_owned()))?;
+        entry.last_used = now;
+        Ok(f(entry))
+    }
+}
+
+fn remember_expired(registry: &mut RegistryState, id: String) {
+    if registry.expired.len() == EXPIRED_MEMORY {
+        registry.expired.pop_front();
+    }
+    registry.expired.push_back(id);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case() -> Arc<Case> {
+        let cases = crate::scenario::catalogue().expect("the catalogue loads");
+        Arc::new(cases.into_iter().next().expect("a case"))
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            idle: Duration::from_secs(60),
+            sessions: 2,
+            requests: 3,
+            body_bytes: 100,
+        }
+    }
+
+    #[test]
+    fn sessions_past_the_limit_are_refused_until_one_ends() {
+        let registry = Registry::new(limits(), 0);
+        let first = registry.create(case(), StateMode::Stateless, None).unwrap();
+        registry.create(case(), StateMode::Stateless, None).unwrap();
+        assert_eq!(
+            registry.create(case(), StateMode::Stateless, None).err(),
+            Some(SessionError::Full(2))
+        );
+        registry.delete(&first.id).unwrap();
+        assert!(registry.create(case(), StateMode::Stateless, None).is_ok());
+        assert_eq!(registry.live(), 2);
+    }
+
+    #[test]
+    fn a_session_past_its_request_cap_stops_answering_and_says_why() {
+        let registry = Registry::new(limits(), 0);
+        let id = registry
+            .create(case(), StateMode::Stateless, None)
+            .unwrap()
+            .id;
+        for _ in 0..3 {
+            assert!(matches!(
+                registry.admit(&id, 1).unwrap(),
+                Admission::Serve(_)
+            ));
+        }
+        let Admission::Refuse(why) = registry.admit(&id, 1).unwrap() else {
+            panic!("the fourth request is served");
+        };
+        assert!(why.contains("more than 3 requests"), "{why}");
+        let report = registry.verdict(&id).unwrap();
+        assert_eq!(report.verdict, crate::oracle::CaseVerdict::Error);
+        assert_eq!(report.detail.as_deref(), Some(why.as_str()));
+    }
+
+    #[test]
+    fn a_session_past_its_byte_cap_stops_answering() {
+        let registry = Registry::new(limits(), 0);
+        let id = registry
+            .create(case(), StateMode::Stateless, None)
+            .unwrap()
+            .id;
+        assert!(matches!(
+            registry.admit(&id, 101).unwrap(),
+            Admission::Refuse(_)
+        ));
+    }
+
+    #[test]
+    fn idle_sessions_expire_and_their_ids_stay_unknown() {
+        let registry = Registry::new(
+            Limits {
+                idle: Duration::ZERO,
+                ..limits()
+            },
+            0,
+        );
+        let id = registry
+            .create(case(), StateMode::Stateless, None)
+            .unwrap()
+            .id;
+        std::thread::sleep(Duration::from_millis(2));
+        registry.expire_idle();
+        assert_eq!(registry.live(), 0);
+        assert_eq!(
+            registry.admit(&id, 0).err(),
+            Some(SessionError::Gone(id.clone()))
+        );
+        assert_eq!(
+            registry.admit("00000000-1", 0).err(),
+            Some(SessionError::Unknown("00000000-1".to_owned()))
+        );
+    }
+
+    #[test]
+    fn a_second_result_is_refused() {
+        let registry = Registry::new(limits(), 0);
+        let id = registry
+            .create(case(), StateMode::Stateless, None)
+            .unwrap()
+            .id;
+        let result = || {
+            Err(Unfinished::NoResult {
+                why: "test".to_owned(),
+            })
+        };
+        registry.set_result(&id, result()).unwrap();
+        assert_eq!(
+            registry.set_result(&id, result()),
+            Err(SessionError::ResultTwice(id.clone()))
+        );
+    }
+}

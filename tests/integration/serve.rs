@@ -1,0 +1,381 @@
+//! `loopcheck serve`: sessions created over HTTP, driven by the Rust reference in
+//! process, judged over HTTP. A hundred at once must each get exactly what the same case
+//! gets alone; bad requests get clear errors; idle sessions expire.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use loopcheck::serve::{Limits, ServeOptions, SessionServer};
+use serde_json::{Value, json};
+
+use crate::support;
+
+/// Areas whose verdicts do not hang on wall-clock time, so a loaded machine cannot
+/// change them.
+const TIMELESS_AREAS: &[&str] = &[
+    "authz",
+    "call-id",
+    "dispatch",
+    "program",
+    "reasoning",
+    "state",
+    "terminal",
+];
+
+/// One session over HTTP, from creation to verdict, with the reference as the loop.
+struct Run {
+    case: String,
+    state: String,
+    verdict: Value,
+    transcript: Value,
+}
+
+async fn run_session(client: &reqwest::Client, url: &str, case: &str, state: &str) -> Run {
+    let created: Value = client
+        .post(format!("{url}/loopcheck/sessions"))
+        .json(&json!({"case": case, "state": state}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("created JSON");
+    let env = loopcheck_reference::ControllerEnv {
+        base_url: created["base_url"].as_str().expect("base_url").to_owned(),
+        api_key: created["api_key"].as_str().expect("api_key").to_owned(),
+        tools_url: created["tools_url"].as_str().expect("tools_url").to_owned(),
+    };
+    let task: loopcheck_reference::Task =
+        serde_json::from_value(created["task"].clone()).expect("the task parses");
+    let outcome = loopcheck_reference::run(&env, &task).await;
+    let posted = client
+        .post(created["result_url"].as_str().expect("result_url"))
+        .json(&outcome)
+        .send()
+        .await
+        .expect("post result");
+    assert_eq!(posted.status(), 200, "{case} {state}: result refused");
+    let verdict: Value = client
+        .get(created["verdict_url"].as_str().expect("verdict_url"))
+        .send()
+        .await
+        .expect("verdict")
+        .json()
+        .await
+        .expect("verdict JSON");
+    let transcript: Value = client
+        .get(format!(
+            "{}/transcript",
+            created["url"].as_str().expect("url")
+        ))
+        .send()
+        .await
+        .expect("transcript")
+        .json()
+        .await
+        .expect("transcript JSON");
+    let deleted = client
+        .delete(created["url"].as_str().expect("url"))
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(deleted.status(), 200);
+    Run {
+        case: case.to_owned(),
+        state: state.to_owned(),
+        verdict,
+        transcript,
+    }
+}
+
+/// What a transcript holds apart from timing: every request and answer, in order.
+fn traffic(transcript: &Value) -> Value {
+    let strip = |exchanges: &Value| -> Vec<Value> {
+        exchanges
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|exchange| {
+                let mut exchange = exchange.clone();
+                if let Some(fields) = exchange.as_object_mut() {
+                    for timing in ["seq", "at_ms", "stream"] {
+                        fields.remove(timing);
+                    }
+                }
+                exchange
+            })
+            .collect()
+    };
+    json!({"model": strip(&transcript["model"]), "tools": strip(&transcript["tools"])})
+}
+
+fn timeless_runs() -> Vec<(String, String)> {
+    support::catalogue()
+        .into_iter()
+        .filter(|case| TIMELESS_AREAS.contains(&case.scenario.area()))
+        .flat_map(|case| {
+            let id = case.scenario.id.clone();
+            case.scenario
+                .states
+                .iter()
+                .map(move |state| (id.clone(), state.as_str().to_owned()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_concurrent_sessions_each_get_what_their_case_gets_alone() {
+    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
+        .await
+        .expect("serve");
+    let url = server.url();
+    let client = reqwest::Client::new();
+    let runs = timeless_runs();
+    assert!(runs.len() >= 50, "only {} timeless case runs", runs.len());
+
+    // Each case run alone first: what every concurrent session must match.
+    let mut alone = std::collections::HashMap::new();
+    for (case, state) in &runs {
+        let run = run_session(&client, &url, case, state).await;
+        assert_eq!(
+            run.verdict["verdict"], "pass",
+            "{case} {state} alone: {:#}",
+            run.verdict
+        );
+        alone.insert((case.clone(), state.clone()), traffic(&run.transcript));
+    }
+    assert_eq!(server.registry().live(), 0, "deleted sessions stay alive");
+
+    let concurrent: Vec<_> = (0..100)
+        .map(|n| {
+            let (case, state) = runs[n % runs.len()].clone();
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { run_session(&client, &url, &case, &state).await })
+        })
+        .collect();
+    for task in concurrent {
+        let run = task.await.expect("a session task");
+        assert_eq!(
+            run.verdict["verdict"], "pass",
+            "{} {} among 100: {:#}",
+            run.case, run.state, run.verdict
+        );
+        assert_eq!(
+            traffic(&run.transcript),
+            alone[&(run.case.clone(), run.state.clone())],
+            "{} {}: a concurrent session's traffic differs from the case alone",
+            run.case,
+            run.state
+        );
+    }
+    assert_eq!(server.registry().live(), 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
+    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
+        .await
+        .expect("serve");
+    let url = server.url();
+    let client = reqwest::Client::new();
+    let post = |path: &str, body: Value| {
+        let request = client.post(format!("{url}{path}")).json(&body);
+        async move {
+            let answer = request.send().await.expect("request");
+            let status = answer.status().as_u16();
+            (status, answer.json::<Value>().await.expect("JSON"))
+        }
+    };
+    let message = |answer: &Value| answer["error"]["message"].as_str().unwrap_or("").to_owned();
+
+    let (status, answer) = post("/loopcheck/sessions", json!({"case": "no/such-case"})).await;
+    assert_eq!(status, 404);
+    assert!(
+        message(&answer).contains("no case `no/such-case`"),
+        "{answer}"
+    );
+    let (status, answer) = post("/loopcheck/sessions", json!({"state": "stateless"})).await;
+    assert_eq!(status, 400);
+    assert!(message(&answer).contains("`case` is missing"), "{answer}");
+    let (status, answer) = post(
+        "/loopcheck/sessions",
+        json!({"case": "dispatch/01-unknown-tool", "state": "sideways"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(message(&answer).contains("runs in state"), "{answer}");
+
+    let (status, created) = post(
+        "/loopcheck/sessions",
+        json!({"case": "dispatch/01-unknown-tool"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let result_url = created["result_url"].as_str().expect("result_url");
+    let (status, answer) = post(
+        result_url.trim_start_matches(&url),
+        json!({"status": "done"}),
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert!(message(&answer).contains("done"), "{answer}");
+    let verdict: Value = client
+        .get(created["verdict_url"].as_str().expect("verdict_url"))
+        .send()
+        .await
+        .expect("verdict")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(verdict["verdict"], "crashed", "{verdict}");
+    assert!(
+        verdict["detail"].as_str().unwrap_or("").contains("done"),
+        "{verdict}"
+    );
+    let (status, _) = post(
+        result_url.trim_start_matches(&url),
+        json!({"status": "failed"}),
+    )
+    .await;
+    assert_eq!(status, 409, "a second result is refused");
+
+    let gone = client
+        .delete(created["url"].as_str().expect("url"))
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(gone.status(), 200);
+    let after = client
+        .post(format!(
+            "{}/responses",
+            created["base_url"].as_str().expect("base")
+        ))
+        .json(&json!({"model": "gpt-5", "input": "hi"}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(after.status(), 410, "a deleted session's API is gone");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn idle_sessions_expire_and_a_runaway_session_is_capped() {
+    let options = ServeOptions {
+        limits: Limits {
+            idle: Duration::from_millis(300),
+            requests: 5,
+            ..Limits::default()
+        },
+        ..ServeOptions::default()
+    };
+    let server = SessionServer::start(support::catalogue(), options)
+        .await
+        .expect("serve");
+    let url = server.url();
+    let client = reqwest::Client::new();
+    let create = || {
+        client
+            .post(format!("{url}/loopcheck/sessions"))
+            .json(&json!({"case": "dispatch/01-unknown-tool"}))
+            .send()
+    };
+    let runaway: Value = create().await.expect("create").json().await.expect("JSON");
+    for n in 1..=6 {
+        let answer = client
+            .post(format!(
+                "{}/call/get_order",
+                runaway["tools_url"].as_str().expect("tools")
+            ))
+            .json(&json!({"call_id": format!("call_{n}"), "arguments": {"order_id": "A1"}}))
+            .send()
+            .await
+            .expect("tool call");
+        let status = answer.status().as_u16();
+        let body: Value = answer.json().await.expect("JSON");
+        let capped = body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("more than 5 requests");
+        assert_eq!(capped, n > 5, "request {n}: {status} {body}");
+    }
+    let verdict: Value = client
+        .get(runaway["verdict_url"].as_str().expect("verdict_url"))
+        .send()
+        .await
+        .expect("verdict")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(verdict["verdict"], "error", "{verdict}");
+
+    let idle: Value = create().await.expect("create").json().await.expect("JSON");
+    assert_eq!(server.registry().live(), 2);
+    // The reaper runs every half idle period: both sessions are gone within a second.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(
+        server.registry().live(),
+        0,
+        "idle sessions were not dropped"
+    );
+    let answer = client
+        .get(idle["verdict_url"].as_str().expect("verdict_url"))
+        .send()
+        .await
+        .expect("verdict");
+    assert_eq!(answer.status(), 410);
+    server.shutdown().await;
+}
+
+/// `loopcheck serve` as a command: the first line names the URL the helpers read.
+struct ServeProcess(Child);
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
+    let mut child = Command::new(support::loopcheck_bin())
+        .args(["serve", "--filter", "dispatch/*"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("loopcheck serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let process = ServeProcess(child);
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("a first line");
+    let url = first
+        .split_whitespace()
+        .find(|word| word.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no URL on the first line: {first:?}"))
+        .to_owned();
+    let cases: Value = reqwest::get(format!("{url}/loopcheck/cases"))
+        .await
+        .expect("cases")
+        .json()
+        .await
+        .expect("JSON");
+    let ids: Vec<&str> = cases["cases"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|case| case["id"].as_str())
+        .collect();
+    assert!(!ids.is_empty());
+    assert!(ids.iter().all(|id| id.starts_with("dispatch/")), "{ids:?}");
+    let state = cases["cases"][0]["runs"][0]["state"]
+        .as_str()
+        .expect("a state");
+    let run = run_session(&reqwest::Client::new(), &url, ids[0], state).await;
+    assert_eq!(run.verdict["verdict"], "pass", "{:#}", run.verdict);
+    drop(process);
+}
