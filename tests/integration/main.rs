@@ -16,6 +16,7 @@ mod mutants;
 mod output;
 mod process;
 mod properties;
+mod pytest_plugin;
 mod record;
 mod scenario_errors;
 mod schema;

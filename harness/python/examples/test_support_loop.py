@@ -1,0 +1,42 @@
+"""The support loop against three catalogue cases, each through its own loopcheck session.
+
+Run: pip install ./harness/python && pytest harness/python/examples
+(with `loopcheck` on PATH, or LOOPCHECK_BIN naming it).
+"""
+
+import json
+
+import pytest
+from openai import OpenAI
+
+from support_loop import run_support_loop
+
+CASES = ["correlation/01-single-call", "correlation/02-call-id-distinct", "dispatch/01-unknown-tool"]
+
+
+def fixture_tools(session):
+    """The application's tools, pointed at the session's fixture backend."""
+
+    def execute(name, call_id, arguments):
+        status, answer = session.call_tool(name, call_id, arguments, principal=session.task["principal"])
+        if status == 200:
+            return json.dumps(answer["result"])
+        return json.dumps({"error": answer["error"]["message"]})
+
+    return execute
+
+
+@pytest.mark.loopcheck(cases=CASES, supports=["previous_response_id"])
+def test_support_loop_conforms(loopcheck_session):
+    session, task = loopcheck_session, loopcheck_session.task
+    client = OpenAI(base_url=session.base_url, api_key=session.api_key)
+    result = run_support_loop(
+        client,
+        model=task["model"],
+        user_input=task["input"],
+        tools=task["tools"],
+        instructions=task.get("instructions"),
+        max_rounds=task["max_rounds"],
+        execute=fixture_tools(session),
+    )
+    session.assert_conforms(result)

@@ -1,0 +1,137 @@
+"""The pytest plugin: one `loopcheck serve` per test run, tests parametrized over the
+catalogue's case runs, a session per test.
+
+    @pytest.mark.loopcheck(cases=["dispatch/*"], supports=["previous_response_id"])
+    def test_my_loop(loopcheck_session):
+        result = my_loop(loopcheck_session.base_url, loopcheck_session.api_key,
+                         loopcheck_session.tools_url, loopcheck_session.task)
+        loopcheck_session.assert_conforms(result)
+"""
+
+import fnmatch
+
+import pytest
+
+from .serve import DEFAULT_SUPPORTS, Serve, ServeError, failure_message
+
+_serve = None
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("loopcheck")
+    group.addoption(
+        "--loopcheck-bin",
+        help="the loopcheck binary (default: $LOOPCHECK_BIN, else `loopcheck` on PATH)",
+    )
+    group.addoption(
+        "--loopcheck-filter",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only case ids matching one of these globs (repeatable), on top of each "
+        "test's own `cases`",
+    )
+    parser.addini(
+        "loopcheck_paths",
+        type="linelist",
+        default=[],
+        help="scenario files or folders to serve instead of the embedded catalogue",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "loopcheck(cases=GLOBS, supports=CAPABILITIES, states=MODES): run this test once "
+        "per matching catalogue case run, with the `loopcheck_session` fixture",
+    )
+
+
+def _server(config):
+    """The run's one server, started when a test first needs it."""
+    global _serve
+    if _serve is None:
+        paths = [str(config.rootpath / path) for path in config.getini("loopcheck_paths")]
+        try:
+            _serve = Serve(config.getoption("loopcheck_bin"), paths)
+        except ServeError as err:
+            raise pytest.UsageError(f"loopcheck: {err}") from None
+    return _serve
+
+
+def pytest_unconfigure(config):
+    global _serve
+    if _serve is not None:
+        _serve.stop()
+        _serve = None
+
+
+def _globs(value):
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def pytest_generate_tests(metafunc):
+    if "loopcheck_session" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("loopcheck")
+    options = marker.kwargs if marker else {}
+    supports = tuple(options.get("supports", DEFAULT_SUPPORTS))
+    states = _globs(options.get("states"))
+    runs = _server(metafunc.config).runs(_globs(options.get("cases")), supports)
+    extra = metafunc.config.getoption("loopcheck_filter")
+    if extra:
+        runs = [run for run in runs if any(fnmatch.fnmatchcase(run[0], g) for g in extra)]
+    if states:
+        runs = [run for run in runs if run[1] in states]
+    params = [
+        pytest.param(
+            (case, state),
+            id=f"{case}:{state}",
+            marks=[pytest.mark.skip(reason=f"the loop does not support: {', '.join(missing)}")]
+            if missing
+            else [],
+        )
+        for case, state, missing in runs
+    ]
+    if not params:
+        params = [
+            pytest.param(
+                None,
+                id="no-case",
+                marks=pytest.mark.skip(reason="no catalogue case matches this test's filters"),
+            )
+        ]
+    metafunc.parametrize("loopcheck_session", params, indirect=True)
+
+
+@pytest.fixture
+def loopcheck_session(request):
+    """A fresh session of this test's case run: `base_url`, `api_key`, `tools_url`,
+    `task`, `env`, and `assert_conforms(result)`."""
+    case, state = request.param
+    session = _server(request.config).session(case, state)
+    yield session
+    session.close()
+
+
+@pytest.fixture(scope="session")
+def loopcheck_server(request):
+    """The run's `loopcheck serve`, for tests that make their own sessions."""
+    return _server(request.config)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that failed before asking for its verdict (the loop raised, say) still
+    shows what loopcheck saw, as a report section."""
+    outcome = yield
+    report = outcome.get_result()
+    session = getattr(item, "funcargs", {}).get("loopcheck_session")
+    if call.when != "call" or not report.failed or session is None or session.judged:
+        return
+    try:
+        verdict = session.verdict()
+    except ServeError as err:
+        report.sections.append(("loopcheck verdict", f"unavailable: {err}"))
+        return
+    report.sections.append(("loopcheck verdict", failure_message(verdict)))

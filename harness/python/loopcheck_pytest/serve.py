@@ -1,0 +1,235 @@
+"""A `loopcheck serve` process and its sessions, over plain HTTP (standard library only)."""
+
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+import warnings
+
+#: The capabilities of a loop that declares none (the contract's default).
+DEFAULT_SUPPORTS = ("previous_response_id", "stateless")
+
+#: How long `loopcheck serve` may take to print its URL.
+START_TIMEOUT_S = 30
+
+
+class ServeError(RuntimeError):
+    """`loopcheck serve` could not be started or answered with an error."""
+
+
+class ShouldWarning(UserWarning):
+    """The loop conforms, but a SHOULD check failed."""
+
+
+def find_binary(explicit=None):
+    """The loopcheck binary: `explicit`, else $LOOPCHECK_BIN, else `loopcheck` on PATH."""
+    for candidate in (explicit, os.environ.get("LOOPCHECK_BIN")):
+        if candidate:
+            if not os.path.isfile(candidate):
+                raise ServeError(f"no loopcheck binary at {candidate!r}")
+            return candidate
+    found = shutil.which("loopcheck")
+    if found is None:
+        raise ServeError(
+            "no loopcheck binary: install it (cargo install --path <loopcheck checkout>), "
+            "or name it with --loopcheck-bin or the LOOPCHECK_BIN environment variable"
+        )
+    return found
+
+
+def request(method, url, body=None, timeout=30):
+    """Sends JSON, returns (status, parsed JSON answer)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("content-type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as answer:
+            status, text = answer.status, answer.read()
+    except urllib.error.HTTPError as err:
+        status, text = err.code, err.read()
+    try:
+        return status, json.loads(text) if text else None
+    except ValueError:
+        return status, text.decode(errors="replace")
+
+
+def error_text(answer):
+    if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
+        return answer["error"].get("message", str(answer))
+    return str(answer)
+
+
+class Serve:
+    """One `loopcheck serve` process on 127.0.0.1; `stop()` ends it."""
+
+    def __init__(self, binary=None, paths=(), args=()):
+        command = [find_binary(binary), "serve", *map(str, paths), *args]
+        self._process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.url = self._read_url(command)
+        # Drain both pipes so a chatty server never blocks on a full pipe.
+        self._stderr = []
+        for stream, sink in ((self._process.stdout, None), (self._process.stderr, self._stderr)):
+            threading.Thread(target=_drain, args=(stream, sink), daemon=True).start()
+
+    def _read_url(self, command):
+        first = []
+        reader = threading.Thread(target=lambda: first.append(self._process.stdout.readline()))
+        reader.daemon = True
+        reader.start()
+        reader.join(START_TIMEOUT_S)
+        line = first[0] if first else ""
+        for word in line.split():
+            if word.startswith("http://127.0.0.1:"):
+                return word
+        self._process.kill()
+        _, stderr = self._process.communicate(timeout=5)
+        raise ServeError(
+            f"`{' '.join(command)}` did not print its URL"
+            + (f" within {START_TIMEOUT_S} s" if not line else f" (it printed {line!r})")
+            + (f":\n{stderr.strip()}" if stderr and stderr.strip() else "")
+        )
+
+    def stop(self):
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.stop()
+
+    def cases(self):
+        """Every case the server holds: [{id, summary, level, area, runs: [{state, requires}]}]."""
+        status, answer = request("GET", f"{self.url}/loopcheck/cases")
+        if status != 200:
+            raise ServeError(f"GET /loopcheck/cases: {status} {error_text(answer)}")
+        return answer["cases"]
+
+    def runs(self, filters=(), supports=DEFAULT_SUPPORTS):
+        """The case runs whose id matches one of `filters` (globs; none: every case), each
+        as (case id, state, missing capabilities)."""
+        selected = []
+        for case in self.cases():
+            if filters and not any(fnmatch.fnmatchcase(case["id"], f) for f in filters):
+                continue
+            for run in case["runs"]:
+                missing = [word for word in run["requires"] if word not in supports]
+                selected.append((case["id"], run["state"], missing))
+        return selected
+
+    def session(self, case, state=None, seed=None):
+        """A new session of `case` in `state` (default: the case's first state mode)."""
+        body = {"case": case}
+        if state is not None:
+            body["state"] = state
+        if seed is not None:
+            body["seed"] = seed
+        status, answer = request("POST", f"{self.url}/loopcheck/sessions", body)
+        if status != 201:
+            raise ServeError(f"creating a session of {case}: {status} {error_text(answer)}")
+        return Session(answer)
+
+
+def _drain(stream, sink):
+    for line in stream:
+        if sink is not None and len(sink) < 200:
+            sink.append(line)
+
+
+class Session:
+    """One case run on the server: what the loop needs, and the verdict on what it did."""
+
+    def __init__(self, created):
+        self.created = created
+        self.id = created["id"]
+        self.case = created["case"]
+        self.state = created["state"]
+        #: The fake Responses API: give it to the OpenAI client as `base_url`.
+        self.base_url = created["base_url"]
+        self.api_key = created["api_key"]
+        #: The fixture tool backend (`POST {tools_url}/call/{name}`, `/approvals`).
+        self.tools_url = created["tools_url"]
+        #: The task: input, tools with their schemas, max_rounds, principal, ...
+        self.task = created["task"]
+        #: The environment a controller process would get.
+        self.env = created["env"]
+        self.requires = created["requires"]
+        self._posted = False
+        #: True once a verdict was asked for.
+        self.judged = False
+
+    def call_tool(self, name, call_id, arguments, principal=None, approval=None):
+        """Runs a call on the fixture backend: (HTTP status, JSON answer)."""
+        body = {"call_id": call_id, "arguments": arguments}
+        if principal is not None:
+            body["principal"] = principal
+        if approval is not None:
+            body["approval"] = approval
+        return request("POST", f"{self.tools_url}/call/{name}", body)
+
+    def ask_approval(self, name, call_id, arguments, principal=None):
+        """Asks the fixture approver about a call: its JSON answer."""
+        body = {"call_id": call_id, "name": name, "arguments": arguments}
+        if principal is not None:
+            body["principal"] = principal
+        return request("POST", f"{self.tools_url}/approvals", body)[1]
+
+    def post_result(self, result):
+        """Hands the loop's result object to the session (once)."""
+        status, answer = request("POST", self.created["result_url"], result)
+        self._posted = True
+        # 422 keeps the bad result as the reason there is none; the verdict says why.
+        if status not in (200, 422):
+            raise ServeError(f"posting the result of {self.case}: {status} {error_text(answer)}")
+
+    def verdict(self, result=None):
+        """The oracle's verdict (the JSON report's case shape), posting `result` first if
+        given."""
+        if result is not None and not self._posted:
+            self.post_result(result)
+        status, answer = request("GET", self.created["verdict_url"])
+        self.judged = True
+        if status != 200:
+            raise ServeError(f"the verdict on {self.case}: {status} {error_text(answer)}")
+        return answer
+
+    def assert_conforms(self, result=None):
+        """Raises AssertionError naming every failing check unless the verdict passes, as
+        `loopcheck run` judges it: SHOULD checks that failed (`non-strict`) only warn."""
+        __tracebackhide__ = True  # the failure is the loop's, not this helper's
+        verdict = self.verdict(result)
+        if verdict["verdict"] == "non-strict":
+            warnings.warn(ShouldWarning(failure_message(verdict)), stacklevel=2)
+        elif verdict["verdict"] != "pass":
+            raise AssertionError(failure_message(verdict))
+        return verdict
+
+    def close(self):
+        request("DELETE", self.created["url"])
+
+
+def failure_message(verdict):
+    """A verdict as a test failure: the case, the verdict, each failing check and why."""
+    lines = [f"loopcheck {verdict['id']} [{verdict['state']}]: {verdict['verdict']}"]
+    if verdict.get("detail"):
+        lines.append(f"  {verdict['detail']}")
+    for check in verdict.get("checks", []):
+        if check["verdict"] in ("fail", "non-strict"):
+            lines.append(f"  {check['verdict']} {check['id']} ({check['level']}): {check['message']}")
+            if check.get("diff"):
+                lines.append(f"      expected: {check['diff']['expected']}")
+                lines.append(f"      actual:   {check['diff']['actual']}")
+    return "\n".join(lines)
