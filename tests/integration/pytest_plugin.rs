@@ -67,7 +67,9 @@ fn a_seeded_defect_fails_with_the_check_that_catches_it() {
     assert!(!output.status.success(), "the defect passed:\n{text}");
     assert!(text.contains("1 failed"), "{text}");
     assert!(
-        text.contains("fail call-id/own-id (must): request 2: function_call_output carries call_id 'fc_"),
+        text.contains(
+            "fail call-id/own-id (must): request 2: function_call_output carries call_id 'fc_"
+        ),
         "{text}"
     );
 }
