@@ -28,3 +28,4 @@ mod sharding;
 mod snapshot_runs;
 mod surface;
 mod upstream;
+mod vitest_helper;

@@ -5,13 +5,15 @@
 //! event, so a stream the fake server gets wrong fails its case.
 //!
 //! Needs `node` (20 or later) and the pinned packages in `harness/node/node_modules`, which
-//! the test installs with `npm ci --prefix harness/node` when they are missing. Without
+//! the test installs with `npm ci --prefix harness/node` when that folder is missing. Without
 //! them the test is skipped with a note, except under `CI`, where it fails.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::support::{assert_passes_catalogue, missing_sdk, root, shell_quote};
+use crate::support::{
+    assert_passes_catalogue, install_node_packages, missing_sdk, root, shell_quote,
+};
 
 /// Everything the controller supports (its README says the same); only `persistent` is
 /// left out.
@@ -46,15 +48,7 @@ fn sdk_importable(dir: &Path) -> Result<(), String> {
 #[test]
 fn the_official_node_sdk_passes_the_catalogue() {
     let dir = root().join("harness/node");
-    if !dir.join("node_modules").exists() {
-        // As `.ci/run` does, so that a plain `cargo test` on a fresh machine runs this too.
-        if let Err(err) = run(
-            "npm",
-            &["ci", "--prefix", "harness/node", "--no-audit", "--no-fund"],
-        ) {
-            eprintln!("note: `npm ci --prefix harness/node` failed: {err}");
-        }
-    }
+    install_node_packages();
     if let Err(err) = sdk_importable(&dir) {
         let message = format!(
             "node cannot load openai and ajv from {} ({err}); install them with \

@@ -86,6 +86,32 @@ pub fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
+/// Installs `harness/node`'s pinned packages with `npm ci` when its `node_modules` is
+/// missing, as `.ci/run` does, so that a plain `cargo test` on a fresh machine runs the Node
+/// tests too. Once per test process: the Node tests run in parallel, and two `npm ci` in one
+/// folder break each other.
+pub fn install_node_packages() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        if root().join("harness/node/node_modules").exists() {
+            return;
+        }
+        let installed = Command::new("npm")
+            .args(["ci", "--prefix", "harness/node", "--no-audit", "--no-fund"])
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .output();
+        match installed {
+            Ok(output) if output.status.success() => {}
+            Ok(output) => eprintln!(
+                "note: `npm ci --prefix harness/node` failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+            Err(err) => eprintln!("note: `npm ci --prefix harness/node` failed: npm: {err}"),
+        }
+    });
+}
+
 /// A missing SDK: a failure under CI (which must install it), a skip with a note
 /// elsewhere. Returns when the caller should skip.
 pub fn missing_sdk(what: &str, message: &str) {

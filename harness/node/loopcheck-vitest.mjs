@@ -1,0 +1,379 @@
+// loopcheck for vitest: runs the catalogue's cases against a tool loop that lives inside
+// your application, through one `loopcheck serve` for the whole test run (docs/serve.md).
+//
+// In vitest.config.mjs, name this module as a global setup, so the main process starts the
+// server once and stops it when the run ends:
+//
+//   export default defineConfig({ test: { globalSetup: ['loopcheck-node-controller/vitest'] } });
+//
+// In a test file:
+//
+//   import { test } from 'vitest';
+//   import { loopcheckCases, loopcheckSession } from 'loopcheck-node-controller/vitest';
+//
+//   const runs = await loopcheckCases({ filter: ['dispatch/*'], supports: ['previous_response_id'] });
+//   test.for(runs)('%s', async (run, ctx) => {
+//     const session = await loopcheckSession(run, ctx);
+//     await session.expectConforms(myLoop(session));
+//   });
+
+import { spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { AssertionError } from 'node:assert';
+import path from 'node:path';
+import { inject, onTestFinished } from 'vitest';
+
+/** The capabilities a loop has unless it says otherwise (docs/contract.md, section 8). */
+export const DEFAULT_SUPPORTS = ['previous_response_id', 'stateless'];
+
+/** The key under which the global setup provides the server's URL to the workers. */
+const URL_KEY = 'loopcheckUrl';
+
+// ---------------------------------------------------------------------------------------
+// The global setup: runs in vitest's main process, once per run.
+
+/** Where `loopcheck` is: `LOOPCHECK_BIN`, else the first `loopcheck` on the `PATH`. */
+export function findLoopcheck(env = process.env) {
+  if (env.LOOPCHECK_BIN) return env.LOOPCHECK_BIN;
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, 'loopcheck');
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not in this directory
+    }
+  }
+  throw new Error(
+    'loopcheck: no loopcheck binary found: set LOOPCHECK_BIN to its path, or put `loopcheck` on the PATH',
+  );
+}
+
+/** Starts `loopcheck serve` and resolves with `{ url, stop }` once it prints its URL. */
+export function startServer({ bin = findLoopcheck(), args = [], timeoutMs = 30_000 } = {}) {
+  const child = spawn(bin, ['serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Whatever ends the test run, the server goes with it.
+  const killNow = () => child.kill('SIGKILL');
+  process.once('exit', killNow);
+
+  const stop = () =>
+    new Promise((resolve) => {
+      process.off('exit', killNow);
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      const force = setTimeout(killNow, 2_000);
+      child.once('exit', () => {
+        clearTimeout(force);
+        resolve();
+      });
+      child.kill('SIGTERM');
+    });
+
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    let stderr = '';
+    const fail = (why) => {
+      clearTimeout(timer);
+      killNow();
+      process.off('exit', killNow);
+      reject(new Error(`loopcheck: \`${bin} serve\` ${why}${stderr.trim() ? `:\n${stderr.trim()}` : ''}`));
+    };
+    const timer = setTimeout(() => fail(`printed no URL within ${timeoutMs} ms`), timeoutMs);
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk) => {
+      // Keep the start of it for the error; the server says little once it runs.
+      if (stderr.length < 64 * 1024) stderr += chunk;
+    });
+    const onEarlyExit = (code, signal) => fail(`exited (${signal ?? `code ${code}`}) before it listened`);
+    child.stdout.setEncoding('utf8');
+    const onStdout = (chunk) => {
+      stdout += chunk;
+      const match = /^loopcheck serve: listening on (http:\/\/\S+)/m.exec(stdout);
+      if (!match) return;
+      clearTimeout(timer);
+      child.off('exit', onEarlyExit);
+      child.stdout.off('data', onStdout);
+      child.stdout.resume(); // keep draining, so the server never blocks on a full pipe
+      resolve({ url: match[1], stop });
+    };
+    child.stdout.on('data', onStdout);
+    child.once('error', (err) =>
+      fail(
+        err.code === 'ENOENT'
+          ? 'could not start: no such file (set LOOPCHECK_BIN to the loopcheck binary, or put `loopcheck` on the PATH)'
+          : `could not start: ${err.message}`,
+      ),
+    );
+    child.once('exit', onEarlyExit);
+  });
+}
+
+/**
+ * vitest's global setup: one server for every worker of the run, its URL provided to
+ * them as `loopcheckUrl`. With `LOOPCHECK_URL` set, uses that running server instead.
+ */
+export async function setup(project) {
+  const running = process.env.LOOPCHECK_URL;
+  if (running) {
+    project.provide(URL_KEY, running.replace(/\/+$/, ''));
+    return undefined;
+  }
+  const server = await startServer();
+  project.provide(URL_KEY, server.url);
+  return server.stop;
+}
+
+// ---------------------------------------------------------------------------------------
+// In the tests.
+
+/** The server's URL, as the global setup provided it. */
+export function loopcheckUrl() {
+  let url;
+  try {
+    url = inject(URL_KEY);
+  } catch {
+    // not inside a vitest worker
+  }
+  url ??= process.env.LOOPCHECK_URL;
+  if (!url) {
+    throw new Error(
+      "loopcheck: no server: add `globalSetup: ['loopcheck-node-controller/vitest']` to the " +
+        'test options of your vitest config (or set LOOPCHECK_URL to a running `loopcheck serve`)',
+    );
+  }
+  return url.replace(/\/+$/, '');
+}
+
+/** A case id glob as `loopcheck --filter` reads it: `*` (any run of characters, `/`
+ * included), `?`, `[...]`, `{a,b}`. */
+export function globToRegExp(glob) {
+  let source = '';
+  let braces = 0;
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i];
+    if (c === '*') source += '.*';
+    else if (c === '?') source += '.';
+    else if (c === '[') {
+      const end = glob.indexOf(']', i + 2);
+      if (end < 0) {
+        source += '\\[';
+        continue;
+      }
+      let body = glob.slice(i + 1, end).replace(/\\/g, '\\\\');
+      if (body.startsWith('!')) body = `^${body.slice(1)}`;
+      source += `[${body}]`;
+      i = end;
+    } else if (c === '{') {
+      braces++;
+      source += '(?:';
+    } else if (c === '}' && braces > 0) {
+      braces--;
+      source += ')';
+    } else if (c === ',' && braces > 0) source += '|';
+    else source += c.replace(/[.+^$()|\\\]{}]/g, '\\$&');
+  }
+  return new RegExp(`^${source}$`);
+}
+
+async function request(method, url, body) {
+  let answer;
+  try {
+    answer = await fetch(url, {
+      method,
+      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (err) {
+    throw new Error(`loopcheck: ${method} ${url}: ${err.cause?.message ?? err.message}`);
+  }
+  const text = await answer.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // an answer that is not JSON is reported as text below
+  }
+  return { status: answer.status, json, text };
+}
+
+function serverError(what, answer) {
+  const message = answer.json?.error?.message ?? answer.text;
+  return new Error(`loopcheck: ${what}: HTTP ${answer.status}: ${message}`);
+}
+
+/** One case in one state mode. Its string is its name, so a `'%s'` test title shows it
+ * whole (a `$name` title is quoted and cut short). */
+class CaseRun {
+  constructor(fields) {
+    Object.assign(this, fields);
+  }
+
+  toString() {
+    return this.name;
+  }
+}
+
+/**
+ * The catalogue's case runs (one per case and state mode), for `test.for`.
+ *
+ * `filter`: case id globs (all cases when empty). `supports`: the loop's capabilities;
+ * runs needing others are kept but marked `supported: false`, and `loopcheckSession`
+ * skips them, so they show as skipped rather than vanish.
+ */
+export async function loopcheckCases({ filter = [], supports = DEFAULT_SUPPORTS } = {}) {
+  const globs = (Array.isArray(filter) ? filter : [filter]).map(globToRegExp);
+  const capabilities = new Set(supports);
+  const answer = await request('GET', `${loopcheckUrl()}/loopcheck/cases`);
+  if (answer.status !== 200) throw serverError('listing the cases', answer);
+  const runs = [];
+  for (const entry of answer.json.cases) {
+    if (globs.length > 0 && !globs.some((glob) => glob.test(entry.id))) continue;
+    for (const { state, requires } of entry.runs) {
+      const missing = requires.filter((capability) => !capabilities.has(capability));
+      runs.push(
+        new CaseRun({
+          name: `${entry.id} [${state}]`,
+          case: entry.id,
+          state,
+          requires,
+          supported: missing.length === 0,
+          missing,
+          level: entry.level,
+          area: entry.area,
+          summary: entry.summary,
+        }),
+      );
+    }
+  }
+  if (runs.length === 0) {
+    throw new Error(`loopcheck: no case matches ${JSON.stringify(filter)}`);
+  }
+  return runs;
+}
+
+/** A verdict that does not fail a run: `pass`, or `non-strict` (only SHOULD checks
+ * missed) unless `strict`. */
+function conforms(verdict, strict) {
+  return verdict.verdict === 'pass' || (!strict && verdict.verdict === 'non-strict');
+}
+
+function oneLine(error) {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.replace(/\s*\n\s*/g, ' ');
+}
+
+/** What a failing verdict says: one line per failing check, then its detail; with
+ * `loopError`, what the loop threw first. */
+export function describeVerdict(verdict, options = {}) {
+  const { strict = false } = options;
+  const failing = new Set(strict ? ['fail', 'non-strict'] : ['fail']);
+  const lines = [`loopcheck: ${verdict.id} [${verdict.state}]: ${verdict.verdict}`];
+  // One line for the loop's error: its stack goes on the assertion's `cause`.
+  if ('loopError' in options) lines.push(`  the loop threw: ${oneLine(options.loopError)}`);
+  const messages = new Set();
+  for (const check of verdict.checks ?? []) {
+    if (!failing.has(check.verdict)) continue;
+    const message = check.message ?? check.verdict;
+    messages.add(message);
+    lines.push(`  ${check.id}: ${message}`);
+  }
+  if (verdict.detail && !messages.has(verdict.detail)) lines.push(`  detail: ${verdict.detail}`);
+  return lines.join('\n');
+}
+
+/**
+ * Opens a session for one run: the case's fake Responses API and tool backend, for the
+ * loop under test. Pass the test's context (`test.for`'s second argument) so that an
+ * unsupported run is skipped; the session is deleted when the test ends.
+ */
+export async function loopcheckSession(run, ctx) {
+  if (!run.supported) {
+    const note = `the loop does not support: ${run.missing.join(', ')}`;
+    if (ctx?.skip) ctx.skip(note);
+    throw new Error(
+      `loopcheck: ${run.name}: ${note}; pass the test context (test.for gives it) to skip it, or leave out runs whose \`supported\` is false`,
+    );
+  }
+  const answer = await request('POST', `${loopcheckUrl()}/loopcheck/sessions`, {
+    case: run.case,
+    state: run.state,
+  });
+  if (answer.status !== 201) throw serverError(`creating a session for ${run.name}`, answer);
+  const created = answer.json;
+
+  let cachedVerdict = null;
+  let closed = false;
+  const session = {
+    run,
+    id: created.id,
+    case: created.case,
+    state: created.state,
+    requires: created.requires,
+    baseUrl: created.base_url,
+    toolsUrl: created.tools_url,
+    apiKey: created.api_key,
+    task: created.task,
+    env: created.env,
+    url: created.url,
+    resultUrl: created.result_url,
+    verdictUrl: created.verdict_url,
+
+    /** Posts the loop's result object (unless it is `undefined`: then the run is judged
+     * as ended without one) and returns the oracle's verdict. */
+    async verdict(result) {
+      if (cachedVerdict) return cachedVerdict;
+      if (result !== undefined) {
+        const posted = await request('POST', created.result_url, result);
+        // 422: not a result object; the verdict says what was wrong with it.
+        if (posted.status !== 200 && posted.status !== 422) {
+          throw serverError(`posting the result of ${run.name}`, posted);
+        }
+      }
+      const judged = await request('GET', created.verdict_url);
+      if (judged.status !== 200) throw serverError(`the verdict of ${run.name}`, judged);
+      cachedVerdict = judged.json;
+      return cachedVerdict;
+    },
+
+    /**
+     * Asserts that the loop conforms: `outcome` is its result object, a promise of it, or
+     * a function returning either. When the loop throws, the verdict is taken without a
+     * result and the error names both. Returns the verdict.
+     */
+    async expectConforms(outcome, { strict = false } = {}) {
+      let result;
+      let loopError;
+      let threw = false;
+      try {
+        result = await (typeof outcome === 'function' ? outcome() : outcome);
+      } catch (err) {
+        threw = true;
+        loopError = err;
+      }
+      const judged = await session.verdict(threw ? undefined : result);
+      if (!threw && conforms(judged, strict)) return judged;
+      const error = new AssertionError({
+        message: describeVerdict(judged, threw ? { strict, loopError } : { strict }),
+      });
+      Object.defineProperty(error, 'verdict', { value: judged, enumerable: false });
+      if (threw) error.cause = loopError;
+      // The stack starts at the test's own line, which the failure then points at.
+      Error.captureStackTrace(error, session.expectConforms);
+      throw error;
+    },
+
+    /** Ends the session; the test's end does it too. */
+    async close() {
+      if (closed) return;
+      closed = true;
+      const deleted = await request('DELETE', created.url);
+      // 410: the server already dropped it (deleted, or expired).
+      if (deleted.status !== 200 && deleted.status !== 204 && deleted.status !== 410) {
+        throw serverError(`deleting the session of ${run.name}`, deleted);
+      }
+    },
+  };
+  session.assertConforms = session.expectConforms;
+  (ctx?.onTestFinished ?? onTestFinished)(() => session.close());
+  return session;
+}
