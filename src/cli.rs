@@ -310,6 +310,10 @@ struct ServeArgs {
     /// Seed of what the fake server generates, unless a session names its own.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Stop when standard input closes: a test helper that starts the server keeps a pipe
+    /// open to it, so the server ends with the helper even when the helper is killed.
+    #[arg(long)]
+    stop_on_eof: bool,
 }
 
 #[derive(Debug, Args)]
@@ -825,9 +829,26 @@ async fn serve(args: ServeArgs) -> u8 {
     println!("loopcheck serve: listening on {}", server.url());
     println!("{count} cases; create a session with POST /loopcheck/sessions; Ctrl-C stops");
     let _ = std::io::Write::flush(&mut std::io::stdout());
-    let _ = tokio::signal::ctrl_c().await;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = stdin_closed(), if args.stop_on_eof => {}
+    }
     server.shutdown().await;
     exit::OK
+}
+
+/// Resolves once standard input reaches its end (whatever is written to it is ignored).
+/// Read on a plain thread: a blocking read in the runtime's pool would hold up its
+/// shutdown.
+async fn stdin_closed() {
+    let (closed, on_close) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 256];
+        let mut stdin = std::io::stdin().lock();
+        while matches!(std::io::Read::read(&mut stdin, &mut buffer), Ok(n) if n > 0) {}
+        let _ = closed.send(());
+    });
+    let _ = on_close.await;
 }
 
 fn list(args: ListArgs) -> u8 {

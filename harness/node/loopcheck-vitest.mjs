@@ -52,7 +52,9 @@ export function findLoopcheck(env = process.env) {
 
 /** Starts `loopcheck serve` and resolves with `{ url, stop }` once it prints its URL. */
 export function startServer({ bin = findLoopcheck(), args = [], timeoutMs = 30_000 } = {}) {
-  const child = spawn(bin, ['serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // The server stops when its stdin closes, so it ends with this process however that
+  // process ends (SIGKILL included).
+  const child = spawn(bin, ['serve', '--stop-on-eof', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
   // Whatever ends the test run, the server goes with it.
   const killNow = () => child.kill('SIGKILL');
   process.once('exit', killNow);

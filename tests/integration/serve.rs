@@ -342,13 +342,15 @@ impl Drop for ServeProcess {
 #[tokio::test]
 async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
     let mut child = Command::new(support::loopcheck_bin())
-        .args(["serve", "--filter", "dispatch/*"])
+        .args(["serve", "--filter", "dispatch/*", "--stop-on-eof"])
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("loopcheck serve starts");
     let stdout = child.stdout.take().expect("stdout");
-    let process = ServeProcess(child);
+    let stdin = child.stdin.take().expect("stdin");
+    let mut process = ServeProcess(child);
     let mut first = String::new();
     BufReader::new(stdout)
         .read_line(&mut first)
@@ -377,5 +379,16 @@ async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
         .expect("a state");
     let run = run_session(&reqwest::Client::new(), &url, ids[0], state).await;
     assert_eq!(run.verdict["verdict"], "pass", "{:#}", run.verdict);
-    drop(process);
+
+    // With --stop-on-eof, the server ends once whoever started it closes its stdin.
+    drop(stdin);
+    let mut waited = Duration::ZERO;
+    while process.0.try_wait().expect("try_wait").is_none() {
+        assert!(
+            waited < Duration::from_secs(10),
+            "the server outlived its stdin"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        waited += Duration::from_millis(50);
+    }
 }

@@ -68,9 +68,11 @@ class Serve:
     """One `loopcheck serve` process on 127.0.0.1; `stop()` ends it."""
 
     def __init__(self, binary=None, paths=(), args=()):
-        command = [find_binary(binary), "serve", *map(str, paths), *args]
+        # The server stops when its stdin closes, so it ends with this process however
+        # this process ends (SIGKILL included).
+        command = [find_binary(binary), "serve", "--stop-on-eof", *map(str, paths), *args]
         self._process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         self.url = self._read_url(command)
         # Drain both pipes so a chatty server never blocks on a full pipe.
