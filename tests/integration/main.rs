@@ -26,3 +26,4 @@ mod sharding;
 mod snapshot_runs;
 mod surface;
 mod upstream;
+mod wiremock_plugin;
