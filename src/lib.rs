@@ -23,3 +23,5 @@ pub mod toml_text;
 pub mod tools;
 pub mod transcript;
 pub mod wire;
+#[cfg(feature = "wiremock")]
+pub mod wiremock;

@@ -172,9 +172,11 @@ pub(crate) fn error_report(case: &Case, state: StateMode, detail: String) -> Cas
     }
 }
 
-/// Judges a finished run: the oracle gives the checks and the verdict.
+/// Judges a finished run: the oracle gives the checks and the verdict. Every front end
+/// (a controller process, an in-process closure, a serve session, the wiremock plug-in)
+/// ends here.
 pub(crate) fn finish(
-    case: &Case,
+    scenario: &Scenario,
     state: StateMode,
     session: &Session,
     process: Option<ProcessRecord>,
@@ -187,11 +189,11 @@ pub(crate) fn finish(
         Err(unfinished) => transcript.unfinished = Some(unfinished),
     }
     transcript.process = process;
-    let judgement = oracle::judge(&case.scenario, state, &transcript);
+    let judgement = oracle::judge(scenario, state, &transcript);
     CaseReport {
-        id: case.scenario.id.clone(),
-        summary: case.scenario.summary.clone(),
-        level: case.scenario.level,
+        id: scenario.id.clone(),
+        summary: scenario.summary.clone(),
+        level: scenario.level,
         state,
         verdict: judgement.verdict,
         duration_ms: started.elapsed().as_millis() as u64,
@@ -335,7 +337,7 @@ async fn run_case_with(
         Ok((record, timed_out)) => {
             let result = result_of(&record.stdout, timed_out, prepared.started);
             finish(
-                case,
+                &case.scenario,
                 state,
                 &prepared.session,
                 Some(record),
@@ -404,7 +406,7 @@ async fn run_case_persistent(
     prepared.server.shutdown().await;
     let result = result_of(&answer.record.stdout, answer.timed_out, prepared.started);
     finish(
-        case,
+        &case.scenario,
         state,
         &prepared.session,
         Some(answer.record),
@@ -685,5 +687,5 @@ where
             after_ms: started.elapsed().as_millis() as u64,
         }),
     };
-    finish(case, state, &session, None, result, started)
+    finish(&case.scenario, state, &session, None, result, started)
 }

@@ -260,7 +260,12 @@ impl Registry {
         });
         // Judged outside the registry's lock: other sessions go on meanwhile.
         Ok(runner::finish(
-            &case, state, &session, None, result, created,
+            &case.scenario,
+            state,
+            &session,
+            None,
+            result,
+            created,
         ))
     }
 

@@ -29,3 +29,4 @@ mod snapshot_runs;
 mod surface;
 mod upstream;
 mod vitest_helper;
+mod wiremock_plugin;

@@ -85,14 +85,13 @@ async fn run_cassette(cassette: &Path) -> (Output, Vec<Value>) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_recording_of_the_reference_replays_to_it() {
-    let (server, session) =
-        engine_upstream("correlation/03-mixed-items", StateMode::Stateless).await;
+    let (server, fake) = engine_upstream("correlation/03-mixed-items", StateMode::Stateless).await;
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("mixed.yaml");
     let upstream = format!("{}/v1", server.uri());
     record_reference(
         &upstream,
-        session.api_key(),
+        fake.api_key(),
         "correlation/03-mixed-items",
         &cassette,
         &["--state", "stateless"],
@@ -130,7 +129,7 @@ async fn a_recording_of_the_reference_replays_to_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stream_recorded_over_tls_keeps_its_events_and_replays() {
-    let (server, session) =
+    let (server, fake) =
         engine_upstream("stream/01-single-call", StateMode::PreviousResponseId).await;
     let front = tls_front(*server.address()).await;
     let dir = tempfile::tempdir().unwrap();
@@ -140,7 +139,7 @@ async fn a_stream_recorded_over_tls_keeps_its_events_and_replays() {
     let upstream = format!("{}/v1", front.url);
     record_reference(
         &upstream,
-        session.api_key(),
+        fake.api_key(),
         "stream/01-single-call",
         &cassette,
         &["--upstream-ca", ca.to_str().unwrap()],
@@ -173,7 +172,7 @@ async fn a_stream_recorded_over_tls_keeps_its_events_and_replays() {
             &bin,
             "reference-controller",
         ],
-        &[("OPENAI_API_KEY", session.api_key())],
+        &[("OPENAI_API_KEY", fake.api_key())],
     )
     .await;
     assert!(!output.status.success(), "{}", text(&output));
@@ -187,7 +186,7 @@ async fn a_controller_that_drops_instructions_replays_as_drift_naming_the_reques
         return missing_sdk("Python SDK", &err);
     }
     let id = "state/01-instructions-every-request";
-    let (server, session) = engine_upstream(id, StateMode::PreviousResponseId).await;
+    let (server, fake) = engine_upstream(id, StateMode::PreviousResponseId).await;
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("instructions.yaml");
     let task = root().join(format!("scenarios/{id}.yaml"));
@@ -206,7 +205,7 @@ async fn a_controller_that_drops_instructions_replays_as_drift_naming_the_reques
             &py,
             reference.to_str().unwrap(),
         ],
-        &[("OPENAI_API_KEY", session.api_key())],
+        &[("OPENAI_API_KEY", fake.api_key())],
     )
     .await;
     assert!(output.status.success(), "{}", text(&output));
@@ -412,7 +411,7 @@ async fn an_application_on_the_official_python_sdk_replays_offline() {
     if let Err(err) = sdk_importable(&python) {
         return missing_sdk("Python SDK", &err);
     }
-    let (server, session) =
+    let (server, fake) =
         engine_upstream("correlation/01-single-call", StateMode::PreviousResponseId).await;
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("app.yaml");
@@ -429,7 +428,7 @@ async fn an_application_on_the_official_python_sdk_replays_offline() {
             &py,
             app.to_str().unwrap(),
         ],
-        &[("OPENAI_API_KEY", session.api_key())],
+        &[("OPENAI_API_KEY", fake.api_key())],
     )
     .await;
     assert!(output.status.success(), "{}", text(&output));

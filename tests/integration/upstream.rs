@@ -1,73 +1,26 @@
 //! Stand-ins for the real API in record tests: a wiremock `MockServer` whose answers come
-//! from loopcheck's own engine for a catalogue case (so it behaves like the Responses
-//! API, streams included as whole SSE bodies), optionally behind TLS with a certificate
-//! authority made in the test.
+//! from loopcheck's own engine for a catalogue case, through the `loopcheck::wiremock`
+//! plug-in (so it behaves like the Responses API, streams included as whole SSE bodies),
+//! optionally behind TLS with a certificate authority made in the test.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use loopcheck::scenario::StateMode;
-use loopcheck::server::{EngineRequest, ReplyBody, Session};
+use loopcheck::wiremock::LoopcheckFake;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
-use wiremock::{Mock, MockServer, Respond, ResponseTemplate, matchers::any};
-
-use crate::support::case;
-
-/// Answers every request with the engine of one session.
-pub struct EngineResponder(pub Arc<Session>);
-
-impl Respond for EngineResponder {
-    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
-        let reply = self.0.handle(EngineRequest {
-            method: request.method.as_str().to_owned(),
-            path: request.url.path().to_owned(),
-            query: request.url.query().map(str::to_owned),
-            headers: request
-                .headers
-                .iter()
-                .map(|(n, v)| {
-                    (
-                        n.as_str().to_owned(),
-                        v.to_str().unwrap_or_default().to_owned(),
-                    )
-                })
-                .collect(),
-            body: request.body.clone(),
-        });
-        let mut template = ResponseTemplate::new(reply.status);
-        for (name, value) in &reply.headers {
-            template = template.insert_header(name.as_str(), value.as_str());
-        }
-        match reply.body {
-            ReplyBody::Json(value) => template.set_body_raw(value.to_string(), "application/json"),
-            ReplyBody::Raw { content_type, text } => template.set_body_raw(text, content_type),
-            ReplyBody::Stream { events, progress } => {
-                let limit = events.cut_after.unwrap_or(events.events.len());
-                let mut text = String::new();
-                for (index, event) in events.events.iter().enumerate().take(limit) {
-                    text.push_str(&loopcheck::server::stream::frame(event));
-                    progress.event_sent(index, events.call_done.get(&index).map(String::as_str));
-                }
-                progress.ended();
-                template.set_body_raw(text, "text/event-stream")
-            }
-            ReplyBody::Drop => ResponseTemplate::new(502),
-        }
-    }
-}
+use wiremock::MockServer;
 
 /// A wiremock server answering as the fake API of catalogue case `id` in `state`, and
-/// that session (its API key is what the recorded command must send).
-pub async fn engine_upstream(id: &str, state: StateMode) -> (MockServer, Arc<Session>) {
-    let session = Arc::new(Session::new(Arc::new(case(id).scenario), state));
+/// the fake (its API key is what the recorded command must send).
+pub async fn engine_upstream(id: &str, state: StateMode) -> (MockServer, LoopcheckFake) {
+    let fake = LoopcheckFake::from_catalogue(id, state)
+        .unwrap_or_else(|err| panic!("an upstream wiremock serves faithfully: {err}"));
     let server = MockServer::start().await;
-    Mock::given(any())
-        .respond_with(EngineResponder(session.clone()))
-        .mount(&server)
-        .await;
-    (server, session)
+    fake.mount(&server).await;
+    (server, fake)
 }
 
 /// A TLS front on 127.0.0.1 that forwards each connection to `target` in plain text.
