@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::{CaseReport, Reporter, RunEvent, Summary};
+use crate::oracle::CheckVerdict;
 
 /// Collects a column per controller run; at the end prints the table and writes the
 /// JSON, Markdown and HTML forms where asked.
@@ -213,8 +214,10 @@ impl<'a> Matrix<'a> {
         super::html::matrix_page(&controllers, &rows, &failing)
     }
 
-    /// `{"loopcheck", "controllers", "cases": [{"id", "state", "verdicts": {name: v}}],
-    /// "summary": {name: counts}}`.
+    /// `{"loopcheck", "controllers", "cases": [{"id", "state", "verdicts": {name: v},
+    /// "failing": {name: [check ids]}}], "summary": {name: counts}}`; `failing` names
+    /// only the controllers with a check that did not hold, so a published matrix can
+    /// say which check each failure is.
     pub fn json(&self) -> Value {
         let cases: Vec<Value> = self
             .columns
@@ -224,12 +227,32 @@ impl<'a> Matrix<'a> {
                     .iter()
                     .enumerate()
                     .map(|(i, report)| {
-                        let verdicts: serde_json::Map<String, Value> = self
-                            .columns
-                            .iter()
-                            .map(|(name, reports)| (name.clone(), json!(reports.get(i).map(|r| r.verdict.as_str()))))
-                            .collect();
-                        json!({"id": report.id, "state": report.state.as_str(), "verdicts": verdicts})
+                        let mut verdicts = serde_json::Map::new();
+                        let mut failing = serde_json::Map::new();
+                        for (name, reports) in self.columns {
+                            let run = reports.get(i);
+                            verdicts.insert(name.clone(), json!(run.map(|r| r.verdict.as_str())));
+                            let ids: Vec<&str> = run
+                                .into_iter()
+                                .flat_map(|r| &r.checks)
+                                .filter(|c| {
+                                    matches!(
+                                        c.verdict,
+                                        CheckVerdict::Fail | CheckVerdict::NonStrict
+                                    )
+                                })
+                                .map(|c| c.id.as_str())
+                                .collect();
+                            if !ids.is_empty() {
+                                failing.insert(name.clone(), json!(ids));
+                            }
+                        }
+                        json!({
+                            "id": report.id,
+                            "state": report.state.as_str(),
+                            "verdicts": verdicts,
+                            "failing": failing,
+                        })
                     })
                     .collect()
             })
