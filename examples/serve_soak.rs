@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use loopcheck::scenario::catalogue;
 use loopcheck::serve::{Limits, ServeOptions, SessionServer};
-use serde_json::{Value, json};
+
+#[path = "support/serve_client.rs"]
+mod serve_client;
 
 /// Areas whose cases finish quickly (no scripted waits), so the soak measures sessions,
 /// not sleeps.
@@ -33,44 +35,14 @@ fn resident_kib() -> u64 {
 }
 
 async fn session(client: reqwest::Client, url: String, case: String, state: String, keep: bool) {
-    let created: Value = client
-        .post(format!("{url}/loopcheck/sessions"))
-        .json(&json!({"case": case, "state": state}))
-        .send()
-        .await
-        .expect("create")
-        .json()
-        .await
-        .expect("created");
-    let env = loopcheck_reference::ControllerEnv {
-        base_url: created["base_url"].as_str().expect("base_url").to_owned(),
-        api_key: created["api_key"].as_str().expect("api_key").to_owned(),
-        tools_url: created["tools_url"].as_str().expect("tools_url").to_owned(),
-    };
-    let task: loopcheck_reference::Task =
-        serde_json::from_value(created["task"].clone()).expect("task");
-    let outcome = loopcheck_reference::run(&env, &task).await;
-    client
-        .post(created["result_url"].as_str().expect("result_url"))
-        .json(&outcome)
-        .send()
-        .await
-        .expect("result");
-    let verdict: Value = client
-        .get(created["verdict_url"].as_str().expect("verdict_url"))
-        .send()
-        .await
-        .expect("verdict")
-        .json()
-        .await
-        .expect("verdict JSON");
-    assert_eq!(verdict["verdict"], "pass", "{case} {state}: {verdict}");
+    let finished = serve_client::run_reference(&client, &url, &case, &state).await;
+    assert_eq!(
+        finished.verdict["verdict"], "pass",
+        "{case} {state}: {}",
+        finished.verdict
+    );
     if !keep {
-        client
-            .delete(created["url"].as_str().expect("url"))
-            .send()
-            .await
-            .expect("delete");
+        serve_client::delete(&client, &finished).await;
     }
 }
 

@@ -23,6 +23,11 @@ const TIMELESS_AREAS: &[&str] = &[
     "terminal",
 ];
 
+#[path = "../../examples/support/serve_client.rs"]
+mod serve_client;
+
+use serve_client::get_json;
+
 /// One session over HTTP, from creation to verdict, with the reference as the loop.
 struct Run {
     case: String,
@@ -32,59 +37,13 @@ struct Run {
 }
 
 async fn run_session(client: &reqwest::Client, url: &str, case: &str, state: &str) -> Run {
-    let created: Value = client
-        .post(format!("{url}/loopcheck/sessions"))
-        .json(&json!({"case": case, "state": state}))
-        .send()
-        .await
-        .expect("create")
-        .json()
-        .await
-        .expect("created JSON");
-    let env = loopcheck_reference::ControllerEnv {
-        base_url: created["base_url"].as_str().expect("base_url").to_owned(),
-        api_key: created["api_key"].as_str().expect("api_key").to_owned(),
-        tools_url: created["tools_url"].as_str().expect("tools_url").to_owned(),
-    };
-    let task: loopcheck_reference::Task =
-        serde_json::from_value(created["task"].clone()).expect("the task parses");
-    let outcome = loopcheck_reference::run(&env, &task).await;
-    let posted = client
-        .post(created["result_url"].as_str().expect("result_url"))
-        .json(&outcome)
-        .send()
-        .await
-        .expect("post result");
-    assert_eq!(posted.status(), 200, "{case} {state}: result refused");
-    let verdict: Value = client
-        .get(created["verdict_url"].as_str().expect("verdict_url"))
-        .send()
-        .await
-        .expect("verdict")
-        .json()
-        .await
-        .expect("verdict JSON");
-    let transcript: Value = client
-        .get(format!(
-            "{}/transcript",
-            created["url"].as_str().expect("url")
-        ))
-        .send()
-        .await
-        .expect("transcript")
-        .json()
-        .await
-        .expect("transcript JSON");
-    let deleted = client
-        .delete(created["url"].as_str().expect("url"))
-        .send()
-        .await
-        .expect("delete");
-    assert_eq!(deleted.status(), 200);
+    let finished = serve_client::run_reference(client, url, case, state).await;
+    let transcript = get_json(client, &format!("{}/transcript", finished.url("url"))).await;
+    serve_client::delete(client, &finished).await;
     Run {
         case: case.to_owned(),
         state: state.to_owned(),
-        verdict,
+        verdict: finished.verdict,
         transcript,
     }
 }
@@ -222,14 +181,11 @@ async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
     .await;
     assert_eq!(status, 422);
     assert!(message(&answer).contains("done"), "{answer}");
-    let verdict: Value = client
-        .get(created["verdict_url"].as_str().expect("verdict_url"))
-        .send()
-        .await
-        .expect("verdict")
-        .json()
-        .await
-        .expect("JSON");
+    let verdict = get_json(
+        &client,
+        created["verdict_url"].as_str().expect("verdict_url"),
+    )
+    .await;
     assert_eq!(verdict["verdict"], "crashed", "{verdict}");
     assert!(
         verdict["detail"].as_str().unwrap_or("").contains("done"),
@@ -301,14 +257,11 @@ async fn idle_sessions_expire_and_a_runaway_session_is_capped() {
             .contains("more than 5 requests");
         assert_eq!(capped, n > 5, "request {n}: {status} {body}");
     }
-    let verdict: Value = client
-        .get(runaway["verdict_url"].as_str().expect("verdict_url"))
-        .send()
-        .await
-        .expect("verdict")
-        .json()
-        .await
-        .expect("JSON");
+    let verdict = get_json(
+        &client,
+        runaway["verdict_url"].as_str().expect("verdict_url"),
+    )
+    .await;
     assert_eq!(verdict["verdict"], "error", "{verdict}");
 
     let idle: Value = create().await.expect("create").json().await.expect("JSON");
@@ -360,12 +313,7 @@ async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
         .find(|word| word.starts_with("http://127.0.0.1:"))
         .unwrap_or_else(|| panic!("no URL on the first line: {first:?}"))
         .to_owned();
-    let cases: Value = reqwest::get(format!("{url}/loopcheck/cases"))
-        .await
-        .expect("cases")
-        .json()
-        .await
-        .expect("JSON");
+    let cases = get_json(&reqwest::Client::new(), &format!("{url}/loopcheck/cases")).await;
     let ids: Vec<&str> = cases["cases"]
         .as_array()
         .expect("a list")

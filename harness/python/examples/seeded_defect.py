@@ -4,10 +4,8 @@ default (its name does not start with `test_`); run it by naming the file.
 """
 
 import pytest
-from openai import OpenAI
-
 import support_loop
-from test_support_loop import fixture_tools
+from test_support_loop import run_session
 
 
 def answer_by_item_id(call, registry, execute):
@@ -18,14 +16,4 @@ def answer_by_item_id(call, registry, execute):
 @pytest.mark.loopcheck(cases=["correlation/02-call-id-distinct"], supports=["previous_response_id"])
 def test_loop_answering_by_item_id(loopcheck_session, monkeypatch):
     monkeypatch.setattr(support_loop, "answer", answer_by_item_id)
-    session, task = loopcheck_session, loopcheck_session.task
-    result = support_loop.run_support_loop(
-        OpenAI(base_url=session.base_url, api_key=session.api_key, max_retries=0),
-        model=task["model"],
-        user_input=task["input"],
-        tools=task["tools"],
-        instructions=task.get("instructions"),
-        max_rounds=task["max_rounds"],
-        execute=fixture_tools(session),
-    )
-    session.assert_conforms(result)
+    loopcheck_session.assert_conforms(run_session(loopcheck_session))

@@ -9,7 +9,7 @@ import json
 import pytest
 from openai import OpenAI
 
-from support_loop import run_support_loop
+import support_loop
 
 CASES = ["correlation/01-single-call", "correlation/02-call-id-distinct", "dispatch/01-unknown-tool"]
 
@@ -26,12 +26,12 @@ def fixture_tools(session):
     return execute
 
 
-@pytest.mark.loopcheck(cases=CASES, supports=["previous_response_id"])
-def test_support_loop_conforms(loopcheck_session):
-    session, task = loopcheck_session, loopcheck_session.task
-    client = OpenAI(base_url=session.base_url, api_key=session.api_key)
-    result = run_support_loop(
-        client,
+def run_session(session):
+    """The application's loop on the session's task, against its fake API and tools."""
+    task = session.task
+    # Looked up on the module, so a test can swap a piece of the loop.
+    return support_loop.run_support_loop(
+        OpenAI(base_url=session.base_url, api_key=session.api_key),
         model=task["model"],
         user_input=task["input"],
         tools=task["tools"],
@@ -39,4 +39,8 @@ def test_support_loop_conforms(loopcheck_session):
         max_rounds=task["max_rounds"],
         execute=fixture_tools(session),
     )
-    session.assert_conforms(result)
+
+
+@pytest.mark.loopcheck(cases=CASES, supports=["previous_response_id"])
+def test_support_loop_conforms(loopcheck_session):
+    loopcheck_session.assert_conforms(run_session(loopcheck_session))
