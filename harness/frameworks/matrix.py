@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Runs every framework of harness/frameworks/ through the catalogue and writes the
+published matrix: docs/frameworks.json (the matrix, with each run's failing checks) and
+docs/frameworks.md (the page: page.md with the table and every framework's findings.md).
+
+Every failure must be explained: a case run that does not pass, and each check that
+failed in it, must be named in that framework's findings.md; the script lists what is
+not and exits 1.
+
+Usage: harness/frameworks/matrix.py [--loopcheck BIN] [--jobs N] [--render-only] [NAME...]
+(install first: harness/frameworks/install.sh, which this script runs).
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+DOCS = ROOT / "docs"
+INSTALLED = pathlib.Path(
+    os.environ.get("LOOPCHECK_FRAMEWORKS_DIR", pathlib.Path.home() / ".cache/loopcheck/frameworks")
+)
+#: Verdicts that need no explanation.
+FINE = {"pass", "unsupported"}
+
+
+def write_atomic(path, text):
+    """Writes beside `path`, then renames: a reader never sees half a page."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text)
+    temporary.replace(path)
+
+
+def frameworks(names):
+    found = sorted(p.name for p in HERE.iterdir() if (p / "findings.md").exists() or any(p.glob("adapter.*")))
+    unknown = [n for n in names if n not in found]
+    if unknown:
+        sys.exit(f"matrix.py: no framework {', '.join(unknown)} (have: {', '.join(found)})")
+    return names or found
+
+
+def command(name):
+    """The controller command of a framework, as installed by install.sh."""
+    source = HERE / name
+    if (source / "adapter.py").exists():
+        return f"{INSTALLED / name / 'venv/bin/python'} {source / 'adapter.py'}"
+    if (source / "adapter.mjs").exists():
+        return f"node --preserve-symlinks --preserve-symlinks-main {INSTALLED / name / 'adapter.mjs'}"
+    sys.exit(f"matrix.py: {source} has no adapter.py or adapter.mjs")
+
+
+def find_loopcheck(explicit):
+    for candidate in (explicit, os.environ.get("LOOPCHECK_BIN"), shutil.which("loopcheck"),
+                      ROOT / "target/release/loopcheck", ROOT / "target/debug/loopcheck"):
+        if candidate and pathlib.Path(candidate).is_file():
+            return str(candidate)
+    sys.exit("matrix.py: no loopcheck binary: build it (cargo build --release) or pass --loopcheck")
+
+
+def run_matrix(loopcheck, names, jobs, out):
+    args = [loopcheck, "matrix", "--report-json", str(out), "--jobs", str(jobs)]
+    for name in names:
+        args += ["--controller", f"{name}={command(name)}"]
+    # The matrix exits 1 when a controller fails a case: that is the finding, not an error.
+    code = subprocess.run(args, cwd=ROOT, stdout=subprocess.DEVNULL).returncode
+    if code not in (0, 1):
+        sys.exit(f"matrix.py: loopcheck matrix exited {code}")
+
+
+def table(matrix):
+    names = matrix["controllers"]
+    lines = ["| case | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for row in matrix["cases"]:
+        cells = []
+        for name in names:
+            verdict = row["verdicts"].get(name) or "-"
+            failing = row.get("failing", {}).get(name, [])
+            cells.append(verdict if not failing else f"{verdict}: " + ", ".join(f"`{c}`" for c in failing))
+        lines.append(f"| `{row['id']}` [{row['state']}] | " + " | ".join(cells) + " |")
+    passed = [matrix["summary"][n]["passed"] for n in names]
+    supported = [matrix["summary"][n]["cases"] - matrix["summary"][n]["unsupported"] for n in names]
+    lines.append("| **passed / supported runs** | " + " | ".join(f"{p}/{s}" for p, s in zip(passed, supported)) + " |")
+    return "\n".join(lines)
+
+
+def unexplained(matrix):
+    """(framework, case run, what) for every failure its findings.md does not name."""
+    missing = []
+    for name in matrix["controllers"]:
+        findings = HERE / name / "findings.md"
+        text = findings.read_text() if findings.exists() else ""
+        for row in matrix["cases"]:
+            verdict = row["verdicts"].get(name)
+            if verdict in FINE or verdict is None:
+                continue
+            run = f"{row['id']} [{row['state']}]"
+            if row["id"] not in text:
+                missing.append((name, run, f"the case ({verdict})"))
+            for check in row.get("failing", {}).get(name, []):
+                if check not in text:
+                    missing.append((name, run, f"the check {check}"))
+    return missing
+
+
+def render(matrix):
+    page = (HERE / "page.md").read_text()
+    findings = "\n\n".join(
+        (HERE / name / "findings.md").read_text().strip()
+        for name in matrix["controllers"]
+        if (HERE / name / "findings.md").exists()
+    )
+    return page.replace("{{matrix}}", table(matrix)).replace("{{findings}}", findings)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="frameworks (default: all)")
+    parser.add_argument("--loopcheck", help="the loopcheck binary")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--render-only", action="store_true",
+                        help="re-render the page from docs/frameworks.json without running anything")
+    args = parser.parse_args()
+    out = DOCS / "frameworks.json"
+    if not args.render_only:
+        names = frameworks(args.names)
+        subprocess.run([str(HERE / "install.sh"), *names], check=True)
+        fresh = INSTALLED / "matrix.json"
+        run_matrix(find_loopcheck(args.loopcheck), names, args.jobs, fresh)
+        matrix = json.loads(fresh.read_text())
+        write_atomic(out, json.dumps(matrix, indent=2) + "\n")
+    matrix = json.loads(out.read_text())
+    write_atomic(DOCS / "frameworks.md", render(matrix))
+    missing = unexplained(matrix)
+    for name, run, what in missing:
+        print(f"unexplained: {name}: {run}: {what} is not named in harness/frameworks/{name}/findings.md")
+    summary = ", ".join(
+        f"{n} {matrix['summary'][n]['passed']}/{matrix['summary'][n]['cases'] - matrix['summary'][n]['unsupported']}"
+        for n in matrix["controllers"]
+    )
+    print(f"wrote docs/frameworks.md and docs/frameworks.json: {summary} (passed/supported)")
+    sys.exit(1 if missing else 0)
+
+
+if __name__ == "__main__":
+    main()
