@@ -84,6 +84,9 @@ function resultOf(finishReason, text, steps) {
   if (finishReason === 'tool-calls') {
     return { status: 'failed', reason: 'max_rounds', detail: `stopped after ${steps} step(s) with tool calls pending` };
   }
+  // The provider turns a refusal into text and the finish reason content-filter, the
+  // reason it also gives an incomplete response cut by the content filter (with no text).
+  if (finishReason === 'content-filter' && text) return { status: 'failed', reason: 'refusal', detail: text };
   if (finishReason === 'length' || finishReason === 'content-filter') {
     return { status: 'failed', reason: 'incomplete', detail: `finish reason ${finishReason}` };
   }
