@@ -3,7 +3,8 @@
 // SDK's defaults: the adapter validates, retries and budgets nothing itself, so the verdicts
 // judge the framework, not the adapter.
 //
-// Run it from the install folder, where its packages are (see findings.md):
+// The install step symlinks this file and its manifest into <dir>/openai-agents-js/, beside its
+// packages (ESM resolves them from the file's location), and runs it as:
 //   node --preserve-symlinks --preserve-symlinks-main <dir>/openai-agents-js/adapter.mjs
 
 import { readFileSync } from 'node:fs';
