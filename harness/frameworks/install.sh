@@ -24,7 +24,8 @@ for name in "${names[@]}"; do
         echo "install.sh: no framework $name in $here" >&2
         exit 2
     fi
-    pins=$(cat "$source"/requirements.txt "$source"/package.json "$source"/package-lock.json 2> /dev/null | sha256sum | cut -d' ' -f1)
+    # A framework has either file set, so cat fails on the other: not an error here.
+    pins=$({ cat "$source"/requirements.txt "$source"/package.json "$source"/package-lock.json 2> /dev/null || true; } | sha256sum | cut -d' ' -f1)
     if [ -f "$target/.pins" ] && [ "$(cat "$target/.pins")" = "$pins" ]; then
         echo "$name: up to date in $target"
     elif [ -f "$source/requirements.txt" ]; then

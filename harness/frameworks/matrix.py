@@ -107,10 +107,15 @@ def unexplained(matrix):
     return missing
 
 
+def nested(markdown):
+    """A findings.md one heading level down, to sit under the page's "Findings"."""
+    return "\n".join("#" + line if line.startswith("#") else line for line in markdown.splitlines())
+
+
 def render(matrix):
     page = (HERE / "page.md").read_text()
     findings = "\n\n".join(
-        (HERE / name / "findings.md").read_text().strip()
+        nested((HERE / name / "findings.md").read_text().strip())
         for name in matrix["controllers"]
         if (HERE / name / "findings.md").exists()
     )
