@@ -30,6 +30,7 @@ from langchain_core.tools import StructuredTool, ToolException
 from langchain_openai import ChatOpenAI
 from langgraph.errors import GraphRecursionError
 import openai
+from openai.types.responses import ResponseError
 
 
 def log(*args):
@@ -138,6 +139,13 @@ def run_case(task):
         return {"status": "failed", "reason": "max_rounds", "detail": str(err)}
     except openai.APIError as err:
         return {"status": "failed", "reason": "api_error", "detail": f"{type(err).__name__}: {err}"}
+    except ValueError as err:
+        # langchain-openai raises a bare ValueError for a failed response (and for a
+        # stream's error event); only the non-streamed one carries the SDK's typed error.
+        if err.args and isinstance(err.args[0], ResponseError):
+            return {"status": "failed", "reason": "response_failed", "detail": str(err)}
+        log(f"framework error: {err!r}")
+        return {"status": "failed", "reason": "error", "detail": f"ValueError: {err}"}
     except ToolException as err:
         return {"status": "failed", "reason": "tool_error", "detail": str(err)}
     except Exception as err:  # noqa: BLE001 - any other framework error still ends in a result line
