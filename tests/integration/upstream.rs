@@ -41,17 +41,15 @@ impl Respond for EngineResponder {
             template = template.insert_header(name.as_str(), value.as_str());
         }
         match reply.body {
-            ReplyBody::Json(value) => template.set_body_raw(value.to_string(), "application/json"),
+            ReplyBody::Json(bytes) => template.set_body_raw(bytes.to_vec(), "application/json"),
             ReplyBody::Raw { content_type, text } => template.set_body_raw(text, content_type),
             ReplyBody::Stream { events, progress } => {
-                let limit = events.cut_after.unwrap_or(events.events.len());
-                let mut text = String::new();
-                for (index, event) in events.events.iter().enumerate().take(limit) {
-                    text.push_str(&loopcheck::server::stream::frame(event));
-                    progress.event_sent(index, events.call_done.get(&index).map(String::as_str));
+                let written = events.written();
+                for index in 0..written {
+                    progress.event_sent(index, events.call_done(index));
                 }
                 progress.ended();
-                template.set_body_raw(text, "text/event-stream")
+                template.set_body_raw(events.frames(0, written).to_vec(), "text/event-stream")
             }
             ReplyBody::Drop => ResponseTemplate::new(502),
         }
