@@ -1,10 +1,22 @@
 //! Throughput of the fake Responses server, as a ratio against a bare hyper server that
 //! answers every request with the same bytes (DESIGN.md: "the bar is the speed of a bare
-//! hyper server returning the same bytes"). Both run side by side on this machine, with
-//! the same keep-alive client load, so the ratio holds on a noisy shared machine where a
-//! raw requests-per-second figure does not.
+//! hyper server returning the same bytes"), for a plain JSON create and for a streamed
+//! one. Both servers run side by side in this process, driven by the same keep-alive
+//! client load in alternating rounds, so the ratio of the medians holds on a noisy
+//! shared machine where a raw requests-per-second figure does not.
 //!
-//! Run: `cargo run --release --example throughput [REQUESTS] [CONCURRENCY]`
+//! - `json`: a stateless create answered with a reasoning item and a call; the baseline
+//!   answers the same bytes as `application/json`.
+//! - `sse`: the same create with `"stream": true`; the fake writes the events one by one
+//!   as a chunked body, the baseline answers the same event bytes as one whole
+//!   `text/event-stream` body.
+//!
+//! Every fake request is fully validated, served and recorded. Each fake round gets a
+//! fresh session (a real session is bounded; one round's transcript holds every exchange
+//! of the round), and the peak memory of the process is printed at the end.
+//!
+//! Run: `cargo run --release --example throughput [REQUESTS] [CONCURRENCY]` (requests
+//! per case and per side, split over the rounds; default 30000 over 16 connections).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,7 +28,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use loopcheck::scenario::{self, StateMode};
+use loopcheck::scenario::{self, Scenario, StateMode};
 use loopcheck::server::{RunningServer, Session};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -39,25 +51,28 @@ expect:
   reason: max_rounds
 "#;
 
-/// A bare hyper server answering `body` to everything.
-async fn bare_server(body: Bytes) -> std::net::SocketAddr {
+/// Rounds per side and case; odd, for a true median. Many short rounds keep each
+/// round's session (and its transcript, tens of KB per streamed exchange) small.
+const ROUNDS: usize = 15;
+
+/// A bare hyper server answering `body` as `content_type` to everything.
+async fn bare_server(body: Bytes, content_type: String) -> std::net::SocketAddr {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
     let addr = listener.local_addr().expect("addr");
+    let content_type = hyper::header::HeaderValue::try_from(content_type).expect("header");
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
                 continue;
             };
             let _ = tcp.set_nodelay(true);
-            let body = body.clone();
+            let (body, content_type) = (body.clone(), content_type.clone());
             tokio::spawn(async move {
                 let service = service_fn(move |_request: Request<hyper::body::Incoming>| {
-                    let body = body.clone();
+                    let (body, content_type) = (body.clone(), content_type.clone());
                     async move {
                         let mut response = Response::new(Full::new(body));
-                        response
-                            .headers_mut()
-                            .insert("content-type", "application/json".parse().expect("header"));
+                        response.headers_mut().insert("content-type", content_type);
                         Ok::<_, Infallible>(response)
                     }
                 });
@@ -71,16 +86,17 @@ async fn bare_server(body: Bytes) -> std::net::SocketAddr {
 }
 
 /// Sends `requests` POSTs over `concurrency` keep-alive connections; requests per second.
-async fn load(url: String, key: String, body: Value, requests: usize, concurrency: usize) -> f64 {
+async fn load(url: &str, key: &str, body: &Value, requests: usize, concurrency: usize) -> f64 {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(concurrency)
         .build()
         .expect("client");
-    let body = Arc::new(serde_json::to_vec(&body).expect("body"));
+    let body = Bytes::from(serde_json::to_vec(body).expect("body"));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for worker in 0..concurrency {
-        let (client, url, key, body) = (client.clone(), url.clone(), key.clone(), body.clone());
+        let (client, url, key, body) =
+            (client.clone(), url.to_owned(), key.to_owned(), body.clone());
         let share = requests / concurrency + usize::from(worker < requests % concurrency);
         tasks.push(tokio::spawn(async move {
             for _ in 0..share {
@@ -88,7 +104,7 @@ async fn load(url: String, key: String, body: Value, requests: usize, concurrenc
                     .post(&url)
                     .bearer_auth(&key)
                     .header("content-type", "application/json")
-                    .body(body.as_ref().clone())
+                    .body(body.clone())
                     .send()
                     .await
                     .expect("request");
@@ -103,88 +119,160 @@ async fn load(url: String, key: String, body: Value, requests: usize, concurrenc
     requests as f64 / started.elapsed().as_secs_f64()
 }
 
-#[tokio::main(flavor = "multi_thread")]
-async fn main() {
-    let mut args = std::env::args().skip(1);
-    let requests: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(20_000);
-    let concurrency: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(16);
+/// CPU time this process has used so far (client and both servers).
+fn cpu_time() -> Duration {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct it is given.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
+}
 
-    let scenario = scenario::parse(std::path::Path::new("bench.yaml"), SCENARIO)
-        .expect("the bench scenario parses");
-    let session = Arc::new(Session::new(Arc::new(scenario), StateMode::Stateless));
+/// Peak resident memory of this process, from `/proc/self/status`.
+fn peak_memory_mb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
+}
+
+/// One side's rounds: requests per second and CPU microseconds per request.
+#[derive(Default)]
+struct Rounds {
+    rates: Vec<f64>,
+    cpu_us: Vec<f64>,
+}
+
+impl Rounds {
+    fn median(values: &[f64]) -> f64 {
+        let mut values = values.to_vec();
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    }
+}
+
+/// A fake server on a fresh session of the bench scenario.
+async fn fake_server(scenario: &Arc<Scenario>) -> (RunningServer, Arc<Session>) {
+    let session = Arc::new(Session::new(scenario.clone(), StateMode::Stateless));
     let server = RunningServer::start(session.clone())
         .await
         .expect("fake server");
-    let request = json!({"model": "gpt-5", "store": false, "input": "hi", "tools": []});
+    (server, session)
+}
 
-    // The baseline answers with the bytes the fake server really sends.
+/// Measures one case: fake against bare hyper answering the fake's own bytes.
+async fn measure(
+    scenario: &Arc<Scenario>,
+    name: &str,
+    request: Value,
+    requests: usize,
+    concurrency: usize,
+) {
+    // The baseline answers with the bytes and content type the fake server really sends.
+    let (server, session) = fake_server(scenario).await;
     let sample = reqwest::Client::new()
         .post(format!("{}/v1/responses", server.base_url()))
         .bearer_auth(session.api_key())
         .json(&request)
         .send()
         .await
-        .expect("sample")
-        .bytes()
-        .await
-        .expect("sample body");
-    let bare = bare_server(sample.clone()).await;
-
-    // Warm both up, then measure alternately so drift on the machine hits both alike.
-    let fake_url = format!("{}/v1/responses", server.base_url());
-    let bare_url = format!("http://{bare}/v1/responses");
-    load(
-        fake_url.clone(),
-        session.api_key().to_owned(),
-        request.clone(),
-        2_000,
-        concurrency,
-    )
-    .await;
-    load(
-        bare_url.clone(),
-        "k".to_owned(),
-        request.clone(),
-        2_000,
-        concurrency,
-    )
-    .await;
-    let mut fake = Vec::new();
-    let mut baseline = Vec::new();
-    for _ in 0..3 {
-        fake.push(
-            load(
-                fake_url.clone(),
-                session.api_key().to_owned(),
-                request.clone(),
-                requests / 3,
-                concurrency,
-            )
-            .await,
-        );
-        baseline.push(
-            load(
-                bare_url.clone(),
-                "k".to_owned(),
-                request.clone(),
-                requests / 3,
-                concurrency,
-            )
-            .await,
-        );
-    }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
-    };
-    let (fake, baseline) = (median(fake), median(baseline));
-    println!(
-        "response body: {} bytes; {requests} requests, {concurrency} connections",
-        sample.len()
-    );
-    println!("bare hyper, same bytes: {baseline:>9.0} req/s");
-    println!("loopcheck fake server:  {fake:>9.0} req/s");
-    println!("ratio: {:.2}x of bare hyper", fake / baseline);
+        .expect("sample");
+    let content_type = sample
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .expect("a content type")
+        .to_owned();
+    let sample = sample.bytes().await.expect("sample body");
     server.shutdown().await;
+    let bare_url = format!(
+        "http://{}/v1/responses",
+        bare_server(sample.clone(), content_type.clone()).await
+    );
+
+    let per_round = requests / ROUNDS;
+    let (mut fake, mut bare) = (Rounds::default(), Rounds::default());
+    // The first round of each side warms up and is not counted.
+    for round in 0..=ROUNDS {
+        let (server, session) = fake_server(scenario).await;
+        let fake_url = format!("{}/v1/responses", server.base_url());
+        let cpu = cpu_time();
+        let rate = load(
+            &fake_url,
+            session.api_key(),
+            &request,
+            per_round,
+            concurrency,
+        )
+        .await;
+        let cpu = (cpu_time() - cpu).as_secs_f64() * 1e6 / per_round as f64;
+        server.shutdown().await;
+        // The connections let go of the session as they close; its transcript is freed
+        // here, before the next round, not during it.
+        while Arc::strong_count(&session) > 1 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        drop(session);
+        if round > 0 {
+            fake.rates.push(rate);
+            fake.cpu_us.push(cpu);
+        }
+
+        let cpu = cpu_time();
+        let rate = load(&bare_url, "k", &request, per_round, concurrency).await;
+        let cpu = (cpu_time() - cpu).as_secs_f64() * 1e6 / per_round as f64;
+        if round > 0 {
+            bare.rates.push(rate);
+            bare.cpu_us.push(cpu);
+        }
+    }
+    let (fake_rate, bare_rate) = (Rounds::median(&fake.rates), Rounds::median(&bare.rates));
+    let spread = |rounds: &Rounds, baseline: &Rounds| {
+        let ratios: Vec<f64> = rounds
+            .rates
+            .iter()
+            .zip(&baseline.rates)
+            .map(|(f, b)| f / b)
+            .collect();
+        let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = ratios.iter().copied().fold(0.0, f64::max);
+        format!("{low:.2}..{high:.2}")
+    };
+    println!("{name}: {} bytes as {content_type}", sample.len());
+    println!(
+        "  bare hyper, same bytes: {bare_rate:>8.0} req/s, {:>5.1} us CPU/req",
+        Rounds::median(&bare.cpu_us)
+    );
+    println!(
+        "  loopcheck fake server:  {fake_rate:>8.0} req/s, {:>5.1} us CPU/req",
+        Rounds::median(&fake.cpu_us)
+    );
+    println!(
+        "  ratio: {:.2}x of bare hyper (rounds {})",
+        fake_rate / bare_rate,
+        spread(&fake, &bare)
+    );
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let requests: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(30_000);
+    let concurrency: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(16);
+    let scenario = Arc::new(
+        scenario::parse(std::path::Path::new("bench.yaml"), SCENARIO)
+            .expect("the bench scenario parses"),
+    );
+    println!(
+        "{requests} requests per case and side over {concurrency} connections, {ROUNDS} alternating rounds (medians)"
+    );
+    let create = json!({"model": "gpt-5", "store": false, "input": "hi", "tools": []});
+    let mut streamed = create.clone();
+    streamed["stream"] = json!(true);
+    measure(&scenario, "json", create, requests, concurrency).await;
+    measure(&scenario, "sse", streamed, requests, concurrency).await;
+    if let Some(mb) = peak_memory_mb() {
+        println!("peak memory: {mb} MB");
+    }
     tokio::time::sleep(Duration::from_millis(10)).await;
 }

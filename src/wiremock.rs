@@ -61,7 +61,6 @@ use crate::oracle::{CaseVerdict, CheckVerdict};
 use crate::report::CaseReport;
 use crate::runner::{ControllerEnv, finish, task::task_json};
 use crate::scenario::{Scenario, StateMode};
-use crate::server::stream::frame;
 use crate::server::{EngineReply, EngineRequest, ReplyBody, Session};
 use crate::transcript::{ControllerResult, Unfinished};
 
@@ -453,18 +452,19 @@ fn template(reply: EngineReply) -> ResponseTemplate {
         template = template.set_delay(reply.delay);
     }
     match reply.body {
-        ReplyBody::Json(value) => template.set_body_raw(value.to_string(), "application/json"),
+        ReplyBody::Json(bytes) => template.set_body_raw(bytes.to_vec(), "application/json"),
         ReplyBody::Raw { content_type, text } => template.set_body_raw(text, content_type),
         ReplyBody::Stream { events, progress } => {
             // The whole body is handed over now, so every event counts as sent now.
-            let limit = events.cut_after.unwrap_or(events.events.len());
-            let mut text = String::new();
-            for (index, event) in events.events.iter().enumerate().take(limit) {
-                text.push_str(&frame(event));
-                progress.event_sent(index, events.call_done.get(&index).map(String::as_str));
+            let written = events.written();
+            for index in 0..written {
+                progress.event_sent(index, events.call_done(index));
             }
             progress.ended();
-            template.set_body_raw(text, "text/event-stream; charset=utf-8")
+            template.set_body_raw(
+                events.frames(0, written).to_vec(),
+                "text/event-stream; charset=utf-8",
+            )
         }
         ReplyBody::Drop => dropped_connection(reply.delay),
     }

@@ -134,13 +134,12 @@ expect: {outcome: completed}
             body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
         });
         let body = match reply.body {
-            ReplyBody::Json(value) => value,
+            ReplyBody::Json(bytes) => serde_json::from_slice(&bytes).expect("a JSON reply"),
             ReplyBody::Raw { text, .. } => Value::String(text),
             ReplyBody::Stream { events, progress } => {
-                let limit = events.cut_after.unwrap_or(events.events.len());
-                let written: Vec<Value> = events.events.iter().take(limit).cloned().collect();
+                let written: Vec<Value> = (0..events.written()).map(|i| events.event(i)).collect();
                 for (index, event) in written.iter().enumerate() {
-                    progress.event_sent(index, events.call_done.get(&index).map(String::as_str));
+                    progress.event_sent(index, events.call_done(index));
                     during(self, index, event);
                 }
                 progress.ended();

@@ -336,7 +336,7 @@ fn json_reply(status: u16, body: Value) -> EngineReply {
     EngineReply {
         status,
         headers: Vec::new(),
-        body: ReplyBody::Json(body),
+        body: ReplyBody::Json(body.to_string().into()),
         delay: Duration::ZERO,
     }
 }

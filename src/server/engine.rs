@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::api::{self, Answer, Handled};
 use super::clock::Clock;
 use super::recorder::{Observer, Recorder, StreamProgress, lock};
 use super::store::Store;
-use super::stream::PlannedStream;
+use super::stream::StreamFrames;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{BackendReply, ToolBackend};
 use crate::transcript::{ModelExchange, StreamRecord, ToolExchange, ToolRequestKind, Transcript};
@@ -37,15 +38,27 @@ impl EngineRequest {
     /// The exchange that records this request, before anything is known of its answer:
     /// the path with its query, headers redacted. Callers fill in the answer.
     pub(crate) fn exchange(&self, body: Value, body_unparsed: bool) -> ModelExchange {
+        let head = EngineRequest {
+            method: self.method.clone(),
+            path: self.path.clone(),
+            query: self.query.clone(),
+            headers: self.headers.clone(),
+            body: Vec::new(),
+        };
+        head.into_exchange(body, body_unparsed)
+    }
+
+    /// [`EngineRequest::exchange`], taking the request's own strings.
+    fn into_exchange(self, body: Value, body_unparsed: bool) -> ModelExchange {
         ModelExchange {
             seq: 0,
             at_ms: 0,
-            method: self.method.clone(),
-            path: match &self.query {
+            method: self.method,
+            path: match self.query {
                 Some(q) => format!("{}?{q}", self.path),
-                None => self.path.clone(),
+                None => self.path,
             },
-            headers: redacted_headers(&self.headers),
+            headers: redacted_headers(self.headers),
             body,
             body_unparsed,
             status: 0,
@@ -80,8 +93,8 @@ impl EngineRequest {
 /// What a reply carries.
 #[derive(Debug, Clone)]
 pub enum ReplyBody {
-    /// A JSON body.
-    Json(Value),
+    /// A JSON body, rendered.
+    Json(Bytes),
     /// A raw body (e.g. an edge proxy's HTML page).
     Raw {
         /// `content-type`.
@@ -92,8 +105,8 @@ pub enum ReplyBody {
     /// Server-sent events, to be sent one by one; the front end reports each event it
     /// writes, and the end, to `progress`.
     Stream {
-        /// The events and how to deliver them.
-        events: PlannedStream,
+        /// The events, rendered, and how to deliver them.
+        events: StreamFrames,
         /// Where to report what was written.
         progress: StreamProgress,
     },
@@ -199,21 +212,29 @@ impl Session {
 
     /// Handles one request.
     pub fn handle(&self, request: EngineRequest) -> EngineReply {
-        let path = request.path.trim_end_matches('/');
-        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        match segments.as_slice() {
+        let to_tools = match segments(&request.path).as_slice() {
             ["tools", "call", name] if request.method == "POST" => {
-                self.tool_request(&request, Some(name))
+                return self.tool_request(&request, Some(name));
             }
-            ["tools", "approvals"] if request.method == "POST" => self.tool_request(&request, None),
-            ["tools", ..] => self.model_exchange(&request, |_, _| {
+            ["tools", "approvals"] if request.method == "POST" => {
+                return self.tool_request(&request, None);
+            }
+            ["tools", ..] => true,
+            _ => false,
+        };
+        if to_tools {
+            return self.model_exchange(request, |_, request, _| {
                 Err(ApiError::invalid_url(&request.method, &request.path))
-            }),
-            ["v1", route @ ..] | route @ [..] => self.model_exchange(&request, |store, body| {
-                self.check_auth(&request)?;
-                api::route(&self.scenario, store, &request, route, body)
-            }),
+            });
         }
+        self.model_exchange(request, |store, request, body| {
+            self.check_auth(request)?;
+            let segments = segments(&request.path);
+            let route = match segments.as_slice() {
+                ["v1", route @ ..] | route => route,
+            };
+            api::route(&self.scenario, store, request, route, body)
+        })
     }
 
     fn check_auth(&self, request: &EngineRequest) -> Result<(), ApiError> {
@@ -237,8 +258,8 @@ impl Session {
     /// Runs `handler` under the store's lock and records the exchange.
     fn model_exchange(
         &self,
-        request: &EngineRequest,
-        handler: impl FnOnce(&mut Store, Option<Value>) -> Result<Handled, ApiError>,
+        request: EngineRequest,
+        handler: impl FnOnce(&mut Store, &EngineRequest, Option<Value>) -> Result<Handled, ApiError>,
     ) -> EngineReply {
         let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
         let (body, body_unparsed) = match (&parsed, request.body.is_empty()) {
@@ -250,30 +271,39 @@ impl Session {
             ),
         };
         let mut store = lock(&self.store);
-        let (handled, rejected_by) = match handler(&mut store, parsed) {
+        let (handled, rejected_by) = match handler(&mut store, &request, parsed) {
             Ok(handled) => (handled, None),
             Err(err) => (
                 Handled::json(err.status, err.body()),
                 Some(err.rule.to_owned()),
             ),
         };
-        let request_id = match &handled.request_id {
-            Some(id) => id.clone(),
+        let request_id = match handled.request_id {
+            Some(id) => id,
             None => store.ids.request_id(),
         };
-        let (recorded, stream) = match &handled.body {
-            Answer::Json(value) => (value.clone(), None),
-            Answer::Raw { text, .. } => (Value::String(text.clone()), None),
-            Answer::Stream(planned) => (
-                Value::Array(planned.events.clone()),
-                Some(StreamRecord {
+        // The answer is rendered once: the bytes go out, the value into the transcript.
+        let (recorded, stream, reply) = match handled.body {
+            Answer::Json(value) => {
+                let bytes = Bytes::from(serde_json::to_vec(&value).expect("a Value serializes"));
+                (value, None, Reply::Json(bytes))
+            }
+            Answer::Raw { content_type, text } => (
+                Value::String(text.clone()),
+                None,
+                Reply::Raw { content_type, text },
+            ),
+            Answer::Stream(planned) => {
+                let record = StreamRecord {
                     planned: planned.events.len(),
                     cut: planned.cut_after.is_some(),
                     last_type: planned.last_type().map(str::to_owned),
                     ..StreamRecord::default()
-                }),
-            ),
-            Answer::Drop => (Value::Null, None),
+                };
+                let (frames, events) = planned.render();
+                (Value::Array(events), Some(record), Reply::Stream(frames))
+            }
+            Answer::Drop => (Value::Null, None, Reply::Drop),
         };
         // Recorded before the store's lock is released, so order numbers follow the
         // order in which requests changed the store.
@@ -285,23 +315,24 @@ impl Session {
             fault: handled.fault,
             stream,
             final_response: handled.final_response,
-            ..request.exchange(body, body_unparsed)
+            ..request.into_exchange(body, body_unparsed)
         });
         drop(store);
-        let mut headers = vec![
+        let mut headers = Vec::with_capacity(3 + handled.headers.len());
+        headers.extend([
             ("x-request-id".to_owned(), request_id),
             ("openai-version".to_owned(), "2020-10-01".to_owned()),
             ("openai-processing-ms".to_owned(), "12".to_owned()),
-        ];
+        ]);
         headers.extend(handled.headers);
-        let body = match handled.body {
-            Answer::Json(value) => ReplyBody::Json(value),
-            Answer::Raw { content_type, text } => ReplyBody::Raw { content_type, text },
-            Answer::Stream(events) => ReplyBody::Stream {
+        let body = match reply {
+            Reply::Json(bytes) => ReplyBody::Json(bytes),
+            Reply::Raw { content_type, text } => ReplyBody::Raw { content_type, text },
+            Reply::Stream(events) => ReplyBody::Stream {
                 events,
                 progress: StreamProgress::new(self.recorder.clone(), exchange),
             },
-            Answer::Drop => ReplyBody::Drop,
+            Reply::Drop => ReplyBody::Drop,
         };
         EngineReply {
             status: handled.status,
@@ -340,6 +371,7 @@ impl Session {
             }
         };
         let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
+        let rendered = Bytes::from(serde_json::to_vec(&reply.body).expect("a Value serializes"));
         lock(&self.recorder).tool(ToolExchange {
             seq: 0,
             at_ms: 0,
@@ -350,7 +382,7 @@ impl Session {
             principal: text("principal"),
             approval: text("approval"),
             status: reply.status,
-            response: reply.body.clone(),
+            response: reply.body,
             effect: reply.effect,
             delay_ms: reply.delay_ms,
         });
@@ -359,24 +391,40 @@ impl Session {
         EngineReply {
             status: reply.status,
             headers: Vec::new(),
-            body: ReplyBody::Json(reply.body),
+            body: ReplyBody::Json(rendered),
             delay: Duration::from_millis(reply.delay_ms),
         }
     }
 }
 
+/// A path's segments, without empty ones.
+fn segments(path: &str) -> Vec<&str> {
+    path.split('/').filter(|s| !s.is_empty()).collect()
+}
+
 /// Request headers as transcripts keep them: names lowercase, secrets redacted.
-fn redacted_headers(headers: &[(String, String)]) -> BTreeMap<String, String> {
+fn redacted_headers(headers: Vec<(String, String)>) -> BTreeMap<String, String> {
     headers
-        .iter()
-        .map(|(name, value)| {
-            let name = name.to_ascii_lowercase();
+        .into_iter()
+        .map(|(mut name, value)| {
+            name.make_ascii_lowercase();
             let value = if SECRET_HEADERS.contains(&name.as_str()) {
                 "[redacted]".to_owned()
             } else {
-                value.clone()
+                value
             };
             (name, value)
         })
         .collect()
+}
+
+/// A reply's body between rendering and the front end's handle on its progress.
+enum Reply {
+    Json(Bytes),
+    Raw {
+        content_type: &'static str,
+        text: String,
+    },
+    Stream(StreamFrames),
+    Drop,
 }

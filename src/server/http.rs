@@ -2,15 +2,18 @@
 //! hyper directly (not a framework) because a fault must be able to close a connection
 //! without any answer, and a stream must go out event by event and break off midway.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
@@ -21,7 +24,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use super::engine::{EngineReply, EngineRequest, ReplyBody, Session};
 use super::recorder::StreamProgress;
-use super::stream::{PlannedStream, frame};
+use super::stream::StreamFrames;
 
 /// Request bodies above this are refused.
 const MAX_BODY: usize = 64 * 1024 * 1024;
@@ -171,7 +174,7 @@ pub(crate) async fn send(reply: EngineReply) -> Result<Response<ReplyStream>, Dr
     }
     let (content_type, body) = match reply.body {
         ReplyBody::Drop => return Err(DropConnection),
-        ReplyBody::Json(value) => ("application/json", ReplyStream::full(value.to_string())),
+        ReplyBody::Json(bytes) => ("application/json", ReplyStream::full(bytes)),
         ReplyBody::Raw { content_type, text } => (content_type, ReplyStream::full(text)),
         ReplyBody::Stream { events, progress } => (
             "text/event-stream; charset=utf-8",
@@ -182,25 +185,30 @@ pub(crate) async fn send(reply: EngineReply) -> Result<Response<ReplyStream>, Dr
     *response.status_mut() =
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();
-    headers.insert(
-        "content-type",
-        content_type.parse().expect("a valid header value"),
-    );
+    headers.reserve(reply.headers.len() + 1);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     for (name, value) in reply.headers {
-        if let (Ok(name), Ok(value)) = (
-            hyper::header::HeaderName::try_from(name),
-            hyper::header::HeaderValue::try_from(value),
-        ) {
+        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
             headers.insert(name, value);
         }
     }
     Ok(response)
 }
 
-/// A response body fed through a channel: a whole body at once, or chunks as a task
-/// writes them. An `Err` item aborts the connection mid-body (a cut stream).
+/// A response body: a whole body at once, events as the engine planned their delivery,
+/// or chunks as a task writes them. An `Err` frame aborts the connection mid-body (a cut
+/// stream).
 pub(crate) struct ReplyStream {
-    receiver: mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>,
+    inner: Inner,
+}
+
+enum Inner {
+    /// A whole body, not yet taken.
+    Full(Option<Bytes>),
+    /// A stream's events, written as hyper asks for them.
+    Events(Box<EventWriter>),
+    /// Chunks a task sends.
+    Channel(mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>),
 }
 
 /// The writing end of a [`ReplyStream`].
@@ -208,54 +216,30 @@ pub(crate) type ChunkSender = mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>
 
 impl ReplyStream {
     pub(crate) fn full(text: impl Into<Bytes>) -> Self {
-        let (sender, receiver) = mpsc::channel(1);
-        let _ = sender.try_send(Ok(Frame::data(text.into())));
-        Self { receiver }
+        Self {
+            inner: Inner::Full(Some(text.into())),
+        }
     }
 
     /// A body whose chunks a task sends as they come.
     pub(crate) fn channel() -> (ChunkSender, Self) {
         let (sender, receiver) = mpsc::channel(16);
-        (sender, Self { receiver })
+        let inner = Inner::Channel(receiver);
+        (sender, Self { inner })
     }
 
-    fn events(progress: StreamProgress, planned: PlannedStream) -> Self {
-        let (sender, receiver) = mpsc::channel(16);
-        tokio::spawn(async move {
-            let limit = planned.cut_after.unwrap_or(planned.events.len());
-            for (index, event) in planned.events.iter().enumerate().take(limit) {
-                let pause = planned.pause(index);
-                if !pause.is_zero() {
-                    tokio::time::sleep(pause).await;
-                }
-                let bytes = Bytes::from(frame(event));
-                let size = planned.chunk_bytes.unwrap_or(bytes.len()).max(1);
-                for chunk in bytes.chunks(size) {
-                    if sender
-                        .send(Ok(Frame::data(Bytes::copy_from_slice(chunk))))
-                        .await
-                        .is_err()
-                    {
-                        progress.ended();
-                        return;
-                    }
-                }
-                progress.event_sent(index, planned.call_done.get(&index).map(String::as_str));
-            }
-            if planned.cut_after.is_some() {
-                // hyper drops whatever it has not written yet when the body fails, so let
-                // it take every queued frame and flush before breaking the connection.
-                while sender.capacity() < sender.max_capacity() && !sender.is_closed() {
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                let _ = sender
-                    .send(Err(std::io::Error::other("stream cut on purpose")))
-                    .await;
-            }
-            progress.ended();
-        });
-        Self { receiver }
+    fn events(progress: StreamProgress, frames: StreamFrames) -> Self {
+        Self {
+            inner: Inner::Events(Box::new(EventWriter {
+                frames,
+                progress,
+                next: 0,
+                offset: 0,
+                waited: false,
+                sleep: None,
+                state: WriterState::Writing,
+            })),
+        }
     }
 }
 
@@ -267,10 +251,139 @@ impl Body for ReplyStream {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        self.receiver.poll_recv(cx)
+        match &mut self.inner {
+            Inner::Full(body) => Poll::Ready(body.take().map(|bytes| Ok(Frame::data(bytes)))),
+            Inner::Events(writer) => writer.poll_frame(cx),
+            Inner::Channel(receiver) => receiver.poll_recv(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.inner, Inner::Full(None))
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::default()
+        match &self.inner {
+            Inner::Full(body) => SizeHint::with_exact(body.as_ref().map_or(0, |b| b.len() as u64)),
+            _ => SizeHint::default(),
+        }
+    }
+}
+
+/// Writes a stream's events in the body's own polls (no task, no channel): every event
+/// up to the next scripted pause goes out as one frame, or in `chunk_bytes` pieces; a cut
+/// stream breaks off after its last event. Each event is reported to the progress handle
+/// as it is handed to hyper, and the end once, however the stream ends.
+struct EventWriter {
+    frames: StreamFrames,
+    progress: StreamProgress,
+    /// The next event to write.
+    next: usize,
+    /// How much of event `next` is written (chunked delivery).
+    offset: usize,
+    /// Whether the pause before event `next` is over.
+    waited: bool,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    state: WriterState,
+}
+
+#[derive(PartialEq)]
+enum WriterState {
+    Writing,
+    /// Every event before the cut is written; breaking off once hyper had time to flush.
+    Breaking,
+    Ended,
+}
+
+impl EventWriter {
+    fn poll_frame(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        loop {
+            if let Some(sleep) = &mut self.sleep {
+                std::task::ready!(sleep.as_mut().poll(cx));
+                self.sleep = None;
+            }
+            match self.state {
+                WriterState::Ended => return Poll::Ready(None),
+                WriterState::Breaking => {
+                    self.end();
+                    let cut = std::io::Error::other("stream cut on purpose");
+                    return Poll::Ready(Some(Err(cut)));
+                }
+                WriterState::Writing => {}
+            }
+            let limit = self.frames.written();
+            if self.next >= limit {
+                if self.frames.cut_after.is_some() {
+                    // hyper drops whatever it has not written yet when the body fails, so
+                    // it gets time to flush the last events before the connection breaks.
+                    self.state = WriterState::Breaking;
+                    self.wait(Duration::from_millis(20));
+                    continue;
+                }
+                self.end();
+                return Poll::Ready(None);
+            }
+            let pause = self.frames.pause(self.next);
+            if self.offset == 0 && !self.waited && !pause.is_zero() {
+                self.waited = true;
+                self.wait(pause);
+                continue;
+            }
+            let data = match self.frames.chunk_bytes {
+                None => {
+                    // Every event up to the next pause, as one frame.
+                    let mut end = self.next + 1;
+                    while end < limit && self.frames.pause(end).is_zero() {
+                        end += 1;
+                    }
+                    let data = self.frames.frames(self.next, end);
+                    while self.next < end {
+                        self.event_written();
+                    }
+                    data
+                }
+                Some(size) => {
+                    let frame = self.frames.frame(self.next);
+                    let end = (self.offset + size.max(1)).min(frame.len());
+                    let data = frame.slice(self.offset..end);
+                    self.offset = end;
+                    if end == frame.len() {
+                        self.event_written();
+                    }
+                    data
+                }
+            };
+            return Poll::Ready(Some(Ok(Frame::data(data))));
+        }
+    }
+
+    fn wait(&mut self, pause: Duration) {
+        self.sleep = Some(Box::pin(tokio::time::sleep(pause)));
+    }
+
+    fn event_written(&mut self) {
+        let index = self.next;
+        self.progress
+            .event_sent(index, self.frames.call_done(index));
+        self.next += 1;
+        self.offset = 0;
+        self.waited = false;
+    }
+
+    fn end(&mut self) {
+        if self.state != WriterState::Ended {
+            self.state = WriterState::Ended;
+            self.progress.ended();
+        }
+    }
+}
+
+impl Drop for EventWriter {
+    /// A client that went away ends the stream where it was.
+    fn drop(&mut self) {
+        self.end();
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::scenario::{ErrorShape, RecordedEvent, StreamSpec};
@@ -45,11 +46,101 @@ impl PlannedStream {
 
 /// One SSE frame: `event: <type>\ndata: <json>\n\n`.
 pub fn frame(event: &Value) -> String {
-    format!(
-        "event: {}\ndata: {}\n\n",
-        event["type"].as_str().unwrap_or_default(),
-        event
-    )
+    let mut out = Vec::new();
+    write_frame(&mut out, event);
+    String::from_utf8(out).expect("JSON and event types are UTF-8")
+}
+
+fn write_frame(out: &mut Vec<u8>, event: &Value) {
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(event["type"].as_str().unwrap_or_default().as_bytes());
+    out.extend_from_slice(b"\ndata: ");
+    serde_json::to_writer(&mut *out, event).expect("a Value always serializes");
+    out.extend_from_slice(b"\n\n");
+}
+
+impl PlannedStream {
+    /// Renders every event once, for a front end to write; gives the events back for the
+    /// transcript, so they are neither cloned nor rendered twice.
+    pub fn render(self) -> (StreamFrames, Vec<Value>) {
+        let mut bytes = Vec::with_capacity(self.events.len() * 256);
+        let mut ends = Vec::with_capacity(self.events.len());
+        for event in &self.events {
+            write_frame(&mut bytes, event);
+            ends.push(bytes.len());
+        }
+        let frames = StreamFrames {
+            bytes: Bytes::from(bytes),
+            ends,
+            cut_after: self.cut_after,
+            delay: self.delay,
+            pauses: self.pauses,
+            chunk_bytes: self.chunk_bytes,
+            call_done: self.call_done,
+        };
+        (frames, self.events)
+    }
+}
+
+/// A planned stream rendered to the bytes a front end writes, with how to deliver them.
+#[derive(Debug, Clone, Default)]
+pub struct StreamFrames {
+    /// Every event's SSE frame, back to back.
+    pub bytes: Bytes,
+    /// Where each event's frame ends in `bytes`.
+    pub ends: Vec<usize>,
+    /// Close the connection after this many events, without the rest.
+    pub cut_after: Option<usize>,
+    /// Wait before each event.
+    pub delay: Duration,
+    /// Wait before event `i` instead, when given.
+    pub pauses: Vec<Duration>,
+    /// Write this many bytes at a time.
+    pub chunk_bytes: Option<usize>,
+    /// Event index of each function call's `output_item.done`, by call_id.
+    pub call_done: HashMap<usize, String>,
+}
+
+impl StreamFrames {
+    /// How many events are written: all of them, or those before the cut.
+    pub fn written(&self) -> usize {
+        self.cut_after
+            .unwrap_or(self.ends.len())
+            .min(self.ends.len())
+    }
+
+    /// Event `index`'s frame.
+    pub fn frame(&self, index: usize) -> Bytes {
+        let start = index.checked_sub(1).map_or(0, |i| self.ends[i]);
+        self.bytes.slice(start..self.ends[index])
+    }
+
+    /// Events `from..to`'s frames, back to back.
+    pub fn frames(&self, from: usize, to: usize) -> Bytes {
+        let start = from.checked_sub(1).map_or(0, |i| self.ends[i]);
+        let end = to.checked_sub(1).map_or(0, |i| self.ends[i]);
+        self.bytes.slice(start..end.max(start))
+    }
+
+    /// Event `index` as JSON (its frame's `data`).
+    pub fn event(&self, index: usize) -> Value {
+        let frame = self.frame(index);
+        let data = frame
+            .split(|&b| b == b'\n')
+            .find_map(|line| line.strip_prefix(b"data: "))
+            .unwrap_or_default();
+        serde_json::from_slice(data).unwrap_or(Value::Null)
+    }
+
+    /// The wait before event `index`.
+    pub fn pause(&self, index: usize) -> Duration {
+        self.pauses.get(index).copied().unwrap_or(self.delay)
+    }
+
+    /// The `call_id` whose `output_item.done` event `index` is, if it is one.
+    pub fn call_done(&self, index: usize) -> Option<&str> {
+        self.call_done.get(&index).map(String::as_str)
+    }
 }
 
 /// Splits `text` into pieces of `size` characters, or at the given character offsets.
@@ -102,15 +193,45 @@ impl Builder<'_> {
 
 /// The response as it looks before it ends (or once cancelled): no output, no usage.
 pub fn snapshot(response: &Value, status: &str) -> Value {
-    let mut snapshot = response.clone();
-    snapshot["status"] = json!(status);
-    snapshot["output"] = json!([]);
-    snapshot["usage"] = Value::Null;
-    snapshot["completed_at"] = Value::Null;
-    snapshot["error"] = Value::Null;
-    snapshot["incomplete_details"] = Value::Null;
-    snapshot
+    let replaced = |key: &str| -> Option<Value> {
+        Some(match key {
+            "status" => json!(status),
+            "output" => json!([]),
+            "usage" | "completed_at" | "error" | "incomplete_details" => Value::Null,
+            _ => return None,
+        })
+    };
+    let Some(fields) = response.as_object() else {
+        let mut snapshot = response.clone();
+        for key in SNAPSHOT_KEYS {
+            snapshot[key] = replaced(key).unwrap_or_default();
+        }
+        return snapshot;
+    };
+    // Built key by key rather than cloned and overwritten: the output and usage it drops
+    // are most of a response.
+    let mut snapshot = serde_json::Map::with_capacity(fields.len() + SNAPSHOT_KEYS.len());
+    for (key, value) in fields {
+        let value = replaced(key).unwrap_or_else(|| value.clone());
+        snapshot.insert(key.clone(), value);
+    }
+    for key in SNAPSHOT_KEYS {
+        if !snapshot.contains_key(key) {
+            snapshot.insert(key.to_owned(), replaced(key).unwrap_or_default());
+        }
+    }
+    Value::Object(snapshot)
 }
+
+/// The keys a snapshot sets, in the order it adds those the response lacks.
+const SNAPSHOT_KEYS: [&str; 6] = [
+    "status",
+    "output",
+    "usage",
+    "completed_at",
+    "error",
+    "incomplete_details",
+];
 
 /// Streams consecutive function calls side by side: every call opened, then their
 /// argument deltas in turns, then each closed. Legal by the event schema (every delta
@@ -179,7 +300,7 @@ pub fn plan(
         b.push(json!({"type": "response.queued", "response": snapshot(response, "queued")}));
     }
     b.push(json!({"type": "response.in_progress", "response": snapshot(response, "in_progress")}));
-    let output = response["output"].as_array().cloned().unwrap_or_default();
+    let output = response["output"].as_array().map_or(&[][..], Vec::as_slice);
     let mut interleaved = 0..0;
     for (index, item) in output.iter().enumerate() {
         if interleaved.contains(&index) {
@@ -192,7 +313,7 @@ pub fn plan(
                 .count();
             if run > 1 {
                 interleaved = index..index + run;
-                interleave_calls(&mut b, &output, interleaved.clone(), size, &mut call_done);
+                interleave_calls(&mut b, output, interleaved.clone(), size, &mut call_done);
                 continue;
             }
         }
@@ -208,8 +329,7 @@ pub fn plan(
                 b.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
                 for (s, part) in item["summary"]
                     .as_array()
-                    .cloned()
-                    .unwrap_or_default()
+                    .map_or(&[][..], Vec::as_slice)
                     .iter()
                     .enumerate()
                 {
@@ -233,8 +353,7 @@ pub fn plan(
                 b.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
                 for (c, part) in item["content"]
                     .as_array()
-                    .cloned()
-                    .unwrap_or_default()
+                    .map_or(&[][..], Vec::as_slice)
                     .iter()
                     .enumerate()
                 {
@@ -364,23 +483,22 @@ pub fn replay(recorded: &[RecordedEvent]) -> PlannedStream {
     }
 }
 
+/// `extra` with `base`'s keys set over it, `type` first (it reads better in captures;
+/// serde_json keeps insertion order).
 fn merge(base: &Value, extra: Value) -> Value {
-    let mut merged = extra;
-    if let (Some(target), Some(source)) = (merged.as_object_mut(), base.as_object()) {
+    let Value::Object(mut merged) = extra else {
+        let mut ordered = serde_json::Map::new();
+        ordered.insert("type".to_owned(), extra["type"].clone());
+        return Value::Object(ordered);
+    };
+    if let Some(source) = base.as_object() {
         for (key, value) in source {
-            target.insert(key.clone(), value.clone());
+            merged.insert(key.clone(), value.clone());
         }
     }
-    // `type` first reads better in captures; serde_json keeps insertion order.
-    let kind = merged["type"].clone();
-    let mut ordered = serde_json::Map::new();
-    ordered.insert("type".to_owned(), kind);
-    if let Some(object) = merged.as_object() {
-        for (key, value) in object {
-            ordered.entry(key.clone()).or_insert_with(|| value.clone());
-        }
-    }
-    Value::Object(ordered)
+    let kind = merged.shift_remove("type").unwrap_or(Value::Null);
+    merged.shift_insert(0, "type".to_owned(), kind);
+    Value::Object(merged)
 }
 
 #[cfg(test)]

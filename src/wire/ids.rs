@@ -42,18 +42,36 @@ impl IdGen {
     /// `n` lowercase hex characters.
     pub fn hex(&mut self, n: usize) -> String {
         let mut out = String::with_capacity(n);
-        while out.len() < n {
-            out.push_str(&format!("{:016x}", self.next_u64()));
-        }
-        out.truncate(n);
+        self.push_hex(&mut out, n);
         out
+    }
+
+    /// Appends `n` lowercase hex characters: each 64 random bits give 16, most
+    /// significant first, and the rest of the last word is dropped.
+    fn push_hex(&mut self, out: &mut String, n: usize) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut left = n;
+        while left > 0 {
+            let word = self.next_u64();
+            for digit in 0..left.min(16) {
+                let nibble = (word >> (60 - 4 * digit)) & 0xf;
+                out.push(HEX[nibble as usize] as char);
+            }
+            left = left.saturating_sub(16);
+        }
     }
 
     /// `n` base62 characters.
     pub fn base62(&mut self, n: usize) -> String {
-        (0..n)
-            .map(|_| BASE62[(self.next_u64() % 62) as usize] as char)
-            .collect()
+        let mut out = String::with_capacity(n);
+        self.push_base62(&mut out, n);
+        out
+    }
+
+    fn push_base62(&mut self, out: &mut String, n: usize) {
+        for _ in 0..n {
+            out.push(BASE62[(self.next_u64() % 62) as usize] as char);
+        }
     }
 
     /// A shared 16-hex tail for the items of one response.
@@ -63,27 +81,41 @@ impl IdGen {
 
     /// `prefix_` + 8 hex of `created_at` + 24 random hex + the response's 16-hex tail.
     pub fn item_id(&mut self, prefix: &str, created_at: u64, tail: &str) -> String {
-        format!("{prefix}_{:08x}{}{tail}", created_at as u32, self.hex(24))
+        use std::fmt::Write;
+        let mut id = String::with_capacity(prefix.len() + 1 + 8 + 24 + tail.len());
+        let _ = write!(id, "{prefix}_{:08x}", created_at as u32);
+        self.push_hex(&mut id, 24);
+        id.push_str(tail);
+        id
     }
 
     /// A model call id: `call_` + 24 base62.
     pub fn call_id(&mut self) -> String {
-        format!("call_{}", self.base62(24))
+        let mut id = String::with_capacity(5 + 24);
+        id.push_str("call_");
+        self.push_base62(&mut id, 24);
+        id
     }
 
     /// A request id as in `x-request-id`: `req_` + 32 hex.
     pub fn request_id(&mut self) -> String {
-        format!("req_{}", self.hex(32))
+        let mut id = String::with_capacity(4 + 32);
+        id.push_str("req_");
+        self.push_hex(&mut id, 32);
+        id
     }
 
     /// An opaque reasoning blob shaped like the real `encrypted_content` (Fernet-style
     /// base64 starting `gAAAAA`).
     pub fn encrypted_content(&mut self) -> String {
         const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let body: String = (0..150)
-            .map(|_| B64[(self.next_u64() % 64) as usize] as char)
-            .collect();
-        format!("gAAAAABo{body}==")
+        let mut out = String::with_capacity(8 + 150 + 2);
+        out.push_str("gAAAAABo");
+        for _ in 0..150 {
+            out.push(B64[(self.next_u64() % 64) as usize] as char);
+        }
+        out.push_str("==");
+        out
     }
 }
 
@@ -109,6 +141,16 @@ mod tests {
         assert!(call[5..].bytes().all(|b| b.is_ascii_alphanumeric()));
         assert_ne!(fc, call);
         assert!(ids.request_id().starts_with("req_"));
+    }
+
+    #[test]
+    fn hex_is_each_word_in_full_then_the_start_of_the_next() {
+        let mut words = IdGen::new(3);
+        let (a, b) = (words.next_u64(), words.next_u64());
+        let expected = format!("{a:016x}{b:016x}");
+        assert_eq!(IdGen::new(3).hex(32), expected);
+        assert_eq!(IdGen::new(3).hex(24), expected[..24]);
+        assert_eq!(IdGen::new(3).hex(7), expected[..7]);
     }
 
     #[test]

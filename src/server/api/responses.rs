@@ -21,10 +21,10 @@ use crate::wire::{ApiError, CreateRequest, IdGen};
 pub(super) fn create(
     scenario: &Scenario,
     store: &mut Store,
-    body: &Value,
+    body: Value,
     retry: bool,
 ) -> Result<Handled, ApiError> {
-    let request = CreateRequest::parse(body)?;
+    let request = CreateRequest::parse(&body)?;
     validate::check_model(request.model.as_deref(), &scenario.task.model)?;
     let conversation = match request.extra.get("conversation") {
         None | Some(Value::Null) => None,
@@ -65,7 +65,7 @@ pub(super) fn create(
     // the next turn.
     let script = &scenario.script;
     let (index, fault) = match &store.script.last_served {
-        Some((last, turn)) if retry && last == body => (*turn, None),
+        Some((last, turn)) if retry && *last == body => (*turn, None),
         _ => {
             let index = store.script.next_turn;
             let turn = match script.get(index) {
@@ -96,7 +96,7 @@ pub(super) fn create(
         .or(script.last())
         .expect("the script has a turn");
 
-    let (id, created_at, tail, output, mut rendered) = match &turn.recorded {
+    let (id, created_at, tail, mut rendered) = match &turn.recorded {
         // A recorded response goes out as it was recorded, ids and all.
         Some(recorded) => {
             let rendered = recorded.response.clone();
@@ -108,9 +108,9 @@ pub(super) fn create(
                 Some(id) => id.to_owned(),
                 None => store.ids.item_id("resp", created_at, &tail),
             };
-            let output = rendered["output"].as_array().cloned().unwrap_or_default();
-            script::register(&output, &mut store.issued);
-            (id, created_at, tail, output, rendered)
+            let output = rendered["output"].as_array().map_or(&[][..], Vec::as_slice);
+            script::register(output, &mut store.issued);
+            (id, created_at, tail, rendered)
         }
         None => {
             let created_at = store.clock.now();
@@ -118,7 +118,6 @@ pub(super) fn create(
             let id = store.ids.item_id("resp", created_at, &tail);
             let expanded =
                 script::expand(turn, &mut store.ids, created_at, &tail, &mut store.issued);
-            let output = expanded.output.clone();
             let rendered = response::render(ResponseParts {
                 id: &id,
                 created_at,
@@ -128,8 +127,13 @@ pub(super) fn create(
                 incomplete_reason: expanded.incomplete_reason.as_deref(),
                 error: expanded.error,
             });
-            (id, created_at, tail, output, rendered)
+            (id, created_at, tail, rendered)
         }
+    };
+    // The output items, where a conversation or the stored context keeps them.
+    let output: Vec<Value> = match conversation.is_some() || request.store {
+        true => rendered["output"].as_array().cloned().unwrap_or_default(),
+        false => Vec::new(),
     };
     if let Some(conversation) = &conversation {
         rendered["conversation"] = json!({"id": conversation});
@@ -160,7 +164,7 @@ pub(super) fn create(
         store.script.next_turn += 1;
         store.script.attempts = 0;
     }
-    store.script.last_served = Some((body.clone(), index));
+    store.script.last_served = Some((body, index));
 
     let obfuscate = request
         .extra
