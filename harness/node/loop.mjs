@@ -30,6 +30,8 @@ export class Stop extends Error {
 // stdout is reserved for the result line.
 export const log = (...args) => console.error(...args);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Between polls of a background response (the fake answers each poll at once). */
+const POLL_INTERVAL_MS = 20;
 export const errorOutput = (message) => JSON.stringify({ error: String(message) });
 
 /** POST JSON to the fixture backend: {status, text, body (parsed, or null)}. Throws on
@@ -263,7 +265,7 @@ export async function send(client, body, options = {}) {
     ? await impl.streamResponse(client, body, options)
     : checked(await client.responses.create(body, options));
   while (body.background && (response.status === 'queued' || response.status === 'in_progress')) {
-    await sleep(50);
+    await sleep(POLL_INTERVAL_MS);
     response = checked(await client.responses.retrieve(response.id, {}, options));
   }
   return response;

@@ -29,6 +29,8 @@ import pydantic
 from openai.types.responses import Response
 
 TERMINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed"}
+# Seconds between polls of a background response (the fake answers each poll at once).
+POLL_INTERVAL = 0.02
 
 
 class Stop(Exception):
@@ -362,7 +364,7 @@ def initial_config(task):
 def poll(client, response):
     """A background response, polled until it leaves `queued` and `in_progress`."""
     while response.status in ("queued", "in_progress"):
-        time.sleep(0.05)
+        time.sleep(POLL_INTERVAL)
         response = validated(client.responses.with_raw_response.retrieve(response.id).text)
     return response
 

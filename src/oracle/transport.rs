@@ -303,19 +303,35 @@ mod tests {
 
     #[test]
     fn retried_passes_every_transient_error_retried() {
-        for case in [
-            "transport/01-500-then-success",
-            "transport/04-503-non-json",
-            "transport/05-connection-dropped",
-            "transport/07-retry-after-tools-ran",
+        // The 5xx answers ask for a retry after 20 ms; a dropped connection asks nothing.
+        for (case, asks) in [
+            ("transport/01-500-then-success", true),
+            ("transport/04-503-non-json", true),
+            ("transport/05-connection-dropped", false),
+            ("transport/07-retry-after-tools-ran", true),
         ] {
-            let judgement = judged(case, 3, Duration::ZERO);
+            let judgement = judged(case, 3, Duration::from_millis(20));
             assert_passes(&judgement, "transport/retried");
             assert_passes(&judgement, "transport/no-retry-4xx");
             assert_passes(&judgement, "transport/retry-bounded");
-            assert_not_judged(&judgement, "transport/retry-after-honoured");
+            if asks {
+                assert_passes(&judgement, "transport/retry-after-honoured");
+            } else {
+                assert_not_judged(&judgement, "transport/retry-after-honoured");
+            }
             assert_passes(&judgement, "terminal/outcome");
         }
+    }
+
+    #[test]
+    fn retry_after_honoured_fails_a_5xx_retried_at_once() {
+        let judgement = judged("transport/01-500-then-success", 3, Duration::ZERO);
+        assert_fails(
+            &judgement,
+            "transport/retry-after-honoured",
+            "request 1: the answer asked to retry after 20 ms and the retry came",
+        );
+        assert_passes(&judgement, "transport/retried");
     }
 
     #[test]
@@ -445,7 +461,7 @@ mod tests {
         let judgement = judged(
             "transport/03-429-retry-after",
             3,
-            Duration::from_millis(300),
+            Duration::from_millis(100),
         );
         assert_passes(&judgement, "transport/retry-after-honoured");
         assert_passes(&judgement, "transport/retried");
@@ -457,7 +473,7 @@ mod tests {
         assert_fails(
             &judgement,
             "transport/retry-after-honoured",
-            "request 1: the answer asked to retry after 300 ms and the retry came",
+            "request 1: the answer asked to retry after 100 ms and the retry came",
         );
         assert_passes(&judgement, "transport/retried");
     }

@@ -21,7 +21,7 @@ use serde_json::Value;
 ///   Compatible additions: a scenario's `origin`; a deny rule's `after`; a stream's
 ///   `interleave`; optional budgets `task.deadline_ms`, `task.max_tool_calls`,
 ///   `task.tool_timeout_ms`, and a tool's `slow` answers (`when`, `delay_ms`,
-///   `attempts`).
+///   `attempts`); a stream's `done_delay_ms`.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -459,6 +459,10 @@ pub struct StreamSpec {
     /// Wait between events.
     #[serde(default, skip_serializing_if = "is_default")]
     pub delay_ms: u64,
+    /// Wait this long before each function call's `response.output_item.done` instead of
+    /// `delay_ms`: the call's arguments have all arrived, but the call is not done yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_delay_ms: Option<u64>,
     /// Close the connection after this many events, before the terminal event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_after: Option<usize>,

@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 
 use crate::{Outcome, retry, sse};
 
-/// How often a background response is polled, and for how long at most.
-const POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// How often a background response is polled (the fake answers each poll at once), and
+/// for how long at most.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
 const POLL_LIMIT: Duration = Duration::from_secs(60);
 
 pub(crate) struct ResponsesClient {

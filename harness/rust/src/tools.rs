@@ -216,7 +216,8 @@ impl Tools {
         }
         let mut timed_out = false;
         for attempt in 0..=CALL_RETRIES {
-            if attempt > 0 {
+            // A pause after a 5xx; an attempt that timed out has waited long enough.
+            if attempt > 0 && !timed_out {
                 tokio::time::sleep(RETRY_DELAY).await;
             }
             let request = async {

@@ -179,7 +179,11 @@ pub(super) fn create(
             stream::replay(&recorded.events)
         }
         _ if request.stream || request.background => {
-            stream::plan(&rendered, &turn.stream, &mut store.ids, obfuscate)
+            let mut planned = stream::plan(&rendered, &turn.stream, &mut store.ids, obfuscate);
+            if let Some(ms) = turn.stream.done_delay_ms {
+                hold_calls_open(&mut planned, Duration::from_millis(ms));
+            }
+            planned
         }
         _ => PlannedStream::default(),
     };
@@ -223,6 +227,21 @@ pub(super) fn create(
     })
 }
 
+/// Waits `hold` before each function call's `output_item.done` (and `delay` before the
+/// other events): a call whose arguments have all been sent stays unfinished for a while,
+/// without slowing the whole stream down.
+fn hold_calls_open(planned: &mut PlannedStream, hold: Duration) {
+    planned.pauses = (0..planned.events.len())
+        .map(|index| {
+            if planned.call_done.contains_key(&index) {
+                hold
+            } else {
+                planned.delay
+            }
+        })
+        .collect();
+}
+
 /// `GET /v1/responses/{id}`: a background run advances one poll at a time; with
 /// `?stream=true&starting_after=N` its events after N are replayed.
 pub(super) fn retrieve(
@@ -251,6 +270,7 @@ pub(super) fn retrieve(
             .map(|(i, c)| (i - start, c))
             .collect();
         planned.cut_after = planned.cut_after.map(|n| n.saturating_sub(start));
+        planned.pauses.drain(..start.min(planned.pauses.len()));
         background.done = true;
         let terminal = background.terminal.clone();
         store.set_response(id, terminal);
@@ -366,5 +386,35 @@ fn fault_reply(fault: &Fault, ids: &mut IdGen) -> Handled {
         fault: Some(record),
         final_response: None,
         request_id: Some(request_id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::StreamSpec;
+
+    #[test]
+    fn done_delay_holds_only_each_calls_output_item_done() {
+        let call = |n: u32| json!({"id": format!("fc_{n}"), "type": "function_call", "status": "completed", "arguments": "{\"sku\":\"A7\"}", "call_id": format!("call_{n}"), "name": "f"});
+        let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [call(1), call(2)]});
+        let spec = StreamSpec {
+            delay_ms: 2,
+            ..StreamSpec::default()
+        };
+        let mut planned = stream::plan(&response, &spec, &mut IdGen::new(1), false);
+        hold_calls_open(&mut planned, Duration::from_millis(150));
+        let held: Vec<&str> = (0..planned.events.len())
+            .filter(|&i| planned.pause(i) == Duration::from_millis(150))
+            .map(|i| planned.events[i]["item"]["call_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(held, ["call_1", "call_2"]);
+        for (i, event) in planned.events.iter().enumerate() {
+            if !planned.call_done.contains_key(&i) {
+                assert_eq!(planned.pause(i), Duration::from_millis(2), "{event}");
+            } else {
+                assert_eq!(event["type"], "response.output_item.done");
+            }
+        }
     }
 }
