@@ -7,6 +7,7 @@ mod catalogue;
 mod determinism;
 mod emulation;
 mod families;
+mod frameworks;
 mod fuzzing;
 mod html;
 mod init;
