@@ -19,9 +19,8 @@ call to the fixture backend under the call_id LangChain injects through `ToolRun
 
 import json
 import os
+import pathlib
 import sys
-import urllib.error
-import urllib.request
 
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
@@ -32,55 +31,21 @@ from langgraph.errors import GraphRecursionError
 import openai
 from openai.types.responses import ResponseError
 
-
-def log(*args):
-    print(*args, file=sys.stderr, flush=True)  # stdout is reserved for the result line
-
-
-def post_json(url, body):
-    """POST JSON; (status, parsed body or None)."""
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            status, text = answer.status, answer.read()
-    except urllib.error.HTTPError as err:  # 4xx/5xx still carry a JSON body
-        status, text = err.code, err.read()
-    try:
-        return status, json.loads(text)
-    except ValueError:
-        return status, None
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import contract  # noqa: E402  (harness/frameworks/contract.py)
 
 
-def make_tool(spec, task, tools_url):
+def make_tool(spec, task):
     """One LangChain tool for one task tool, declared from the task's raw JSON schema."""
     name = spec["name"]
-    needs_approval = name in (task.get("approval_required") or [])
 
     def run_on_backend(runtime: ToolRuntime, **arguments):
-        body = {
-            "call_id": runtime.tool_call_id,
-            "arguments": arguments,
-            "principal": task["principal"],
-        }
-        if needs_approval:
-            status, answer = post_json(f"{tools_url}/approvals", {**body, "name": name})
-            answer = answer if isinstance(answer, dict) else {}
-            if answer.get("approved") is not True:
-                reason = answer.get("reason") or f"approval request failed: HTTP {status}"
-                return json.dumps({"error": f"approval denied: {reason}"})
-            body["approval"] = answer.get("approval")
-        status, answer = post_json(f"{tools_url}/call/{name}", body)
-        answer = answer if isinstance(answer, dict) else {}
-        if status == 200 and "result" in answer:
-            return json.dumps(answer["result"])
-        # ToolException is LangChain's own type for a tool that failed; what happens to it
-        # (relayed to the model or ending the run) is the framework's default.
-        error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
-        raise ToolException(
-            f"{error.get('code') or f'HTTP {status}'}: {error.get('message') or 'no message'}"
-        )
+        outcome, value = contract.run_call(task, name, runtime.tool_call_id, arguments)
+        if outcome == "error":
+            # ToolException is LangChain's own type for a tool that failed; what happens to
+            # it (relayed to the model or ending the run) is the framework's default.
+            raise ToolException(value)
+        return json.dumps(value) if outcome == "result" else value
 
     return StructuredTool.from_function(
         func=run_on_backend,
@@ -103,14 +68,7 @@ def first_messages(task_input):
     return list(task_input)  # role/content dicts; LangChain converts them itself
 
 
-def final_text(message):
-    """The final AIMessage's text: LangChain's `.text` joins its text blocks."""
-    text = message.text
-    return text() if callable(text) else text
-
-
 def run_case(task):
-    tools_url = os.environ["LOOPCHECK_TOOLS_URL"].rstrip("/")
     state = task["state"]
     settings = {}
     if state == "previous_response_id":
@@ -128,38 +86,33 @@ def run_case(task):
         use_responses_api=True,
         **settings,
     )
-    tools = [make_tool(spec, task, tools_url) for spec in task["tools"] if spec.get("type") == "function"]
+    tools = [make_tool(spec, task) for spec in task["tools"] if spec.get("type") == "function"]
     agent = create_agent(model, tools, system_prompt=task.get("instructions"))
-    try:
-        result = agent.invoke(
-            {"messages": first_messages(task["input"])},
-            config={"recursion_limit": recursion_limit(task["max_rounds"])},
-        )
-    except GraphRecursionError as err:
+    result = agent.invoke(
+        {"messages": first_messages(task["input"])},
+        config={"recursion_limit": recursion_limit(task["max_rounds"])},
+    )
+    last = result["messages"][-1]
+    contract.log(f"final message: {last!r}")
+    # LangChain's `.text` joins the final AIMessage's text blocks.
+    return {"status": "completed", "output_text": str(last.text)}
+
+
+def failure(err):
+    """The result line for an exception the framework raised."""
+    detail = f"{type(err).__name__}: {err}"
+    if isinstance(err, GraphRecursionError):
         return {"status": "failed", "reason": "max_rounds", "detail": str(err)}
-    except openai.APIError as err:
-        return {"status": "failed", "reason": "api_error", "detail": f"{type(err).__name__}: {err}"}
-    except ValueError as err:
+    if isinstance(err, openai.APIError):
+        return {"status": "failed", "reason": "api_error", "detail": detail}
+    if isinstance(err, ValueError) and err.args and isinstance(err.args[0], ResponseError):
         # langchain-openai raises a bare ValueError for a failed response (and for a
         # stream's error event); only the non-streamed one carries the SDK's typed error.
-        if err.args and isinstance(err.args[0], ResponseError):
-            return {"status": "failed", "reason": "response_failed", "detail": str(err)}
-        log(f"framework error: {err!r}")
-        return {"status": "failed", "reason": "error", "detail": f"ValueError: {err}"}
-    except ToolException as err:
+        return {"status": "failed", "reason": "response_failed", "detail": str(err)}
+    if isinstance(err, ToolException):
         return {"status": "failed", "reason": "tool_error", "detail": str(err)}
-    except Exception as err:  # noqa: BLE001 - any other framework error still ends in a result line
-        log(f"framework error: {err!r}")
-        return {"status": "failed", "reason": "error", "detail": f"{type(err).__name__}: {err}"}
-    last = result["messages"][-1]
-    log(f"final message: {last!r}")
-    return {"status": "completed", "output_text": final_text(last)}
-
-
-def main():
-    with open(os.environ["LOOPCHECK_TASK"]) as f:
-        print(json.dumps(run_case(json.load(f))), flush=True)
+    return {"status": "failed", "reason": "error", "detail": detail}
 
 
 if __name__ == "__main__":
-    main()
+    contract.serve(run_case, failure)

@@ -15,10 +15,8 @@ encrypted reasoning included.
 
 import asyncio
 import json
-import os
+import pathlib
 import sys
-import urllib.error
-import urllib.request
 
 import openai
 from agents import (
@@ -37,53 +35,30 @@ from agents.exceptions import (
 )
 from agents.tool import ProgrammaticToolCallingTool
 
-
-def log(*args):
-    print(*args, file=sys.stderr, flush=True)  # stdout is reserved for the result line
-
-
-def post_json(url, body):
-    """POST JSON; (status, body text)."""
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as err:  # 4xx/5xx still carry a JSON body
-        return err.code, err.read().decode()
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import contract  # noqa: E402  (harness/frameworks/contract.py)
 
 
-def make_tool(spec, task, tools_url):
+def make_tool(spec, task):
     """A FunctionTool whose body is the fixture backend. No checks of its own: the
     arguments go to the backend as the framework hands them over."""
     name = spec["name"]
-    needs_approval = name in (task.get("approval_required") or [])
 
     async def invoke(ctx, arguments_json):
-        # The framework passes the model's call_id in its ToolContext.
-        body = {
-            "call_id": ctx.tool_call_id,
-            "arguments": json.loads(arguments_json),
-            "principal": task["principal"],
-        }
-        if needs_approval:
-            _, text = await asyncio.to_thread(
-                post_json, f"{tools_url}/approvals", {**body, "name": name}
-            )
-            answer = json.loads(text)
-            if not answer.get("approved"):
-                return f"approval denied: {answer.get('reason')}"
-            body["approval"] = answer["approval"]
-        status, text = await asyncio.to_thread(post_json, f"{tools_url}/call/{name}", body)
-        if status == 200:
+        # A raw FunctionTool gets the model's arguments string: parsing it is the body's
+        # job (the backend wants an object). The model's call_id is in the ToolContext.
+        arguments = json.loads(arguments_json)
+        outcome, value = await asyncio.to_thread(
+            contract.run_call, task, name, ctx.tool_call_id, arguments
+        )
+        if outcome == "result":
             # FunctionTool's contract asks for a string: a dict would reach the model as its
             # Python repr (ItemHelpers._convert_tool_output calls str()), so the result goes
             # back JSON-encoded, as the Responses API expects.
-            return json.dumps(json.loads(text)["result"])
+            return json.dumps(value)
         # FunctionTool's documented way to report a tool error to the model: return it as
         # a string (raising would fail the whole run).
-        return text
+        return value
 
     kwargs = {}
     if "allowed_callers" in spec:
@@ -98,11 +73,11 @@ def make_tool(spec, task, tools_url):
     )
 
 
-def make_tools(task, tools_url):
+def make_tools(task):
     tools = []
     for spec in task["tools"]:
         if spec.get("type") == "function":
-            tools.append(make_tool(spec, task, tools_url))
+            tools.append(make_tool(spec, task))
         elif spec.get("type") == "programmatic_tool_calling":
             tools.append(ProgrammaticToolCallingTool())
         else:
@@ -111,7 +86,6 @@ def make_tools(task, tools_url):
 
 
 async def run_case(task):
-    tools_url = os.environ["LOOPCHECK_TOOLS_URL"].rstrip("/")
     client = openai.AsyncOpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY from the environment
     state = task["state"]
     settings = ModelSettings()
@@ -127,7 +101,7 @@ async def run_case(task):
         instructions=task.get("instructions"),
         model=OpenAIResponsesModel(model=task["model"], openai_client=client),
         model_settings=settings,
-        tools=make_tools(task, tools_url),
+        tools=make_tools(task),
     )
     if task.get("stream"):
         result = Runner.run_streamed(agent, task["input"], max_turns=task["max_rounds"], **run_kwargs)
@@ -167,27 +141,9 @@ def failure(err):
     return {"status": "failed", "reason": reason, "detail": detail}
 
 
-def result_for(task):
-    try:
-        return asyncio.run(run_case(task))
-    except Exception as err:
-        log(f"framework error: {err!r}")
-        return failure(err)
-
-
 def main():
     set_tracing_disabled(True)  # the tracing exporter would call api.openai.com
-    if "LOOPCHECK_TASK" in os.environ:  # one process per case
-        with open(os.environ["LOOPCHECK_TASK"]) as f:
-            print(json.dumps(result_for(json.load(f))), flush=True)
-        return
-    # Persistent mode: one case per stdin line, so the framework is imported once per
-    # worker; each case builds its own client from that line's environment.
-    for line in sys.stdin:
-        if line.strip():
-            request = json.loads(line)
-            os.environ.update(request["env"])
-            print(json.dumps(result_for(request["task"])), flush=True)
+    contract.serve(lambda task: asyncio.run(run_case(task)), failure)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,9 @@ through an `event_stream_handler`; `deadline_ms` is `Agent.run(timeout=)`,
 """
 
 import asyncio
-import json
 import os
+import pathlib
 import sys
-import urllib.error
-import urllib.request
 
 import openai
 from pydantic_ai import Agent, RunContext, Tool
@@ -38,45 +36,24 @@ from pydantic_ai.models.openai import OpenAIResponsesModel, OpenAIResponsesModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.usage import UsageLimits
 
-
-def log(*args):
-    print(*args, file=sys.stderr, flush=True)  # stdout is reserved for the result line
-
-
-def post_json(url, body):
-    """POST JSON; (status, body text)."""
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as err:  # 4xx/5xx still carry a JSON body
-        return err.code, err.read().decode()
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import contract  # noqa: E402  (harness/frameworks/contract.py)
 
 
-def make_tool(spec, task, tools_url):
+def make_tool(spec, task):
     """A Tool whose body is the fixture backend. No checks of its own: the arguments go to
     the backend as the framework hands them over."""
     name = spec["name"]
-    needs_approval = name in (task.get("approval_required") or [])
 
     async def call(ctx: RunContext, **arguments):
         # The framework passes the model's call_id in its RunContext.
-        body = {"call_id": ctx.tool_call_id, "arguments": arguments, "principal": task["principal"]}
-        if needs_approval:
-            _, text = await asyncio.to_thread(
-                post_json, f"{tools_url}/approvals", {**body, "name": name}
-            )
-            answer = json.loads(text)
-            if not answer.get("approved"):
-                return f"approval denied: {answer.get('reason')}"
-            body["approval"] = answer["approval"]
-        status, text = await asyncio.to_thread(post_json, f"{tools_url}/call/{name}", body)
-        if status == 200:
-            return json.loads(text)["result"]  # the framework serializes it for the model
-        # The framework's exception for a definitive tool failure the model should see.
-        raise ToolFailed(text)
+        outcome, value = await asyncio.to_thread(
+            contract.run_call, task, name, ctx.tool_call_id, arguments
+        )
+        if outcome == "error":
+            # The framework's exception for a definitive tool failure the model should see.
+            raise ToolFailed(value)
+        return value  # a result (the framework serializes it for the model) or a refusal
 
     tool = Tool.from_schema(
         call,
@@ -91,7 +68,6 @@ def make_tool(spec, task, tools_url):
 
 
 async def run_case(task):
-    tools_url = os.environ["LOOPCHECK_TOOLS_URL"].rstrip("/")
     provider = OpenAIProvider(
         base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ["OPENAI_API_KEY"]
     )
@@ -112,7 +88,7 @@ async def run_case(task):
     agent = Agent(
         OpenAIResponsesModel(task["model"], provider=provider),
         instructions=task.get("instructions"),
-        tools=[make_tool(spec, task, tools_url) for spec in task["tools"] if spec.get("type") == "function"],
+        tools=[make_tool(spec, task) for spec in task["tools"] if spec.get("type") == "function"],
         model_settings=settings,
         **agent_kwargs,
     )
@@ -157,26 +133,8 @@ def failure(err):
     return {"status": "failed", "reason": reason, "detail": detail}
 
 
-def result_for(task):
-    try:
-        return asyncio.run(run_case(task))
-    except Exception as err:
-        log(f"framework error: {err!r}")
-        return failure(err)
-
-
 def main():
-    if "LOOPCHECK_TASK" in os.environ:  # one process per case
-        with open(os.environ["LOOPCHECK_TASK"]) as f:
-            print(json.dumps(result_for(json.load(f))), flush=True)
-        return
-    # Persistent mode: one case per stdin line, so the framework is imported once per
-    # worker; each case builds its own provider from that line's environment.
-    for line in sys.stdin:
-        if line.strip():
-            request = json.loads(line)
-            os.environ.update(request["env"])
-            print(json.dumps(result_for(request["task"])), flush=True)
+    contract.serve(lambda task: asyncio.run(run_case(task)), failure)
 
 
 if __name__ == "__main__":
