@@ -14,7 +14,10 @@ mkdir -p "$dir"
 
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-    for folder in "$here"/*/; do names+=("$(basename "$folder")"); done
+    # Every folder with an adapter (not, say, the __pycache__ of the shared contract.py).
+    for adapter in "$here"/*/adapter.py "$here"/*/adapter.mjs; do
+        [ -f "$adapter" ] && names+=("$(basename "$(dirname "$adapter")")")
+    done
 fi
 
 for name in "${names[@]}"; do
@@ -45,9 +48,11 @@ for name in "${names[@]}"; do
         exit 2
     fi
     # The adapter runs from the source tree (edits need no reinstall); a Node adapter is
-    # linked beside its node_modules, with its manifest.
+    # linked beside its node_modules, with its manifest, and the shared contract.mjs beside
+    # the frameworks' folders, where the adapter's `../contract.mjs` finds it.
     if [ -f "$source/adapter.mjs" ]; then
         ln -sfn "$source/adapter.mjs" "$target/adapter.mjs"
         ln -sfn "$source/adapter.mjs.loopcheck.json" "$target/adapter.mjs.loopcheck.json"
+        ln -sfn "$here/contract.mjs" "$dir/contract.mjs"
     fi
 done

@@ -1,0 +1,65 @@
+// The controller-contract plumbing the Node adapters share (docs/contract.md): reading the
+// task, the fixture backend and the result line. It decides nothing about the loop: what
+// to run, validate, retry or stop is the framework's.
+//
+// An adapter imports it as `../contract.mjs`. install.sh links this file into the install
+// folder beside the adapters' folders, so the relative path holds there as in the source
+// tree; it imports nothing but Node's own modules, so it needs no node_modules.
+
+import { readFileSync } from 'node:fs';
+
+// stdout is reserved for the result line.
+export const log = (...args) => console.error(...args);
+
+/** POST JSON: {status, text, body (parsed, or null)}. */
+export async function postJson(url, body, headers = {}) {
+  const answer = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await answer.text();
+  try {
+    return { status: answer.status, text, body: JSON.parse(text) };
+  } catch {
+    return { status: answer.status, text, body: null };
+  }
+}
+
+/** Runs one call on the fixture backend as the framework hands it over, asking the
+ * approver first when the task requires an approval for the tool. Returns the backend's
+ * result, or the approver's refusal as the text "approval denied: <reason>" (the backend
+ * is then not called); throws on any other backend answer, which is how an SDK tool body
+ * reports a failure. */
+export async function runCall(task, name, callId, args) {
+  const toolsUrl = process.env.LOOPCHECK_TOOLS_URL.replace(/\/+$/, '');
+  const body = { call_id: callId, arguments: args, principal: task.principal };
+  if ((task.approval_required ?? []).includes(name)) {
+    const approval = await postJson(`${toolsUrl}/approvals`, { ...body, name });
+    if (approval.body?.approved !== true) return `approval denied: ${approval.body?.reason ?? approval.text}`;
+    body.approval = approval.body.approval;
+  }
+  const answer = await postJson(`${toolsUrl}/call/${encodeURIComponent(name)}`, body);
+  if (answer.status === 200 && answer.body && 'result' in answer.body) return answer.body.result;
+  throw new Error(`tool backend answered HTTP ${answer.status}: ${answer.text}`);
+}
+
+/** An error for a task the framework cannot run (a state mode it lacks). */
+export function unsupported(message) {
+  return Object.assign(new Error(message), { reason: 'unsupported' });
+}
+
+/** Runs `runCase(task)` for the task of LOOPCHECK_TASK and prints its result line, or that
+ * of `failure(err)` for an error it threw; then exits, whatever the SDK left open. */
+export async function serve(runCase, failure) {
+  process.on('unhandledRejection', (err) => log(`unhandled rejection: ${err?.stack ?? err}`));
+  let result;
+  try {
+    result = await runCase(JSON.parse(readFileSync(process.env.LOOPCHECK_TASK, 'utf8')));
+  } catch (err) {
+    log(`run error: ${err?.stack ?? err}`);
+    const detail = `${err?.constructor?.name ?? err?.name ?? 'Error'}: ${err?.message ?? err}`;
+    result = err?.reason === 'unsupported' ? { status: 'failed', reason: 'unsupported', detail } : failure(err, detail);
+  }
+  process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
+}
