@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 use loopcheck::runner::{CAPABILITIES, Controller, RunOptions, run_all};
 use loopcheck::scenario::catalogue;
 
+#[path = "support/binary.rs"]
+mod binary;
+
 fn controller(name: &str, command: String) -> Controller {
     Controller {
         name: name.to_owned(),
@@ -52,12 +55,7 @@ async fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(3);
     let cases = catalogue().expect("the catalogue loads");
-    let exe = std::env::current_exe().expect("the example's path");
-    let loopcheck = exe
-        .parent()
-        .and_then(|examples| examples.parent())
-        .map(|dir| dir.join("loopcheck"))
-        .expect("target/<profile>/loopcheck");
+    let loopcheck = binary::loopcheck_binary();
     let idle = controller(
         "idle",
         r#"echo '{"status": "failed", "reason": "cancelled"}'"#.to_owned(),

@@ -14,6 +14,9 @@ use std::time::Duration;
 use loopcheck::fuzz::{FuzzOptions, FuzzOutcome, fuzz};
 use loopcheck::runner::{Controller, RunOptions};
 
+#[path = "support/binary.rs"]
+mod binary;
+
 fn capabilities(words: &str) -> BTreeSet<String> {
     words.split(',').map(str::to_owned).collect()
 }
@@ -49,12 +52,7 @@ async fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(200);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let exe = std::env::current_exe().expect("the example's path");
-    let loopcheck = exe
-        .parent()
-        .and_then(|examples| examples.parent())
-        .map(|dir| dir.join("loopcheck"))
-        .expect("target/<profile>/loopcheck");
+    let loopcheck = binary::loopcheck_binary();
     let python = root.join(".venv/bin/python");
     let all = "previous_response_id,stateless,conversation,stream,programmatic,approvals";
     let controllers = [

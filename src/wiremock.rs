@@ -61,6 +61,7 @@ use crate::oracle::{CaseVerdict, CheckVerdict};
 use crate::report::CaseReport;
 use crate::runner::{ControllerEnv, finish, task::task_json};
 use crate::scenario::{Scenario, StateMode};
+use crate::server::http::engine_headers;
 use crate::server::{EngineReply, EngineRequest, ReplyBody, Session};
 use crate::transcript::{ControllerResult, Unfinished};
 
@@ -418,16 +419,7 @@ impl Respond for EngineResponder {
             method: request.method.as_str().to_owned(),
             path: request.url.path().to_owned(),
             query: request.url.query().map(str::to_owned),
-            headers: request
-                .headers
-                .iter()
-                .map(|(name, value)| {
-                    (
-                        name.as_str().to_owned(),
-                        String::from_utf8_lossy(value.as_bytes()).into_owned(),
-                    )
-                })
-                .collect(),
+            headers: engine_headers(&request.headers),
             body: request.body.clone(),
         });
         template(reply)

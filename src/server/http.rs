@@ -144,18 +144,22 @@ pub(crate) async fn read_request(request: Request<Incoming>) -> EngineRequest {
         method: parts.method.as_str().to_owned(),
         path: parts.uri.path().to_owned(),
         query: parts.uri.query().map(str::to_owned),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(name, value)| {
-                (
-                    name.as_str().to_owned(),
-                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
+        headers: engine_headers(&parts.headers),
         body,
     }
+}
+
+/// Headers as the engine takes them: each name with its value as text.
+pub(crate) fn engine_headers(headers: &hyper::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
 }
 
 async fn serve(
