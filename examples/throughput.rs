@@ -11,7 +11,9 @@
 //!   as a chunked body, the baseline answers the same event bytes as one whole
 //!   `text/event-stream` body.
 //!
-//! Every fake request is fully validated, served and recorded. Each fake round gets a
+//! Every fake request is fully validated, served and recorded. Each case also measures the
+//! engine alone (the same requests handed to a session without HTTP): the fake's own
+//! work, set against what 0.8x of bare hyper would leave for it. Each fake round gets a
 //! fresh session (a real session is bounded; one round's transcript holds every exchange
 //! of the round), and the peak memory of the process is printed at the end.
 //!
@@ -29,7 +31,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use loopcheck::scenario::{self, Scenario, StateMode};
-use loopcheck::server::{RunningServer, Session};
+use loopcheck::server::{EngineRequest, RunningServer, Session};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -160,6 +162,45 @@ async fn fake_server(scenario: &Arc<Scenario>) -> (RunningServer, Arc<Session>) 
     (server, session)
 }
 
+/// CPU microseconds per request of the engine alone (no HTTP, no client): the fake's own
+/// work, on fresh sessions of `per_session` requests each, as the HTTP rounds have.
+fn engine_alone(
+    scenario: &Arc<Scenario>,
+    request: &Value,
+    requests: usize,
+    per_session: usize,
+) -> f64 {
+    let body = serde_json::to_vec(request).expect("body");
+    let started = cpu_time();
+    let (mut done, mut freeing) = (0, Duration::ZERO);
+    while done < requests {
+        let session = Session::new(scenario.clone(), StateMode::Stateless);
+        let headers = vec![
+            (
+                "authorization".to_owned(),
+                format!("Bearer {}", session.api_key()),
+            ),
+            ("content-type".to_owned(), "application/json".to_owned()),
+        ];
+        for _ in 0..per_session.min(requests - done) {
+            let reply = session.handle(EngineRequest {
+                method: "POST".to_owned(),
+                path: "/v1/responses".to_owned(),
+                query: None,
+                headers: headers.clone(),
+                body: body.clone(),
+            });
+            assert_eq!(reply.status, 200);
+            done += 1;
+        }
+        // The transcript is freed outside the measure, as in the HTTP rounds.
+        let before = cpu_time();
+        drop(session);
+        freeing += cpu_time() - before;
+    }
+    (cpu_time() - started - freeing).as_secs_f64() * 1e6 / requests as f64
+}
+
 /// Measures one case: fake against bare hyper answering the fake's own bytes.
 async fn measure(
     scenario: &Arc<Scenario>,
@@ -251,6 +292,13 @@ async fn measure(
         "  ratio: {:.2}x of bare hyper (rounds {})",
         fake_rate / bare_rate,
         spread(&fake, &bare)
+    );
+    // At 0.8x the fake may spend a quarter of a bare request's CPU on its own work.
+    let bare_cpu = Rounds::median(&bare.cpu_us);
+    println!(
+        "  the engine alone (no HTTP): {:>5.1} us CPU/req; 0.8x would leave it {:.1} us",
+        engine_alone(scenario, &request, per_round * 3, per_round),
+        bare_cpu * 0.25
     );
 }
 
