@@ -79,7 +79,7 @@ fn fault_of(m: &ModelExchange, extra: Option<&Extra>) -> (Fault, FaultRecord) {
     let retry_after_ms = header(extra, "retry-after-ms").and_then(|v| v.trim().parse().ok());
     let retry_after = header(extra, "retry-after").and_then(|v| v.trim().parse::<f64>().ok());
     let should_retry = header(extra, "x-should-retry").and_then(|v| v.trim().parse().ok());
-    let body = match &m.response {
+    let body = match &*m.response {
         Value::Null => None,
         Value::String(text) => Some(text.clone()),
         other => Some(other.to_string()),
@@ -134,7 +134,7 @@ fn script(recording: &Recording<'_>, marked: &mut Transcript, old: &[Turn]) -> V
             continue;
         }
         let streamed = m.stream.is_some();
-        let events: Vec<RecordedEvent> = match (&m.response, extra) {
+        let events: Vec<RecordedEvent> = match (&*m.response, extra) {
             (Value::Array(events), Some(extra)) if streamed => events
                 .iter()
                 .zip(extra.event_waits.iter().chain(std::iter::repeat(&0)))
@@ -146,9 +146,9 @@ fn script(recording: &Recording<'_>, marked: &mut Transcript, old: &[Turn]) -> V
             _ => Vec::new(),
         };
         let mut response = match &m.final_response {
-            Some(response) => response.clone(),
+            Some(response) => response.value().clone(),
             None if streamed => Value::Null,
-            None => m.response.clone(),
+            None => m.response.value().clone(),
         };
         // A background run: the polls that found it unfinished, and what it became.
         let mut polls = None;
@@ -167,7 +167,7 @@ fn script(recording: &Recording<'_>, marked: &mut Transcript, old: &[Turn]) -> V
                 {
                     match later.response["status"].as_str() {
                         Some(status) if terminal(status) => {
-                            response = later.response.clone();
+                            response = later.response.value().clone();
                             break;
                         }
                         Some(_) => unfinished += 1,
@@ -180,7 +180,7 @@ fn script(recording: &Recording<'_>, marked: &mut Transcript, old: &[Turn]) -> V
         let m = &mut marked.model[index];
         m.turn = Some(turns.len());
         if streamed || polls.is_some() {
-            m.final_response = Some(response.clone());
+            m.final_response = Some(response.clone().into());
         }
         turns.push(Turn {
             faults: std::mem::take(&mut faults),

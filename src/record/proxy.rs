@@ -368,9 +368,9 @@ impl Proxy {
         });
         let index = self.session.record_model(ModelExchange {
             status,
-            response,
+            response: response.into(),
             stream,
-            final_response,
+            final_response: final_response.map(Into::into),
             ..request.exchange(body, body_unparsed)
         });
         if let Ok(mut extras) = self.extras.lock() {

@@ -16,7 +16,9 @@ use super::store::Store;
 use super::stream::StreamFrames;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{BackendReply, ToolBackend};
-use crate::transcript::{ModelExchange, StreamRecord, ToolExchange, ToolRequestKind, Transcript};
+use crate::transcript::{
+    LazyJson, ModelExchange, StreamRecord, ToolExchange, ToolRequestKind, Transcript,
+};
 use crate::wire::{ApiError, IdGen};
 
 /// A transport-neutral HTTP request.
@@ -62,7 +64,7 @@ impl EngineRequest {
             body,
             body_unparsed,
             status: 0,
-            response: Value::Null,
+            response: LazyJson::default(),
             rejected_by: None,
             turn: None,
             fault: None,
@@ -284,26 +286,26 @@ impl Session {
         };
         // The answer is rendered once: the bytes go out, the value into the transcript.
         let (recorded, stream, reply) = match handled.body {
-            Answer::Json(value) => {
-                let bytes = Bytes::from(serde_json::to_vec(&value).expect("a Value serializes"));
-                (value, None, Reply::Json(bytes))
+            Answer::Json(json) => {
+                let bytes = json.to_bytes();
+                (json, None, Reply::Json(bytes))
             }
             Answer::Raw { content_type, text } => (
-                Value::String(text.clone()),
+                Value::String(text.clone()).into(),
                 None,
                 Reply::Raw { content_type, text },
             ),
             Answer::Stream(planned) => {
                 let record = StreamRecord {
-                    planned: planned.events.len(),
+                    planned: planned.len(),
                     cut: planned.cut_after.is_some(),
                     last_type: planned.last_type().map(str::to_owned),
                     ..StreamRecord::default()
                 };
-                let (frames, events) = planned.render();
-                (Value::Array(events), Some(record), Reply::Stream(frames))
+                let events = LazyJson::events(planned.bytes.clone());
+                (events, Some(record), Reply::Stream(planned))
             }
-            Answer::Drop => (Value::Null, None, Reply::Drop),
+            Answer::Drop => (LazyJson::default(), None, Reply::Drop),
         };
         // Recorded before the store's lock is released, so order numbers follow the
         // order in which requests changed the store.

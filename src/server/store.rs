@@ -9,15 +9,16 @@ use serde_json::{Value, json};
 
 use super::clock::Clock;
 use super::script::Issued;
-use super::stream::PlannedStream;
+use super::stream::StreamFrames;
 use crate::tools::BackendState;
+use crate::transcript::LazyJson;
 use crate::wire::request::{item_id, item_type};
 use crate::wire::{ApiError, IdGen};
 
 /// A stored response and the whole context it continues (for `previous_response_id`).
 pub(super) struct StoredResponse {
     /// The Response object as a retrieve returns it now.
-    pub response: Value,
+    pub response: LazyJson,
     /// Input items of its request, with ids, for `input_items`.
     pub input_items: Vec<Value>,
     /// Chain + input + output: what a request continuing it inherits.
@@ -31,7 +32,7 @@ pub(super) struct Background {
     /// Polls left that still see it in progress.
     pub polls_left: u32,
     /// Its events, for `GET ...?stream=true`.
-    pub stream: PlannedStream,
+    pub stream: StreamFrames,
     /// Whether a poll or the stream has delivered the terminal state.
     pub done: bool,
 }
@@ -121,7 +122,7 @@ impl Store {
     /// Replaces what a retrieve of a stored response returns (queued, then terminal).
     pub fn set_response(&mut self, id: &str, response: Value) {
         if let Some(stored) = self.responses.get_mut(id) {
-            stored.response = response;
+            stored.response = response.into();
         }
     }
 

@@ -1,21 +1,27 @@
 //! Server-sent events: the exact event sequence the Responses API streams for a response, and
 //! the scripted ways to deliver it badly (hostile delta boundaries, byte-sized chunks,
-//! delays, a cut before the terminal event, an in-stream `error` in either shape).
+//! delays, a cut before the terminal event, an in-stream `error` in either shape). Events
+//! are written straight to the bytes that go out; the transcript parses them only when
+//! it is read.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::scenario::{ErrorShape, RecordedEvent, StreamSpec};
 use crate::wire::IdGen;
+use crate::wire::response::ResponseParts;
+use crate::wire::write::{Set, field, object_with, raw_field, value_to};
 
-/// A stream ready to send.
+/// A stream's events rendered to the bytes a front end writes, with how to deliver them.
 #[derive(Debug, Clone, Default)]
-pub struct PlannedStream {
-    /// Events in order, each with its `sequence_number`.
-    pub events: Vec<Value>,
+pub struct StreamFrames {
+    /// Every event's SSE frame (`event: <type>\ndata: <json>\n\n`), back to back.
+    pub bytes: Bytes,
+    /// Where each event's frame ends in `bytes`.
+    pub ends: Vec<usize>,
     /// Close the connection after this many events, without the rest.
     pub cut_after: Option<usize>,
     /// Wait before each event.
@@ -28,80 +34,17 @@ pub struct PlannedStream {
     pub call_done: HashMap<usize, String>,
 }
 
-impl PlannedStream {
-    /// The wait before event `index`.
-    pub fn pause(&self, index: usize) -> Duration {
-        self.pauses.get(index).copied().unwrap_or(self.delay)
-    }
-
-    /// The type of the last event that will be sent (the terminal one unless cut).
-    pub fn last_type(&self) -> Option<&str> {
-        let last = match self.cut_after {
-            Some(n) => self.events.get(n.checked_sub(1)?),
-            None => self.events.last(),
-        };
-        last.and_then(|e| e["type"].as_str())
-    }
-}
-
-/// One SSE frame: `event: <type>\ndata: <json>\n\n`.
-pub fn frame(event: &Value) -> String {
-    let mut out = Vec::new();
-    write_frame(&mut out, event);
-    String::from_utf8(out).expect("JSON and event types are UTF-8")
-}
-
-fn write_frame(out: &mut Vec<u8>, event: &Value) {
-    out.extend_from_slice(b"event: ");
-    out.extend_from_slice(event["type"].as_str().unwrap_or_default().as_bytes());
-    out.extend_from_slice(b"\ndata: ");
-    serde_json::to_writer(&mut *out, event).expect("a Value always serializes");
-    out.extend_from_slice(b"\n\n");
-}
-
-impl PlannedStream {
-    /// Renders every event once, for a front end to write; gives the events back for the
-    /// transcript, so they are neither cloned nor rendered twice.
-    pub fn render(self) -> (StreamFrames, Vec<Value>) {
-        let mut bytes = Vec::with_capacity(self.events.len() * 256);
-        let mut ends = Vec::with_capacity(self.events.len());
-        for event in &self.events {
-            write_frame(&mut bytes, event);
-            ends.push(bytes.len());
-        }
-        let frames = StreamFrames {
-            bytes: Bytes::from(bytes),
-            ends,
-            cut_after: self.cut_after,
-            delay: self.delay,
-            pauses: self.pauses,
-            chunk_bytes: self.chunk_bytes,
-            call_done: self.call_done,
-        };
-        (frames, self.events)
-    }
-}
-
-/// A planned stream rendered to the bytes a front end writes, with how to deliver them.
-#[derive(Debug, Clone, Default)]
-pub struct StreamFrames {
-    /// Every event's SSE frame, back to back.
-    pub bytes: Bytes,
-    /// Where each event's frame ends in `bytes`.
-    pub ends: Vec<usize>,
-    /// Close the connection after this many events, without the rest.
-    pub cut_after: Option<usize>,
-    /// Wait before each event.
-    pub delay: Duration,
-    /// Wait before event `i` instead, when given.
-    pub pauses: Vec<Duration>,
-    /// Write this many bytes at a time.
-    pub chunk_bytes: Option<usize>,
-    /// Event index of each function call's `output_item.done`, by call_id.
-    pub call_done: HashMap<usize, String>,
-}
-
 impl StreamFrames {
+    /// How many events there are.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
     /// How many events are written: all of them, or those before the cut.
     pub fn written(&self) -> usize {
         self.cut_after
@@ -132,6 +75,26 @@ impl StreamFrames {
         serde_json::from_slice(data).unwrap_or(Value::Null)
     }
 
+    /// Every event as JSON.
+    pub fn events(&self) -> Vec<Value> {
+        (0..self.len()).map(|index| self.event(index)).collect()
+    }
+
+    /// The type of the last event that will be sent (the terminal one unless cut).
+    pub fn last_type(&self) -> Option<&str> {
+        let last = match self.cut_after {
+            Some(n) => n.checked_sub(1).filter(|&i| i < self.ends.len())?,
+            None => self.ends.len().checked_sub(1)?,
+        };
+        let start = last.checked_sub(1).map_or(0, |i| self.ends[i]);
+        let frame = self.bytes.get(start..self.ends[last])?;
+        let kind = frame.strip_prefix(b"event: ")?;
+        let kind = &kind[..kind.iter().position(|&b| b == b'\n')?];
+        std::str::from_utf8(kind)
+            .ok()
+            .filter(|kind| !kind.is_empty())
+    }
+
     /// The wait before event `index`.
     pub fn pause(&self, index: usize) -> Duration {
         self.pauses.get(index).copied().unwrap_or(self.delay)
@@ -141,6 +104,140 @@ impl StreamFrames {
     pub fn call_done(&self, index: usize) -> Option<&str> {
         self.call_done.get(&index).map(String::as_str)
     }
+
+    /// The stream without its first `start` events (a stream resumed after them).
+    pub fn resumed_after(&self, start: usize) -> StreamFrames {
+        let start = start.min(self.ends.len());
+        let offset = start.checked_sub(1).map_or(0, |i| self.ends[i]);
+        StreamFrames {
+            bytes: self.bytes.slice(offset..),
+            ends: self.ends[start..].iter().map(|end| end - offset).collect(),
+            cut_after: self.cut_after.map(|n| n.saturating_sub(start)),
+            delay: self.delay,
+            pauses: self.pauses.get(start..).unwrap_or_default().to_vec(),
+            chunk_bytes: self.chunk_bytes,
+            call_done: self
+                .call_done
+                .iter()
+                .filter(|(i, _)| **i >= start)
+                .map(|(i, c)| (i - start, c.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// One SSE frame: `event: <type>\ndata: <json>\n\n`.
+pub fn frame(event: &Value) -> String {
+    let mut out = Vec::new();
+    write_frame(&mut out, event);
+    String::from_utf8(out).expect("JSON and event types are UTF-8")
+}
+
+fn write_frame(out: &mut Vec<u8>, event: &Value) {
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(event["type"].as_str().unwrap_or_default().as_bytes());
+    out.extend_from_slice(b"\ndata: ");
+    value_to(out, event);
+    out.extend_from_slice(b"\n\n");
+}
+
+/// The Response object a stream carries in its lifecycle events.
+pub trait StreamedResponse {
+    /// Its output items.
+    fn output(&self) -> &[Value];
+    /// Its terminal `status`.
+    fn status(&self) -> &str;
+    /// Whether it runs in the background.
+    fn background(&self) -> bool;
+    /// Writes it as JSON; with `snapshot`, as it looks while it has that status (before it
+    /// ends, or once cancelled): no output, no usage, no outcome.
+    fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>);
+}
+
+impl StreamedResponse for Value {
+    fn output(&self) -> &[Value] {
+        self["output"].as_array().map_or(&[][..], Vec::as_slice)
+    }
+
+    fn status(&self) -> &str {
+        self["status"].as_str().unwrap_or_default()
+    }
+
+    fn background(&self) -> bool {
+        self["background"] == true
+    }
+
+    fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {
+        match snapshot {
+            None => value_to(out, self),
+            Some(status) => object_with(
+                out,
+                self,
+                &[
+                    ("status", Set::Str(status)),
+                    ("output", Set::EmptyArray),
+                    ("usage", Set::Null),
+                    ("completed_at", Set::Null),
+                    ("error", Set::Null),
+                    ("incomplete_details", Set::Null),
+                ],
+            ),
+        }
+    }
+}
+
+impl StreamedResponse for ResponseParts<'_> {
+    fn output(&self) -> &[Value] {
+        self.output
+    }
+
+    fn status(&self) -> &str {
+        self.status.as_str()
+    }
+
+    fn background(&self) -> bool {
+        self.request.background
+    }
+
+    fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {
+        ResponseParts::write(self, out, snapshot);
+    }
+}
+
+/// A response whose final JSON is rendered already: the terminal event copies it.
+pub struct Prerendered<'a> {
+    /// The response.
+    pub response: &'a dyn StreamedResponse,
+    /// Its final JSON.
+    pub json: &'a [u8],
+}
+
+impl StreamedResponse for Prerendered<'_> {
+    fn output(&self) -> &[Value] {
+        self.response.output()
+    }
+
+    fn status(&self) -> &str {
+        self.response.status()
+    }
+
+    fn background(&self) -> bool {
+        self.response.background()
+    }
+
+    fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {
+        match snapshot {
+            None => out.extend_from_slice(self.json),
+            Some(_) => self.response.write(out, snapshot),
+        }
+    }
+}
+
+/// The response as it looks before it ends (or once cancelled): no output, no usage.
+pub fn snapshot(response: &Value, status: &str) -> Value {
+    let mut out = Vec::new();
+    response.write(&mut out, Some(status));
+    serde_json::from_slice(&out).expect("written as JSON")
 }
 
 /// Splits `text` into pieces of `size` characters, or at the given character offsets.
@@ -170,67 +267,100 @@ fn split(text: &str, size: usize, at: &[usize]) -> Vec<String> {
     pieces
 }
 
+/// Writes events one after the other, numbering them.
 struct Builder<'a> {
-    events: Vec<Value>,
+    out: Vec<u8>,
+    ends: Vec<usize>,
     ids: &'a mut IdGen,
     obfuscate: bool,
 }
 
+/// Where a delta or part event belongs: `item_id`, `output_index` and, for a part, its
+/// `summary_index` or `content_index`.
+struct At<'a> {
+    item_id: &'a Value,
+    output_index: usize,
+    part: Option<(&'static str, usize)>,
+}
+
+impl At<'_> {
+    fn write(&self, out: &mut Vec<u8>) {
+        field(out, "item_id", self.item_id);
+        field(out, "output_index", &self.output_index);
+        if let Some((key, index)) = self.part {
+            field(out, key, &index);
+        }
+    }
+}
+
 impl Builder<'_> {
-    fn push(&mut self, mut event: Value) {
-        event["sequence_number"] = json!(self.events.len());
-        self.events.push(event);
+    /// Starts event `kind`: its frame up to the `type` field; fields follow with
+    /// [`field`], and [`Builder::end`] closes it.
+    fn start(&mut self, kind: &str) -> &mut Vec<u8> {
+        let out = &mut self.out;
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(kind.as_bytes());
+        out.extend_from_slice(b"\ndata: {\"type\":");
+        value_to(out, kind);
+        out
     }
 
-    fn delta(&mut self, mut event: Value) {
-        if self.obfuscate {
+    /// Ends the event started last: a delta gets its `obfuscation` padding, every event
+    /// its `sequence_number`.
+    fn end(&mut self, delta: bool) {
+        if delta && self.obfuscate {
             let len = 3 + (self.ids.next_u64() % 14) as usize;
-            event["obfuscation"] = json!(self.ids.base62(len));
+            let padding = self.ids.base62(len);
+            field(&mut self.out, "obfuscation", &padding);
         }
-        self.push(event);
+        let number = self.ends.len();
+        field(&mut self.out, "sequence_number", &number);
+        self.out.extend_from_slice(b"}\n\n");
+        self.ends.push(self.out.len());
+    }
+
+    /// `{"type": kind, <at>, "delta": piece}` as the API orders it.
+    fn delta(&mut self, kind: &str, piece: &str, at: &At<'_>, logprobs: bool) {
+        let out = self.start(kind);
+        field(out, "delta", piece);
+        if logprobs {
+            raw_field(out, "logprobs", b"[]");
+        }
+        at.write(out);
+        self.end(true);
+    }
+
+    /// A lifecycle event carrying the response (as a snapshot while it runs).
+    fn lifecycle(&mut self, kind: &str, response: &dyn StreamedResponse, snapshot: Option<&str>) {
+        let out = self.start(kind);
+        raw_field(out, "response", b"");
+        response.write(out, snapshot);
+        self.end(false);
+    }
+
+    /// `response.output_item.added` or `.done` for `item`, with some fields set.
+    fn item(&mut self, kind: &str, index: usize, item: &Value, set: &[(&str, Set<'_>)]) {
+        let out = self.start(kind);
+        field(out, "output_index", &index);
+        raw_field(out, "item", b"");
+        object_with(out, item, set);
+        self.end(false);
+    }
+
+    /// A function call's `output_item.done`, remembered for the oracle.
+    fn call_done(&mut self, index: usize, item: &Value, call_done: &mut HashMap<usize, String>) {
+        call_done.insert(
+            self.ends.len(),
+            item["call_id"].as_str().unwrap_or_default().to_owned(),
+        );
+        self.item("response.output_item.done", index, item, &[]);
     }
 }
 
-/// The response as it looks before it ends (or once cancelled): no output, no usage.
-pub fn snapshot(response: &Value, status: &str) -> Value {
-    let replaced = |key: &str| -> Option<Value> {
-        Some(match key {
-            "status" => json!(status),
-            "output" => json!([]),
-            "usage" | "completed_at" | "error" | "incomplete_details" => Value::Null,
-            _ => return None,
-        })
-    };
-    let Some(fields) = response.as_object() else {
-        let mut snapshot = response.clone();
-        for key in SNAPSHOT_KEYS {
-            snapshot[key] = replaced(key).unwrap_or_default();
-        }
-        return snapshot;
-    };
-    // Built key by key rather than cloned and overwritten: the output and usage it drops
-    // are most of a response.
-    let mut snapshot = serde_json::Map::with_capacity(fields.len() + SNAPSHOT_KEYS.len());
-    for (key, value) in fields {
-        let value = replaced(key).unwrap_or_else(|| value.clone());
-        snapshot.insert(key.clone(), value);
-    }
-    for key in SNAPSHOT_KEYS {
-        if !snapshot.contains_key(key) {
-            snapshot.insert(key.to_owned(), replaced(key).unwrap_or_default());
-        }
-    }
-    Value::Object(snapshot)
-}
-
-/// The keys a snapshot sets, in the order it adds those the response lacks.
-const SNAPSHOT_KEYS: [&str; 6] = [
-    "status",
-    "output",
-    "usage",
-    "completed_at",
-    "error",
-    "incomplete_details",
+/// A function call as announced: in progress, no arguments yet.
+const CALL_ADDED: [(&str, Set<'static>); 2] = [
+    ("status", Set::Str("in_progress")),
+    ("arguments", Set::Str("")),
 ];
 
 /// Streams consecutive function calls side by side: every call opened, then their
@@ -246,10 +376,12 @@ fn interleave_calls(
 ) {
     let mut pieces = Vec::new();
     for index in calls.clone() {
-        let mut added = output[index].clone();
-        added["status"] = json!("in_progress");
-        added["arguments"] = json!("");
-        b.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
+        b.item(
+            "response.output_item.added",
+            index,
+            &output[index],
+            &CALL_ADDED,
+        );
         pieces.push(split(
             output[index]["arguments"].as_str().unwrap_or_default(),
             size,
@@ -260,47 +392,53 @@ fn interleave_calls(
     for turn in 0..turns {
         for (index, call) in calls.clone().zip(&pieces) {
             if let Some(piece) = call.get(turn) {
-                let at = json!({"item_id": output[index]["id"], "output_index": index});
-                b.delta(merge(
-                    &at,
-                    json!({"type": "response.function_call_arguments.delta", "delta": piece}),
-                ));
+                let at = At {
+                    item_id: &output[index]["id"],
+                    output_index: index,
+                    part: None,
+                };
+                b.delta("response.function_call_arguments.delta", piece, &at, false);
             }
         }
     }
     for index in calls {
         let item = &output[index];
-        let at = json!({"item_id": item["id"], "output_index": index});
-        b.push(merge(&at, json!({"type": "response.function_call_arguments.done", "arguments": item["arguments"]})));
-        call_done.insert(
-            b.events.len(),
-            item["call_id"].as_str().unwrap_or_default().to_owned(),
-        );
-        b.push(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
+        let at = At {
+            item_id: &item["id"],
+            output_index: index,
+            part: None,
+        };
+        let out = b.start("response.function_call_arguments.done");
+        field(out, "arguments", &item["arguments"]);
+        at.write(out);
+        b.end(false);
+        b.call_done(index, item, call_done);
     }
 }
 
 /// Plans the stream of `response` (the final Response object).
 pub fn plan(
-    response: &Value,
+    response: &dyn StreamedResponse,
     spec: &StreamSpec,
     ids: &mut IdGen,
     obfuscate: bool,
-) -> PlannedStream {
+) -> StreamFrames {
     let size = spec.delta_size.unwrap_or(8);
+    let output = response.output();
     let mut b = Builder {
-        events: Vec::new(),
+        out: Vec::with_capacity(2048 + output.len() * 1024),
+        ends: Vec::new(),
         ids,
         obfuscate,
     };
     let mut call_done = HashMap::new();
-    let background = response["background"] == true;
-    b.push(json!({"type": "response.created", "response": snapshot(response, if background { "queued" } else { "in_progress" })}));
+    let background = response.background();
+    let created = if background { "queued" } else { "in_progress" };
+    b.lifecycle("response.created", response, Some(created));
     if background {
-        b.push(json!({"type": "response.queued", "response": snapshot(response, "queued")}));
+        b.lifecycle("response.queued", response, Some("queued"));
     }
-    b.push(json!({"type": "response.in_progress", "response": snapshot(response, "in_progress")}));
-    let output = response["output"].as_array().map_or(&[][..], Vec::as_slice);
+    b.lifecycle("response.in_progress", response, Some("in_progress"));
     let mut interleaved = 0..0;
     for (index, item) in output.iter().enumerate() {
         if interleaved.contains(&index) {
@@ -317,16 +455,19 @@ pub fn plan(
                 continue;
             }
         }
-        let item_id = item["id"].clone();
+        let item_id = &item["id"];
         match item["type"].as_str().unwrap_or_default() {
             "reasoning" => {
-                let mut added = item.clone();
-                if let Some(content) = item["encrypted_content"].as_str() {
-                    // The added event's content "may be incomplete".
-                    added["encrypted_content"] = json!(&content[..content.len() / 2]);
+                // The added event's content "may be incomplete".
+                let half = item["encrypted_content"]
+                    .as_str()
+                    .map(|content| &content[..content.len() / 2]);
+                let mut added = vec![];
+                if let Some(half) = half {
+                    added.push(("encrypted_content", Set::Str(half)));
                 }
-                added["summary"] = json!([]);
-                b.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
+                added.push(("summary", Set::EmptyArray));
+                b.item("response.output_item.added", index, item, &added);
                 for (s, part) in item["summary"]
                     .as_array()
                     .map_or(&[][..], Vec::as_slice)
@@ -334,111 +475,144 @@ pub fn plan(
                     .enumerate()
                 {
                     let text = part["text"].as_str().unwrap_or_default();
-                    let at = json!({"item_id": item_id, "output_index": index, "summary_index": s});
-                    b.push(merge(&at, json!({"type": "response.reasoning_summary_part.added", "part": {"type": "summary_text", "text": ""}})));
+                    let at = At {
+                        item_id,
+                        output_index: index,
+                        part: Some(("summary_index", s)),
+                    };
+                    let out = b.start("response.reasoning_summary_part.added");
+                    raw_field(out, "part", br#"{"type":"summary_text","text":""}"#);
+                    at.write(out);
+                    b.end(false);
                     for piece in split(text, size, &[]) {
-                        b.delta(merge(&at, json!({"type": "response.reasoning_summary_text.delta", "delta": piece})));
+                        b.delta("response.reasoning_summary_text.delta", &piece, &at, false);
                     }
-                    b.push(merge(
-                        &at,
-                        json!({"type": "response.reasoning_summary_text.done", "text": text}),
-                    ));
-                    b.push(merge(&at, json!({"type": "response.reasoning_summary_part.done", "part": {"type": "summary_text", "text": text}})));
+                    let out = b.start("response.reasoning_summary_text.done");
+                    field(out, "text", text);
+                    at.write(out);
+                    b.end(false);
+                    let out = b.start("response.reasoning_summary_part.done");
+                    raw_field(out, "part", br#"{"type":"summary_text","text":"#);
+                    value_to(out, text);
+                    out.push(b'}');
+                    at.write(out);
+                    b.end(false);
                 }
             }
             "message" => {
-                let mut added = item.clone();
-                added["status"] = json!("in_progress");
-                added["content"] = json!([]);
-                b.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
+                let added = [
+                    ("status", Set::Str("in_progress")),
+                    ("content", Set::EmptyArray),
+                ];
+                b.item("response.output_item.added", index, item, &added);
                 for (c, part) in item["content"]
                     .as_array()
                     .map_or(&[][..], Vec::as_slice)
                     .iter()
                     .enumerate()
                 {
-                    let at = json!({"item_id": item_id, "output_index": index, "content_index": c});
+                    let at = At {
+                        item_id,
+                        output_index: index,
+                        part: Some(("content_index", c)),
+                    };
                     if part["type"] == "refusal" {
                         let text = part["refusal"].as_str().unwrap_or_default();
-                        b.push(merge(&at, json!({"type": "response.content_part.added", "part": {"type": "refusal", "refusal": ""}})));
+                        let out = b.start("response.content_part.added");
+                        raw_field(out, "part", br#"{"type":"refusal","refusal":""}"#);
+                        at.write(out);
+                        b.end(false);
                         for piece in split(text, size, &[]) {
-                            b.delta(merge(
-                                &at,
-                                json!({"type": "response.refusal.delta", "delta": piece}),
-                            ));
+                            b.delta("response.refusal.delta", &piece, &at, false);
                         }
-                        b.push(merge(
-                            &at,
-                            json!({"type": "response.refusal.done", "refusal": text}),
-                        ));
+                        let out = b.start("response.refusal.done");
+                        field(out, "refusal", text);
+                        at.write(out);
+                        b.end(false);
                     } else {
                         let text = part["text"].as_str().unwrap_or_default();
-                        b.push(merge(&at, json!({"type": "response.content_part.added", "part": {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}})));
+                        let out = b.start("response.content_part.added");
+                        raw_field(
+                            out,
+                            "part",
+                            br#"{"type":"output_text","annotations":[],"logprobs":[],"text":""}"#,
+                        );
+                        at.write(out);
+                        b.end(false);
                         for piece in split(text, size, &[]) {
-                            b.delta(merge(&at, json!({"type": "response.output_text.delta", "delta": piece, "logprobs": []})));
+                            b.delta("response.output_text.delta", &piece, &at, true);
                         }
-                        b.push(merge(&at, json!({"type": "response.output_text.done", "text": text, "logprobs": []})));
+                        let out = b.start("response.output_text.done");
+                        field(out, "text", text);
+                        raw_field(out, "logprobs", b"[]");
+                        at.write(out);
+                        b.end(false);
                     }
-                    b.push(merge(
-                        &at,
-                        json!({"type": "response.content_part.done", "part": part}),
-                    ));
+                    let out = b.start("response.content_part.done");
+                    field(out, "part", part);
+                    at.write(out);
+                    b.end(false);
                 }
             }
             "function_call" => {
-                let mut added = item.clone();
-                added["status"] = json!("in_progress");
-                added["arguments"] = json!("");
-                b.push(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
+                b.item("response.output_item.added", index, item, &CALL_ADDED);
                 let arguments = item["arguments"].as_str().unwrap_or_default();
-                let at = json!({"item_id": item_id, "output_index": index});
+                let at = At {
+                    item_id,
+                    output_index: index,
+                    part: None,
+                };
                 for piece in split(arguments, size, &spec.split_at) {
-                    b.delta(merge(
-                        &at,
-                        json!({"type": "response.function_call_arguments.delta", "delta": piece}),
-                    ));
+                    b.delta("response.function_call_arguments.delta", &piece, &at, false);
                 }
-                b.push(merge(&at, json!({"type": "response.function_call_arguments.done", "arguments": arguments})));
+                let out = b.start("response.function_call_arguments.done");
+                field(out, "arguments", arguments);
+                at.write(out);
+                b.end(false);
             }
-            _ => {
-                b.push(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
-            }
+            _ => b.item("response.output_item.added", index, item, &[]),
         }
         if item["type"] == "function_call" {
-            call_done.insert(
-                b.events.len(),
-                item["call_id"].as_str().unwrap_or_default().to_owned(),
-            );
+            b.call_done(index, item, &mut call_done);
+        } else {
+            b.item("response.output_item.done", index, item, &[]);
         }
-        b.push(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
     }
-    let terminal = match response["status"].as_str() {
-        Some("incomplete") => "response.incomplete",
-        Some("failed") => "response.failed",
+    let terminal = match response.status() {
+        "incomplete" => "response.incomplete",
+        "failed" => "response.failed",
         _ => "response.completed",
     };
-    b.push(json!({"type": terminal, "response": response}));
-    let mut events = b.events;
+    b.lifecycle(terminal, response, None);
     if let Some(error) = &spec.error {
-        let after = error.after.min(events.len() - 1);
-        events.truncate(after);
-        let mut event = match error.shape {
+        // The stream breaks off with an error event in place of event `after`.
+        let after = error.after.min(b.ends.len() - 1);
+        b.out
+            .truncate(after.checked_sub(1).map_or(0, |i| b.ends[i]));
+        b.ends.truncate(after);
+        let out = b.start("error");
+        match error.shape {
             ErrorShape::Flat => {
-                json!({"type": "error", "code": error.code, "message": error.message, "param": Value::Null})
+                field(out, "code", &error.code);
+                field(out, "message", &error.message);
+                raw_field(out, "param", b"null");
             }
             ErrorShape::Nested => {
-                json!({"type": "error", "error": {"type": error.code, "code": error.code, "message": error.message, "param": Value::Null}})
+                raw_field(out, "error", b"{\"type\":");
+                value_to(out, &error.code);
+                field(out, "code", &error.code);
+                field(out, "message", &error.message);
+                raw_field(out, "param", b"null}");
             }
-        };
-        event["sequence_number"] = json!(after);
-        events.push(event);
+        }
+        b.end(false);
         call_done.retain(|index, _| *index < after);
     }
-    PlannedStream {
-        cut_after: spec
-            .cut_after
-            .map(|n| n.min(events.len().saturating_sub(1))),
-        events,
+    let events = b.ends.len();
+    StreamFrames {
+        bytes: Bytes::from(b.out),
+        ends: b.ends,
+        cut_after: spec.cut_after.map(|n| n.min(events.saturating_sub(1))),
         delay: Duration::from_millis(spec.delay_ms),
         pauses: Vec::new(),
         chunk_bytes: spec.chunk_bytes.filter(|&n| n > 0),
@@ -452,58 +626,46 @@ const MAX_REPLAYED_PAUSE: Duration = Duration::from_millis(100);
 
 /// A recorded stream, replayed as it arrived: the same events, each after the wait it
 /// came after (capped), cut where the recording broke off without a terminal event.
-pub fn replay(recorded: &[RecordedEvent]) -> PlannedStream {
-    let events: Vec<Value> = recorded.iter().map(|r| r.event.clone()).collect();
-    let call_done = events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| {
-            e["type"] == "response.output_item.done" && e["item"]["type"] == "function_call"
-        })
-        .filter_map(|(i, e)| Some((i, e["item"]["call_id"].as_str()?.to_owned())))
-        .collect();
-    let terminal = events
+pub fn replay(recorded: &[RecordedEvent]) -> StreamFrames {
+    let mut out = Vec::new();
+    let mut ends = Vec::with_capacity(recorded.len());
+    let mut call_done = HashMap::new();
+    for (index, RecordedEvent { event, .. }) in recorded.iter().enumerate() {
+        write_frame(&mut out, event);
+        ends.push(out.len());
+        if event["type"] == "response.output_item.done"
+            && event["item"]["type"] == "function_call"
+            && let Some(call_id) = event["item"]["call_id"].as_str()
+        {
+            call_done.insert(index, call_id.to_owned());
+        }
+    }
+    let terminal = recorded
         .last()
-        .and_then(|e| e["type"].as_str())
+        .and_then(|r| r.event["type"].as_str())
         .is_some_and(|t| {
             matches!(
                 t,
                 "response.completed" | "response.incomplete" | "response.failed" | "error"
             )
         });
-    PlannedStream {
-        cut_after: (!terminal).then_some(events.len()),
+    StreamFrames {
+        bytes: Bytes::from(out),
+        cut_after: (!terminal).then_some(ends.len()),
+        ends,
         pauses: recorded
             .iter()
             .map(|r| Duration::from_millis(r.after_ms).min(MAX_REPLAYED_PAUSE))
             .collect(),
-        events,
         call_done,
-        ..PlannedStream::default()
+        ..StreamFrames::default()
     }
-}
-
-/// `extra` with `base`'s keys set over it, `type` first (it reads better in captures;
-/// serde_json keeps insertion order).
-fn merge(base: &Value, extra: Value) -> Value {
-    let Value::Object(mut merged) = extra else {
-        let mut ordered = serde_json::Map::new();
-        ordered.insert("type".to_owned(), extra["type"].clone());
-        return Value::Object(ordered);
-    };
-    if let Some(source) = base.as_object() {
-        for (key, value) in source {
-            merged.insert(key.clone(), value.clone());
-        }
-    }
-    let kind = merged.shift_remove("type").unwrap_or(Value::Null);
-    merged.shift_insert(0, "type".to_owned(), kind);
-    Value::Object(merged)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn split_keeps_every_character_once() {
@@ -520,26 +682,22 @@ mod tests {
         let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [
             {"id": "fc_1", "type": "function_call", "status": "completed", "arguments": "{\"a\":1}", "call_id": "call_1", "name": "f"}
         ]});
-        let stream = plan(&response, &StreamSpec::default(), &mut IdGen::new(1), true);
-        for (i, event) in stream.events.iter().enumerate() {
+        let frames = plan(&response, &StreamSpec::default(), &mut IdGen::new(1), true);
+        let events = frames.events();
+        for (i, event) in events.iter().enumerate() {
             assert_eq!(event["sequence_number"], i);
         }
-        let types: Vec<&str> = stream
-            .events
-            .iter()
-            .map(|e| e["type"].as_str().unwrap())
-            .collect();
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(types.first(), Some(&"response.created"));
         assert_eq!(types.last(), Some(&"response.completed"));
         assert!(
-            stream
-                .events
+            events
                 .iter()
                 .filter(|e| e["type"] == "response.function_call_arguments.delta")
                 .all(|e| e["obfuscation"].is_string())
         );
         assert_eq!(
-            stream.call_done.values().next().map(String::as_str),
+            frames.call_done.values().next().map(String::as_str),
             Some("call_1")
         );
     }
@@ -555,9 +713,9 @@ mod tests {
             delta_size: Some(4),
             ..StreamSpec::default()
         };
-        let stream = plan(&response, &spec, &mut IdGen::new(1), false);
-        let deltas: Vec<&Value> = stream
-            .events
+        let frames = plan(&response, &spec, &mut IdGen::new(1), false);
+        let events = frames.events();
+        let deltas: Vec<&Value> = events
             .iter()
             .filter(|e| e["type"] == "response.function_call_arguments.delta")
             .collect();
@@ -574,9 +732,9 @@ mod tests {
                 .collect();
             assert_eq!(assembled, expected);
         }
-        for (i, event) in stream.events.iter().enumerate() {
+        for (i, event) in events.iter().enumerate() {
             assert_eq!(event["sequence_number"], i);
         }
-        assert_eq!(stream.call_done.len(), 2);
+        assert_eq!(frames.call_done.len(), 2);
     }
 }

@@ -2,7 +2,10 @@
 //! result, in order. It is the one record every later stage (oracle, reports) reads.
 
 pub mod drift;
+mod lazy;
 pub mod normalize;
+
+pub use lazy::LazyJson;
 
 use std::collections::BTreeMap;
 
@@ -62,8 +65,8 @@ pub struct ModelExchange {
     pub body_unparsed: bool,
     /// HTTP status answered.
     pub status: u16,
-    /// The answer body.
-    pub response: Value,
+    /// The answer body (for a stream, the array of its events).
+    pub response: LazyJson,
     /// The strict-emulation rule that rejected the request, if any (`E1`..`E13`, ...).
     pub rejected_by: Option<String>,
     /// 0-based index of the script turn served, for accepted create requests.
@@ -76,7 +79,7 @@ pub struct ModelExchange {
     pub stream: Option<StreamRecord>,
     /// For a background create: the terminal response the turn will become.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub final_response: Option<Value>,
+    pub final_response: Option<LazyJson>,
 }
 
 impl ModelExchange {
@@ -94,7 +97,7 @@ impl ModelExchange {
     /// background create, the terminal response it became).
     pub fn served(&self) -> Option<&Value> {
         self.turn
-            .map(|_| self.final_response.as_ref().unwrap_or(&self.response))
+            .map(|_| self.final_response.as_deref().unwrap_or(&self.response))
     }
 
     /// The `x-stainless-retry-count` the client sent, if any.

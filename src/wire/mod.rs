@@ -8,6 +8,7 @@ pub mod ids;
 pub mod replay;
 pub mod request;
 pub mod response;
+pub mod write;
 
 pub use error::ApiError;
 pub use ids::IdGen;

@@ -1,9 +1,12 @@
 //! Rendering the Response object with the full key set of the real API's, so that every
 //! official SDK parses it (strict pydantic, async-openai's serde, the Node types).
 
-use serde_json::{Value, json};
+use std::io::Write;
+
+use serde_json::Value;
 
 use super::request::CreateRequest;
+use super::write::{Set, field, object_with, raw_field, value_to};
 
 /// `Response.status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,13 +39,15 @@ pub struct ResponseParts<'a> {
     /// The terminal status.
     pub status: ResponseStatus,
     /// Full output items.
-    pub output: Vec<Value>,
+    pub output: &'a [Value],
     /// The request it answers (echoed config).
     pub request: &'a CreateRequest,
     /// `incomplete_details.reason` for an incomplete response.
     pub incomplete_reason: Option<&'a str>,
     /// `error` for a failed response (`{"code","message"}`).
-    pub error: Option<Value>,
+    pub error: Option<&'a Value>,
+    /// The conversation it belongs to, if any.
+    pub conversation: Option<&'a str>,
 }
 
 /// The served model name for a requested alias (the real API answers with a dated
@@ -54,21 +59,29 @@ pub fn served_model(requested: &str) -> String {
     }
 }
 
-/// Echoed tools: as sent, with `strict` defaulted to true as the API normalizes it.
-fn echo_tools(tools: &[Value]) -> Vec<Value> {
-    tools
-        .iter()
-        .map(|tool| {
-            let mut tool = tool.clone();
-            if let Some(object) = tool.as_object_mut()
-                && object.get("type").and_then(Value::as_str) == Some("function")
+/// Echoed tools: as sent, with `strict` defaulted to true (and a missing `description`
+/// to null) as the API normalizes function tools.
+fn write_tools(out: &mut Vec<u8>, tools: &[Value]) {
+    out.push(b'[');
+    for (index, tool) in tools.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        match tool {
+            Value::Object(fields)
+                if fields.get("type").and_then(Value::as_str) == Some("function") =>
             {
-                object.entry("strict").or_insert(json!(true));
-                object.entry("description").or_insert(Value::Null);
+                let defaults: Vec<(&str, Set<'_>)> =
+                    [("strict", Set::Bool(true)), ("description", Set::Null)]
+                        .into_iter()
+                        .filter(|(key, _)| !fields.contains_key(*key))
+                        .collect();
+                object_with(out, tool, &defaults);
             }
-            tool
-        })
-        .collect()
+            _ => value_to(out, tool),
+        }
+    }
+    out.push(b']');
 }
 
 /// The length of `value` as compact JSON, without building the text.
@@ -87,63 +100,112 @@ fn json_len(value: &impl serde::Serialize) -> usize {
     serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
 }
 
-/// A token count that looks plausible for the items and stays deterministic.
-fn usage(request: &CreateRequest, output: &[Value]) -> Value {
-    let input_tokens = 20 + json_len(&request.input) / 4;
-    let reasoning = output
-        .iter()
-        .filter(|item| item["type"] == "reasoning")
-        .count()
-        * 64;
-    let output_tokens = reasoning + json_len(&output) / 8;
-    json!({
-        "input_tokens": input_tokens,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-        "output_tokens": output_tokens,
-        "output_tokens_details": {"reasoning_tokens": reasoning},
-        "total_tokens": input_tokens + output_tokens,
-    })
-}
+impl ResponseParts<'_> {
+    /// The full Response object, as JSON.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(1024);
+        self.write(&mut out, None);
+        out
+    }
 
-/// The full Response object.
-pub fn render(parts: ResponseParts<'_>) -> Value {
-    let request = parts.request;
-    let model = served_model(request.model.as_deref().unwrap_or("gpt-5"));
-    let completed = parts.status == ResponseStatus::Completed;
-    let usage = usage(request, &parts.output);
-    json!({
-        "id": parts.id,
-        "object": "response",
-        "created_at": parts.created_at,
-        "status": parts.status.as_str(),
-        "completed_at": if completed { json!(parts.created_at + 1) } else { Value::Null },
-        "background": request.background,
-        "conversation": Value::Null,
-        "error": parts.error.unwrap_or(Value::Null),
-        "incomplete_details": parts
-            .incomplete_reason
-            .map_or(Value::Null, |reason| json!({"reason": reason})),
-        "instructions": request.instructions,
-        "max_output_tokens": request.extra.get("max_output_tokens").cloned().unwrap_or(Value::Null),
-        "max_tool_calls": request.extra.get("max_tool_calls").cloned().unwrap_or(Value::Null),
-        "model": model,
-        "output": parts.output,
-        "parallel_tool_calls": request.parallel_tool_calls,
-        "previous_response_id": request.previous_response_id,
-        "prompt_cache_key": Value::Null,
-        "reasoning": {"effort": "medium", "summary": Value::Null},
-        "safety_identifier": Value::Null,
-        "service_tier": "default",
-        "store": request.store,
-        "temperature": 1.0,
-        "text": {"format": {"type": "text"}, "verbosity": "medium"},
-        "tool_choice": request.tool_choice,
-        "tools": echo_tools(&request.tools),
-        "top_logprobs": 0,
-        "top_p": 1.0,
-        "truncation": "disabled",
-        "usage": usage,
-        "user": Value::Null,
-        "metadata": request.extra.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    })
+    /// Writes the Response object; with `snapshot`, as it looks while it has that status
+    /// (before it ends, or once cancelled): no output, no usage, no outcome.
+    pub fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {
+        let request = self.request;
+        let extra = |key: &str| request.extra.get(key).unwrap_or(&Value::Null);
+        let finished = snapshot.is_none();
+        out.extend_from_slice(b"{\"id\":");
+        value_to(out, self.id);
+        raw_field(out, "object", b"\"response\"");
+        field(out, "created_at", &self.created_at);
+        field(out, "status", snapshot.unwrap_or(self.status.as_str()));
+        let completed = finished && self.status == ResponseStatus::Completed;
+        field(
+            out,
+            "completed_at",
+            &completed.then_some(self.created_at + 1),
+        );
+        field(out, "background", &request.background);
+        match self.conversation {
+            Some(id) => {
+                raw_field(out, "conversation", b"{\"id\":");
+                value_to(out, id);
+                out.push(b'}');
+            }
+            None => raw_field(out, "conversation", b"null"),
+        }
+        field(out, "error", &self.error.filter(|_| finished));
+        match self.incomplete_reason.filter(|_| finished) {
+            Some(reason) => {
+                raw_field(out, "incomplete_details", b"{\"reason\":");
+                value_to(out, reason);
+                out.push(b'}');
+            }
+            None => raw_field(out, "incomplete_details", b"null"),
+        }
+        field(out, "instructions", &request.instructions);
+        field(out, "max_output_tokens", extra("max_output_tokens"));
+        field(out, "max_tool_calls", extra("max_tool_calls"));
+        field(
+            out,
+            "model",
+            &served_model(request.model.as_deref().unwrap_or("gpt-5")),
+        );
+        raw_field(out, "output", b"");
+        let output_start = out.len();
+        match finished {
+            true => value_to(out, self.output),
+            false => out.extend_from_slice(b"[]"),
+        }
+        let output_len = out.len() - output_start;
+        field(out, "parallel_tool_calls", &request.parallel_tool_calls);
+        field(out, "previous_response_id", &request.previous_response_id);
+        raw_field(out, "prompt_cache_key", b"null");
+        raw_field(out, "reasoning", br#"{"effort":"medium","summary":null}"#);
+        raw_field(out, "safety_identifier", b"null");
+        raw_field(out, "service_tier", b"\"default\"");
+        field(out, "store", &request.store);
+        raw_field(out, "temperature", b"1.0");
+        raw_field(
+            out,
+            "text",
+            br#"{"format":{"type":"text"},"verbosity":"medium"}"#,
+        );
+        field(out, "tool_choice", &request.tool_choice);
+        raw_field(out, "tools", b"");
+        write_tools(out, &request.tools);
+        raw_field(out, "top_logprobs", b"0");
+        raw_field(out, "top_p", b"1.0");
+        raw_field(out, "truncation", b"\"disabled\"");
+        match finished {
+            true => self.write_usage(out, output_len),
+            false => raw_field(out, "usage", b"null"),
+        }
+        raw_field(out, "user", b"null");
+        match request.extra.get("metadata") {
+            Some(metadata) => field(out, "metadata", metadata),
+            None => raw_field(out, "metadata", b"{}"),
+        }
+        out.push(b'}');
+    }
+
+    /// A token count that looks plausible for the items and stays deterministic (from
+    /// the length of the input and of the output as written).
+    fn write_usage(&self, out: &mut Vec<u8>, output_len: usize) {
+        let input_tokens = 20 + json_len(&self.request.input) / 4;
+        let reasoning = self
+            .output
+            .iter()
+            .filter(|item| item["type"] == "reasoning")
+            .count()
+            * 64;
+        let output_tokens = reasoning + output_len / 8;
+        let total_tokens = input_tokens + output_tokens;
+        raw_field(out, "usage", b"");
+        // Written whole: every key is fixed.
+        let _ = write!(
+            out,
+            r#"{{"input_tokens":{input_tokens},"input_tokens_details":{{"cached_tokens":0,"cache_write_tokens":0}},"output_tokens":{output_tokens},"output_tokens_details":{{"reasoning_tokens":{reasoning}}},"total_tokens":{total_tokens}}}"#
+        );
+    }
 }

@@ -180,7 +180,7 @@ fn check(report: &CaseReport) -> Findings {
             continue;
         }
         let what = format!("{} {}", exchange.method, exchange.path);
-        match &exchange.response {
+        match &*exchange.response {
             Value::Object(_) => {
                 findings.responses += 1;
                 findings.polls += usize::from(exchange.method == "GET");
@@ -192,7 +192,7 @@ fn check(report: &CaseReport) -> Findings {
                     None => {
                         findings
                             .sample_response
-                            .get_or_insert(exchange.response.clone());
+                            .get_or_insert(exchange.response.value().clone());
                     }
                 }
             }

@@ -1395,7 +1395,7 @@ async fn background_runs_poll_cancel_and_replay() {
         ]
     );
     assert_eq!(full[0]["response"]["status"], "queued");
-    assert_eq!(full.last().map(|e| &e["response"]), Some(&terminal));
+    assert_eq!(full.last().map(|e| &e["response"]), Some(&*terminal));
     let resumed = fake
         .read_stream(fake.request(Method::GET, &format!("{path}?stream=true&starting_after=3")))
         .await;

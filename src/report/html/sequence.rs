@@ -603,7 +603,7 @@ mod tests {
             body,
             body_unparsed: false,
             status,
-            response,
+            response: response.into(),
             rejected_by: (status >= 400).then(|| "E3".into()),
             turn: (status < 400).then_some(seq as usize),
             fault: None,
@@ -759,7 +759,7 @@ mod tests {
         t.model[1].status = 400;
         t.model[1].turn = None;
         t.model[1].rejected_by = Some("E7".into());
-        t.model[1].response = json!({"error": {"message": "No tool output found"}});
+        t.model[1].response = json!({"error": {"message": "No tool output found"}}).into();
         t.model[0].fault = Some(FaultRecord {
             status: Some(503),
             retry_after_ms: Some(100),

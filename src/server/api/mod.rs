@@ -11,23 +11,23 @@ use serde_json::{Value, json};
 
 use super::engine::EngineRequest;
 use super::store::Store;
-use super::stream::PlannedStream;
+use super::stream::StreamFrames;
 use crate::scenario::Scenario;
-use crate::transcript::FaultRecord;
+use crate::transcript::{FaultRecord, LazyJson};
 use crate::wire::ApiError;
 
 /// The body a handler answers with.
 #[derive(Debug, Clone)]
 pub(super) enum Answer {
-    /// A JSON body.
-    Json(Value),
+    /// A JSON body: rendered already, or a value to render.
+    Json(LazyJson),
     /// A raw body (e.g. an edge proxy's HTML page).
     Raw {
         content_type: &'static str,
         text: String,
     },
     /// Server-sent events, sent one by one.
-    Stream(PlannedStream),
+    Stream(StreamFrames),
     /// No answer: close the connection.
     Drop,
 }
@@ -42,16 +42,16 @@ pub(super) struct Handled {
     pub turn: Option<usize>,
     pub fault: Option<FaultRecord>,
     /// For a streamed or background create: the terminal response it becomes.
-    pub final_response: Option<Value>,
+    pub final_response: Option<LazyJson>,
     /// The `x-request-id` to answer with, when the body already names it (E16).
     pub request_id: Option<String>,
 }
 
 impl Handled {
-    pub fn json(status: u16, body: Value) -> Self {
+    pub fn json(status: u16, body: impl Into<LazyJson>) -> Self {
         Self {
             status,
-            body: Answer::Json(body),
+            body: Answer::Json(body.into()),
             headers: Vec::new(),
             delay: Duration::ZERO,
             turn: None,

@@ -3,17 +3,19 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::{Answer, Handled, list_page};
 use crate::scenario::{Fault, Scenario};
 use crate::server::engine::EngineRequest;
 use crate::server::script;
+use crate::server::script::ExpandedTurn;
 use crate::server::store::{Background, Store, StoredResponse, with_id};
-use crate::server::stream::{self, PlannedStream};
+use crate::server::stream::{self, Prerendered, StreamFrames, StreamedResponse};
 use crate::server::validate;
-use crate::transcript::FaultRecord;
-use crate::wire::response::{self, ResponseParts};
+use crate::transcript::{FaultRecord, LazyJson};
+use crate::wire::response::ResponseParts;
 use crate::wire::{ApiError, CreateRequest, IdGen};
 
 /// `POST /v1/responses`: validates the request as the real API does, then answers the
@@ -96,48 +98,60 @@ pub(super) fn create(
         .or(script.last())
         .expect("the script has a turn");
 
-    let (id, created_at, tail, mut rendered) = match &turn.recorded {
+    let created_at = match &turn.recorded {
+        Some(recorded) => recorded.response["created_at"]
+            .as_u64()
+            .unwrap_or_else(|| store.clock.now()),
+        None => store.clock.now(),
+    };
+    let tail = store.ids.tail();
+    let served = match &turn.recorded {
         // A recorded response goes out as it was recorded, ids and all.
         Some(recorded) => {
-            let rendered = recorded.response.clone();
-            let created_at = rendered["created_at"]
-                .as_u64()
-                .unwrap_or_else(|| store.clock.now());
-            let tail = store.ids.tail();
-            let id = match rendered["id"].as_str() {
+            let mut response = recorded.response.clone();
+            let id = match response["id"].as_str() {
                 Some(id) => id.to_owned(),
                 None => store.ids.item_id("resp", created_at, &tail),
             };
-            let output = rendered["output"].as_array().map_or(&[][..], Vec::as_slice);
-            script::register(output, &mut store.issued);
-            (id, created_at, tail, rendered)
+            script::register(response.output(), &mut store.issued);
+            if let Some(conversation) = &conversation {
+                response["conversation"] = json!({"id": conversation});
+            }
+            Served::Recorded { id, response }
         }
         None => {
-            let created_at = store.clock.now();
-            let tail = store.ids.tail();
             let id = store.ids.item_id("resp", created_at, &tail);
             let expanded =
                 script::expand(turn, &mut store.ids, created_at, &tail, &mut store.issued);
-            let rendered = response::render(ResponseParts {
-                id: &id,
-                created_at,
-                status: expanded.status,
-                output: expanded.output,
-                request: &request,
-                incomplete_reason: expanded.incomplete_reason.as_deref(),
-                error: expanded.error,
-            });
-            (id, created_at, tail, rendered)
+            Served::Scripted { id, expanded }
         }
     };
+    let parts;
+    let response: &dyn StreamedResponse = match &served {
+        Served::Scripted { id, expanded } => {
+            parts = ResponseParts {
+                id,
+                created_at,
+                status: expanded.status,
+                output: &expanded.output,
+                request: &request,
+                incomplete_reason: expanded.incomplete_reason.as_deref(),
+                error: expanded.error.as_ref(),
+                conversation: conversation.as_deref(),
+            };
+            &parts
+        }
+        Served::Recorded { response, .. } => response,
+    };
+    let mut json = Vec::with_capacity(2048);
+    response.write(&mut json, None);
+    let json = Bytes::from(json);
+    let id = served.id();
     // The output items, where a conversation or the stored context keeps them.
     let output: Vec<Value> = match conversation.is_some() || request.store {
-        true => rendered["output"].as_array().cloned().unwrap_or_default(),
+        true => response.output().to_vec(),
         false => Vec::new(),
     };
-    if let Some(conversation) = &conversation {
-        rendered["conversation"] = json!({"id": conversation});
-    }
     let input_items: Vec<Value> = input
         .iter()
         .map(|item| with_id(item, &mut store.ids, created_at, &tail))
@@ -152,9 +166,9 @@ pub(super) fn create(
         context.extend(input_items.iter().cloned());
         context.extend(output);
         store.store_response(
-            &id,
+            id,
             StoredResponse {
-                response: rendered.clone(),
+                response: LazyJson::json(json.clone()),
                 input_items,
                 context,
             },
@@ -174,50 +188,56 @@ pub(super) fn create(
         .unwrap_or(true);
     // Only streams and background runs (which can be resumed as a stream) need events;
     // a recorded stream is replayed event by event.
-    let planned = match &turn.recorded {
+    let frames = match &turn.recorded {
         Some(recorded) if request.stream && !recorded.events.is_empty() => {
             stream::replay(&recorded.events)
         }
         _ if request.stream || request.background => {
-            let mut planned = stream::plan(&rendered, &turn.stream, &mut store.ids, obfuscate);
+            let response = Prerendered {
+                response,
+                json: &json,
+            };
+            let mut frames = stream::plan(&response, &turn.stream, &mut store.ids, obfuscate);
             if let Some(ms) = turn.stream.done_delay_ms {
-                hold_calls_open(&mut planned, Duration::from_millis(ms));
+                hold_calls_open(&mut frames, Duration::from_millis(ms));
             }
-            planned
+            frames
         }
-        _ => PlannedStream::default(),
+        _ => StreamFrames::default(),
     };
-    let (body, final_response) = if request.background {
+    let final_response = LazyJson::json(json.clone());
+    let (answer, final_response) = if request.background {
         let polls = if request.stream {
             0
         } else {
             turn.polls.unwrap_or(2)
         };
+        let terminal: Value = serde_json::from_slice(&json).expect("rendered as JSON");
+        let queued = stream::snapshot(&terminal, "queued");
         store.start_background(
-            &id,
+            id,
             Background {
-                terminal: rendered.clone(),
+                terminal,
                 polls_left: polls,
-                stream: planned.clone(),
+                stream: frames.clone(),
                 done: request.stream,
             },
         );
-        let queued = stream::snapshot(&rendered, "queued");
-        store.set_response(&id, queued.clone());
-        let body = if request.stream {
-            Answer::Stream(planned)
+        store.set_response(id, queued.clone());
+        let answer = if request.stream {
+            Answer::Stream(frames)
         } else {
-            Answer::Json(queued)
+            Answer::Json(queued.into())
         };
-        (body, Some(rendered))
+        (answer, Some(final_response))
     } else if request.stream {
-        (Answer::Stream(planned), Some(rendered))
+        (Answer::Stream(frames), Some(final_response))
     } else {
-        (Answer::Json(rendered), None)
+        (Answer::Json(final_response), None)
     };
     Ok(Handled {
         status: 200,
-        body,
+        body: answer,
         headers: Vec::new(),
         delay: Duration::from_millis(fault.map_or(0, |f| f.delay_ms)),
         turn: Some(index),
@@ -227,11 +247,27 @@ pub(super) fn create(
     })
 }
 
+/// The Response object a turn is served as.
+enum Served {
+    /// Expanded from the script: rendered straight to bytes.
+    Scripted { id: String, expanded: ExpandedTurn },
+    /// A recorded response, as it was recorded.
+    Recorded { id: String, response: Value },
+}
+
+impl Served {
+    fn id(&self) -> &str {
+        match self {
+            Served::Scripted { id, .. } | Served::Recorded { id, .. } => id,
+        }
+    }
+}
+
 /// Waits `hold` before each function call's `output_item.done` (and `delay` before the
 /// other events): a call whose arguments have all been sent stays unfinished for a while,
 /// without slowing the whole stream down.
-fn hold_calls_open(planned: &mut PlannedStream, hold: Duration) {
-    planned.pauses = (0..planned.events.len())
+fn hold_calls_open(planned: &mut StreamFrames, hold: Duration) {
+    planned.pauses = (0..planned.len())
         .map(|index| {
             if planned.call_done.contains_key(&index) {
                 hold
@@ -260,17 +296,7 @@ pub(super) fn retrieve(
         let after: Option<usize> = request
             .query_param("starting_after")
             .and_then(|n| n.parse().ok());
-        let mut planned = background.stream.clone();
-        let start = after.map_or(0, |n| n + 1).min(planned.events.len());
-        planned.events.drain(..start);
-        planned.call_done = planned
-            .call_done
-            .into_iter()
-            .filter(|(i, _)| *i >= start)
-            .map(|(i, c)| (i - start, c))
-            .collect();
-        planned.cut_after = planned.cut_after.map(|n| n.saturating_sub(start));
-        planned.pauses.drain(..start.min(planned.pauses.len()));
+        let planned = background.stream.resumed_after(after.map_or(0, |n| n + 1));
         background.done = true;
         let terminal = background.terminal.clone();
         store.set_response(id, terminal);
@@ -308,7 +334,7 @@ pub(super) fn cancel(store: &mut Store, id: &str) -> Result<Handled, ApiError> {
         store.set_response(id, cancelled);
     }
     let current = store.response(id).map(|s| s.response.clone());
-    Ok(Handled::json(200, current.unwrap_or(Value::Null)))
+    Ok(Handled::json(200, current.unwrap_or_default()))
 }
 
 /// `DELETE /v1/responses/{id}`.
@@ -361,8 +387,8 @@ fn fault_reply(fault: &Fault, ids: &mut IdGen) -> Handled {
         Answer::Drop
     } else if let Some(text) = &fault.body {
         // A recorded error body is JSON; a scripted edge page is not.
-        match serde_json::from_str(text) {
-            Ok(value) => Answer::Json(value),
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => Answer::Json(LazyJson::from(value)),
             Err(_) => Answer::Raw {
                 content_type: "text/html",
                 text: text.clone(),
@@ -374,7 +400,7 @@ fn fault_reply(fault: &Fault, ids: &mut IdGen) -> Handled {
                 content_type: "text/html",
                 text: "<html><head><title>503 Service Temporarily Unavailable</title></head><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>\n".to_owned(),
             },
-            _ => Answer::Json(ApiError::for_status(status, &request_id).body()),
+            _ => Answer::Json(ApiError::for_status(status, &request_id).body().into()),
         }
     };
     Handled {
@@ -404,12 +430,13 @@ mod tests {
         };
         let mut planned = stream::plan(&response, &spec, &mut IdGen::new(1), false);
         hold_calls_open(&mut planned, Duration::from_millis(150));
-        let held: Vec<&str> = (0..planned.events.len())
+        let events = planned.events();
+        let held: Vec<&str> = (0..planned.len())
             .filter(|&i| planned.pause(i) == Duration::from_millis(150))
-            .map(|i| planned.events[i]["item"]["call_id"].as_str().unwrap())
+            .map(|i| events[i]["item"]["call_id"].as_str().unwrap())
             .collect();
         assert_eq!(held, ["call_1", "call_2"]);
-        for (i, event) in planned.events.iter().enumerate() {
+        for (i, event) in events.iter().enumerate() {
             if !planned.call_done.contains_key(&i) {
                 assert_eq!(planned.pause(i), Duration::from_millis(2), "{event}");
             } else {
