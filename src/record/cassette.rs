@@ -218,7 +218,7 @@ fn inferred_task(transcript: &Transcript, creates: usize) -> TaskSpec {
         .model
         .iter()
         .find(|m| m.is_create())
-        .map(|m| m.body.clone())
+        .map(|m| m.body.value().clone())
         .unwrap_or(Value::Null);
     let tools = first["tools"]
         .as_array()

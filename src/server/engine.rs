@@ -47,11 +47,11 @@ impl EngineRequest {
             headers: self.headers.clone(),
             body: Vec::new(),
         };
-        head.into_exchange(body, body_unparsed)
+        head.into_exchange(body.into(), body_unparsed)
     }
 
     /// [`EngineRequest::exchange`], taking the request's own strings.
-    fn into_exchange(self, body: Value, body_unparsed: bool) -> ModelExchange {
+    fn into_exchange(self, body: LazyJson, body_unparsed: bool) -> ModelExchange {
         ModelExchange {
             seq: 0,
             at_ms: 0,
@@ -71,6 +71,18 @@ impl EngineRequest {
             stream: None,
             final_response: None,
         }
+    }
+
+    /// The exchange that records this request, its body kept as the bytes that came (and
+    /// parsed when read), or as text when they are not JSON.
+    fn into_recorded_exchange(mut self, body_unparsed: bool) -> ModelExchange {
+        let body = std::mem::take(&mut self.body);
+        let body = match (body_unparsed, body.is_empty()) {
+            (true, _) => Value::String(String::from_utf8_lossy(&body).into_owned()).into(),
+            (false, true) => LazyJson::default(),
+            (false, false) => LazyJson::json(Bytes::from(body)),
+        };
+        self.into_exchange(body, body_unparsed)
     }
 
     /// A header's value (case-insensitive name).
@@ -264,14 +276,7 @@ impl Session {
         handler: impl FnOnce(&mut Store, &EngineRequest, Option<Value>) -> Result<Handled, ApiError>,
     ) -> EngineReply {
         let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
-        let (body, body_unparsed) = match (&parsed, request.body.is_empty()) {
-            (Some(value), _) => (value.clone(), false),
-            (None, true) => (Value::Null, false),
-            (None, false) => (
-                Value::String(String::from_utf8_lossy(&request.body).into_owned()),
-                true,
-            ),
-        };
+        let body_unparsed = parsed.is_none() && !request.body.is_empty();
         let mut store = lock(&self.store);
         let (handled, rejected_by) = match handler(&mut store, &request, parsed) {
             Ok(handled) => (handled, None),
@@ -317,7 +322,7 @@ impl Session {
             fault: handled.fault,
             stream,
             final_response: handled.final_response,
-            ..request.into_exchange(body, body_unparsed)
+            ..request.into_recorded_exchange(body_unparsed)
         });
         drop(store);
         let mut headers = Vec::with_capacity(3 + handled.headers.len());

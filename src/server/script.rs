@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 
 use crate::scenario::{OutputSpec, Turn, TurnStatus};
 use crate::wire::IdGen;
+use crate::wire::item::OutputItem;
+use crate::wire::request::{call_id, item_id, item_type};
 use crate::wire::response::ResponseStatus;
 
 /// What the server generated, stored or not: needed to validate replays.
@@ -27,9 +29,9 @@ pub struct Issued {
 }
 
 /// A turn expanded for one response.
-pub struct ExpandedTurn {
+pub struct ExpandedTurn<'a> {
     /// Full output items.
-    pub output: Vec<Value>,
+    pub output: Vec<OutputItem<'a>>,
     /// Response status.
     pub status: ResponseStatus,
     /// Incomplete reason.
@@ -41,22 +43,120 @@ pub struct ExpandedTurn {
 /// The text of the real API's 500 message (E16), used as a failed turn's default error.
 pub const SERVER_ERROR_MESSAGE: &str = "An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists.";
 
+/// What registering an output item reads of it: generated items and recorded values alike.
+pub trait Registrable {
+    /// `id`.
+    fn id(&self) -> Option<&str>;
+    /// `type`.
+    fn kind(&self) -> &str;
+    /// A reasoning item's `encrypted_content`.
+    fn encrypted_content(&self) -> Option<&str>;
+    /// `call_id`.
+    fn call_id(&self) -> Option<&str>;
+    /// The `caller` of a call a program makes.
+    fn program_caller(&self) -> Option<Value>;
+    /// The whole item, as a value.
+    fn value(&self) -> Value;
+}
+
+impl Registrable for Value {
+    fn id(&self) -> Option<&str> {
+        item_id(self)
+    }
+
+    fn kind(&self) -> &str {
+        item_type(self)
+    }
+
+    fn encrypted_content(&self) -> Option<&str> {
+        self["encrypted_content"].as_str()
+    }
+
+    fn call_id(&self) -> Option<&str> {
+        call_id(self)
+    }
+
+    fn program_caller(&self) -> Option<Value> {
+        self.get("caller")
+            .filter(|c| c["type"] == "program")
+            .cloned()
+    }
+
+    fn value(&self) -> Value {
+        self.clone()
+    }
+}
+
+impl Registrable for OutputItem<'_> {
+    fn id(&self) -> Option<&str> {
+        Some(OutputItem::id(self))
+    }
+
+    fn kind(&self) -> &str {
+        OutputItem::kind(self)
+    }
+
+    fn encrypted_content(&self) -> Option<&str> {
+        match self {
+            OutputItem::Reasoning {
+                encrypted_content, ..
+            } => Some(encrypted_content),
+            _ => None,
+        }
+    }
+
+    fn call_id(&self) -> Option<&str> {
+        match self {
+            OutputItem::Call { call_id, .. } | OutputItem::Program { call_id, .. } => Some(call_id),
+            OutputItem::ProgramOutput { call_id, .. } => call_id.as_str(),
+            _ => None,
+        }
+    }
+
+    fn program_caller(&self) -> Option<Value> {
+        match self {
+            OutputItem::Call {
+                caller_id: Some(caller_id),
+                ..
+            } => Some(json!({"type": "program", "caller_id": caller_id})),
+            _ => None,
+        }
+    }
+
+    fn value(&self) -> Value {
+        self.to_value()
+    }
+}
+
+/// What a reasoning item's follower must match when it is replayed (all that
+/// [`may_follow`](crate::wire::replay::may_follow) reads of it): its id, type and call_id.
+fn follower(item: &impl Registrable) -> Value {
+    let mut follower = serde_json::Map::with_capacity(3);
+    if let Some(id) = item.id() {
+        follower.insert("id".to_owned(), json!(id));
+    }
+    follower.insert("type".to_owned(), json!(item.kind()));
+    if let Some(call_id) = item.call_id() {
+        follower.insert("call_id".to_owned(), json!(call_id));
+    }
+    Value::Object(follower)
+}
+
 /// Remembers what a response's output items bind a replay to: each reasoning item's
 /// encrypted content and the item it produced, the reasoning each later item was
 /// generated with, each program and each program-owned call's `caller`. Scripted and
 /// recorded output go through here alike.
-pub fn register(output: &[Value], issued: &mut Issued) {
+pub fn register(output: &[impl Registrable], issued: &mut Issued) {
     let mut reasoning: Option<String> = None;
     let mut awaiting_follower: Option<String> = None;
     for item in output {
-        let id = item["id"].as_str().unwrap_or_default().to_owned();
-        let kind = item["type"].as_str().unwrap_or_default();
+        let id = item.id().unwrap_or_default().to_owned();
         if let Some(rs) = awaiting_follower.take() {
-            issued.follower.insert(rs, item.clone());
+            issued.follower.insert(rs, follower(item));
         }
-        match kind {
+        match item.kind() {
             "reasoning" => {
-                if let Some(content) = item["encrypted_content"].as_str() {
+                if let Some(content) = item.encrypted_content() {
                     issued.encrypted.insert(id.clone(), content.to_owned());
                 }
                 reasoning = Some(id.clone());
@@ -64,18 +164,15 @@ pub fn register(output: &[Value], issued: &mut Issued) {
                 continue;
             }
             "program" => {
-                if let Some(call_id) = item["call_id"].as_str() {
+                if let Some(call_id) = item.call_id() {
                     issued
                         .programs_by_call
-                        .insert(call_id.to_owned(), item.clone());
+                        .insert(call_id.to_owned(), item.value());
                 }
             }
             "function_call" => {
-                if let (Some(call_id), Some(caller)) = (
-                    item["call_id"].as_str(),
-                    item.get("caller").filter(|c| c["type"] == "program"),
-                ) {
-                    issued.callers.insert(call_id.to_owned(), caller.clone());
+                if let (Some(call_id), Some(caller)) = (item.call_id(), item.program_caller()) {
+                    issued.callers.insert(call_id.to_owned(), caller);
                 }
             }
             _ => {}
@@ -87,80 +184,66 @@ pub fn register(output: &[Value], issued: &mut Issued) {
 }
 
 /// Expands `turn`, registering its items in `issued`.
-pub fn expand(
-    turn: &Turn,
+pub fn expand<'a>(
+    turn: &'a Turn,
     ids: &mut IdGen,
     created_at: u64,
     tail: &str,
     issued: &mut Issued,
-) -> ExpandedTurn {
+) -> ExpandedTurn<'a> {
     let mut output = Vec::with_capacity(turn.output.len());
     for spec in &turn.output {
         let item = match spec {
-            OutputSpec::Reasoning(r) => {
-                let id = ids.item_id("rs", created_at, tail);
-                let encrypted = ids.encrypted_content();
-                let summary: Vec<Value> = r
-                    .summary
-                    .iter()
-                    .map(|text| json!({"type": "summary_text", "text": text}))
-                    .collect();
-                json!({"id": id, "type": "reasoning", "encrypted_content": encrypted, "summary": summary})
-            }
-            OutputSpec::Message(m) => {
-                let id = ids.item_id("msg", created_at, tail);
-                json!({
-                    "id": id, "type": "message", "status": m.status(), "role": "assistant",
-                    "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": m.text()}],
-                })
-            }
-            OutputSpec::Refusal(text) => {
-                let id = ids.item_id("msg", created_at, tail);
-                json!({
-                    "id": id, "type": "message", "status": "completed", "role": "assistant",
-                    "content": [{"type": "refusal", "refusal": text}],
-                })
-            }
-            OutputSpec::Call(call) => {
-                let id = ids.item_id("fc", created_at, tail);
-                let call_id = ids.call_id();
-                let mut item = json!({
-                    "id": id, "type": "function_call",
-                    "status": call.status.as_deref().unwrap_or("completed"),
-                    "arguments": call.arguments_string(),
-                    "call_id": call_id, "name": call.name,
-                });
-                if let Some(label) = &call.caller {
-                    let program_call = issued
+            OutputSpec::Reasoning(r) => OutputItem::Reasoning {
+                id: ids.item_id("rs", created_at, tail),
+                encrypted_content: ids.encrypted_content(),
+                summary: r.summary.as_slice(),
+            },
+            OutputSpec::Message(m) => OutputItem::Message {
+                id: ids.item_id("msg", created_at, tail),
+                status: m.status(),
+                text: m.text(),
+            },
+            OutputSpec::Refusal(text) => OutputItem::Refusal {
+                id: ids.item_id("msg", created_at, tail),
+                text,
+            },
+            OutputSpec::Call(call) => OutputItem::Call {
+                id: ids.item_id("fc", created_at, tail),
+                status: call.status.as_deref().unwrap_or("completed"),
+                arguments: call.arguments_string(),
+                call_id: ids.call_id(),
+                name: &call.name,
+                caller_id: call.caller.as_ref().map(|label| {
+                    issued
                         .programs
                         .get(label)
                         .map(|p| p["call_id"].clone())
-                        .unwrap_or(Value::Null);
-                    item["caller"] = json!({"type": "program", "caller_id": program_call});
-                }
-                item
-            }
+                        .unwrap_or(Value::Null)
+                }),
+            },
             OutputSpec::Program(program) => {
-                let item = json!({
-                    "type": "program", "id": ids.item_id("cm", created_at, tail),
-                    "call_id": ids.call_id(), "code": program.code,
-                    "fingerprint": format!("fp_{}", ids.base62(43)),
-                });
-                issued.programs.insert(program.label.clone(), item.clone());
+                let item = OutputItem::Program {
+                    id: ids.item_id("cm", created_at, tail),
+                    call_id: ids.call_id(),
+                    code: &program.code,
+                    fingerprint: format!("fp_{}", ids.base62(43)),
+                };
+                issued
+                    .programs
+                    .insert(program.label.clone(), item.to_value());
                 item
             }
-            OutputSpec::ProgramOutput(output) => {
-                let program_call = issued
+            OutputSpec::ProgramOutput(output) => OutputItem::ProgramOutput {
+                id: ids.item_id("cmo", created_at, tail),
+                call_id: issued
                     .programs
                     .get(&output.program)
                     .map(|p| p["call_id"].clone())
-                    .unwrap_or(Value::Null);
-                json!({
-                    "type": "program_output", "id": ids.item_id("cmo", created_at, tail),
-                    "call_id": program_call, "result": output.result,
-                    "status": output.status.as_deref().unwrap_or("completed"),
-                })
-            }
+                    .unwrap_or(Value::Null),
+                result: &output.result,
+                status: output.status.as_deref().unwrap_or("completed"),
+            },
         };
         output.push(item);
     }

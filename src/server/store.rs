@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::clock::Clock;
@@ -61,7 +62,7 @@ pub(super) struct ScriptCursor {
     /// Attempts already made at `next_turn` (faults are answered per attempt).
     pub attempts: usize,
     /// The body and turn of the last served create, to re-serve an identical retry.
-    pub last_served: Option<(Value, usize)>,
+    pub last_served: Option<(Bytes, usize)>,
 }
 
 pub(super) struct Store {
@@ -210,8 +211,18 @@ impl Store {
 
 /// An input item as stored: with an id when it had none (as listings show them).
 pub(super) fn with_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str) -> Value {
+    let mut item = item.clone();
+    if let (Some(id), Some(object)) = (new_id(&item, ids, created_at, tail), item.as_object_mut()) {
+        object.insert("id".to_owned(), json!(id));
+    }
+    item
+}
+
+/// The id an input item gets when it is stored, if it has none: drawn whether or not the
+/// item is kept, so later ids do not depend on what the store keeps.
+pub(super) fn new_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str) -> Option<String> {
     if item_id(item).is_some() || !item.is_object() {
-        return item.clone();
+        return None;
     }
     let prefix = match item_type(item) {
         "message" => "msg",
@@ -219,12 +230,5 @@ pub(super) fn with_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str
         "function_call" => "fc",
         _ => "item",
     };
-    let mut item = item.clone();
-    if let Some(object) = item.as_object_mut() {
-        object.insert(
-            "id".to_owned(),
-            json!(ids.item_id(prefix, created_at, tail)),
-        );
-    }
-    item
+    Some(ids.item_id(prefix, created_at, tail))
 }

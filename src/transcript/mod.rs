@@ -60,7 +60,7 @@ pub struct ModelExchange {
     /// Request headers, lowercase names, secrets redacted.
     pub headers: BTreeMap<String, String>,
     /// The request body: JSON when it parsed, else the raw text as a string.
-    pub body: Value,
+    pub body: LazyJson,
     /// True when `body` holds raw text that was not JSON.
     pub body_unparsed: bool,
     /// HTTP status answered.

@@ -5,6 +5,7 @@
 
 pub mod error;
 pub mod ids;
+pub mod item;
 pub mod replay;
 pub mod request;
 pub mod response;

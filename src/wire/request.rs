@@ -38,11 +38,10 @@ pub struct CreateRequest {
 
 impl CreateRequest {
     /// Parses a JSON body, with the real API's errors for the wrong shapes.
-    pub fn parse(body: &Value) -> Result<Self, ApiError> {
-        let Some(object) = body.as_object() else {
+    pub fn parse(body: Value) -> Result<Self, ApiError> {
+        let Value::Object(mut extra) = body else {
             return Err(ApiError::invalid_type("body", "an object"));
         };
-        let mut extra = object.clone();
         let mut take = |key: &str| extra.remove(key).filter(|v| !v.is_null());
 
         let model = match take("model") {

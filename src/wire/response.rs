@@ -5,6 +5,7 @@ use std::io::Write;
 
 use serde_json::Value;
 
+use super::item::{self, OutputItem};
 use super::request::CreateRequest;
 use super::write::{Set, field, object_with, raw_field, value_to};
 
@@ -39,7 +40,7 @@ pub struct ResponseParts<'a> {
     /// The terminal status.
     pub status: ResponseStatus,
     /// Full output items.
-    pub output: &'a [Value],
+    pub output: &'a [OutputItem<'a>],
     /// The request it answers (echoed config).
     pub request: &'a CreateRequest,
     /// `incomplete_details.reason` for an incomplete response.
@@ -154,7 +155,7 @@ impl ResponseParts<'_> {
         raw_field(out, "output", b"");
         let output_start = out.len();
         match finished {
-            true => value_to(out, self.output),
+            true => item::write_all(out, self.output),
             false => out.extend_from_slice(b"[]"),
         }
         let output_len = out.len() - output_start;
@@ -196,7 +197,7 @@ impl ResponseParts<'_> {
         let reasoning = self
             .output
             .iter()
-            .filter(|item| item["type"] == "reasoning")
+            .filter(|item| item.kind() == "reasoning")
             .count()
             * 64;
         let output_tokens = reasoning + output_len / 8;

@@ -38,7 +38,8 @@ pub enum Set<'a> {
 }
 
 impl Set<'_> {
-    fn write(self, out: &mut Vec<u8>) {
+    /// Writes the value.
+    pub fn write(self, out: &mut Vec<u8>) {
         match self {
             Set::Str(text) => value_to(out, text),
             Set::Bool(flag) => value_to(out, &flag),

@@ -600,7 +600,7 @@ mod tests {
             method: "POST".into(),
             path: "/v1/responses".into(),
             headers: Default::default(),
-            body,
+            body: body.into(),
             body_unparsed: false,
             status,
             response: response.into(),

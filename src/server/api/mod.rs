@@ -78,7 +78,7 @@ pub(super) fn route(
                 .and_then(|n| n.trim().parse::<u32>().ok())
                 .is_some_and(|n| n > 0);
             let body = body.ok_or_else(ApiError::unparsable_body)?;
-            responses::create(scenario, store, body, retry)
+            responses::create(scenario, store, body, &request.body, retry)
         }
         ("GET", ["responses", id]) => responses::retrieve(store, id, request),
         ("DELETE", ["responses", id]) => responses::delete(store, id),

@@ -11,7 +11,7 @@ use crate::scenario::{Fault, Scenario};
 use crate::server::engine::EngineRequest;
 use crate::server::script;
 use crate::server::script::ExpandedTurn;
-use crate::server::store::{Background, Store, StoredResponse, with_id};
+use crate::server::store::{Background, Store, StoredResponse, new_id, with_id};
 use crate::server::stream::{self, Prerendered, StreamFrames, StreamedResponse};
 use crate::server::validate;
 use crate::transcript::{FaultRecord, LazyJson};
@@ -24,9 +24,17 @@ pub(super) fn create(
     scenario: &Scenario,
     store: &mut Store,
     body: Value,
+    raw: &[u8],
     retry: bool,
 ) -> Result<Handled, ApiError> {
-    let request = CreateRequest::parse(&body)?;
+    // An SDK retry (`x-stainless-retry-count` > 0) of the last served request, whose
+    // answer the client lost, gets the same turn again; anything else is an attempt at
+    // the next turn.
+    let repeats_last = retry
+        && store.script.last_served.as_ref().is_some_and(|(last, _)| {
+            **last == *raw || serde_json::from_slice::<Value>(last).is_ok_and(|last| last == body)
+        });
+    let request = CreateRequest::parse(body)?;
     validate::check_model(request.model.as_deref(), &scenario.task.model)?;
     let conversation = match request.extra.get("conversation") {
         None | Some(Value::Null) => None,
@@ -62,12 +70,9 @@ pub(super) fn create(
     validate::check_context(&chain, &input, &store.issued)?;
     validate::check_programs(&chain, &input, &store.issued)?;
 
-    // An SDK retry (`x-stainless-retry-count` > 0) of the last served request, whose
-    // answer the client lost, gets the same turn again; anything else is an attempt at
-    // the next turn.
     let script = &scenario.script;
     let (index, fault) = match &store.script.last_served {
-        Some((last, turn)) if retry && *last == body => (*turn, None),
+        Some((_, turn)) if repeats_last => (*turn, None),
         _ => {
             let index = store.script.next_turn;
             let turn = match script.get(index) {
@@ -113,7 +118,7 @@ pub(super) fn create(
                 Some(id) => id.to_owned(),
                 None => store.ids.item_id("resp", created_at, &tail),
             };
-            script::register(response.output(), &mut store.issued);
+            script::register(&response.output(), &mut store.issued);
             if let Some(conversation) = &conversation {
                 response["conversation"] = json!({"id": conversation});
             }
@@ -147,15 +152,24 @@ pub(super) fn create(
     response.write(&mut json, None);
     let json = Bytes::from(json);
     let id = served.id();
-    // The output items, where a conversation or the stored context keeps them.
-    let output: Vec<Value> = match conversation.is_some() || request.store {
-        true => response.output().to_vec(),
+    // The input and output items, where a conversation or the stored context keeps them.
+    let kept = conversation.is_some() || request.store;
+    let output: Vec<Value> = match kept {
+        true => response.output().into_owned(),
         false => Vec::new(),
     };
-    let input_items: Vec<Value> = input
-        .iter()
-        .map(|item| with_id(item, &mut store.ids, created_at, &tail))
-        .collect();
+    let input_items: Vec<Value> = match kept {
+        true => input
+            .iter()
+            .map(|item| with_id(item, &mut store.ids, created_at, &tail))
+            .collect(),
+        false => {
+            for item in &input {
+                new_id(item, &mut store.ids, created_at, &tail);
+            }
+            Vec::new()
+        }
+    };
     if let Some(conversation) = &conversation {
         let items = &mut store.conversation_mut(conversation)?.items;
         items.extend(input_items.iter().cloned());
@@ -178,7 +192,7 @@ pub(super) fn create(
         store.script.next_turn += 1;
         store.script.attempts = 0;
     }
-    store.script.last_served = Some((body, index));
+    store.script.last_served = Some((Bytes::copy_from_slice(raw), index));
 
     let obfuscate = request
         .extra
@@ -248,14 +262,17 @@ pub(super) fn create(
 }
 
 /// The Response object a turn is served as.
-enum Served {
+enum Served<'a> {
     /// Expanded from the script: rendered straight to bytes.
-    Scripted { id: String, expanded: ExpandedTurn },
+    Scripted {
+        id: String,
+        expanded: ExpandedTurn<'a>,
+    },
     /// A recorded response, as it was recorded.
     Recorded { id: String, response: Value },
 }
 
-impl Served {
+impl Served<'_> {
     fn id(&self) -> &str {
         match self {
             Served::Scripted { id, .. } | Served::Recorded { id, .. } => id,

@@ -1,0 +1,465 @@
+//! Planning a response's stream: the exact event sequence the Responses API sends, written
+//! event by event into the frames a front end delivers.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::StreamFrames;
+use super::source::{Items, StreamedItem, StreamedResponse};
+use crate::scenario::{ErrorShape, StreamSpec};
+use crate::wire::IdGen;
+use crate::wire::write::{Set, field, raw_field, value_to};
+
+/// Splits `text` into pieces of `size` characters, or at the given character offsets.
+fn split(text: &str, size: usize, at: &[usize]) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut cuts: Vec<usize> = if at.is_empty() {
+        (size.max(1)..chars.len()).step_by(size.max(1)).collect()
+    } else {
+        at.iter()
+            .copied()
+            .filter(|&i| i > 0 && i < chars.len())
+            .collect()
+    };
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for cut in cuts.into_iter().chain([chars.len()]) {
+        if cut > start {
+            pieces.push(chars[start..cut].iter().collect());
+            start = cut;
+        }
+    }
+    if pieces.is_empty() {
+        pieces.push(String::new());
+    }
+    pieces
+}
+
+/// Writes events one after the other, numbering them.
+struct Builder<'a> {
+    out: Vec<u8>,
+    ends: Vec<usize>,
+    ids: &'a mut IdGen,
+    obfuscate: bool,
+    /// Event index of each function call's `output_item.done`, by call_id.
+    call_done: HashMap<usize, String>,
+}
+
+/// Where a delta or part event belongs: `item_id`, `output_index` and, for a part, its
+/// `summary_index` or `content_index`.
+struct At<'a, I> {
+    item: &'a I,
+    output_index: usize,
+    part: Option<(&'static str, usize)>,
+}
+
+impl<I: StreamedItem> At<'_, I> {
+    fn write(&self, out: &mut Vec<u8>) {
+        raw_field(out, "item_id", b"");
+        self.item.write_id(out);
+        field(out, "output_index", &self.output_index);
+        if let Some((key, index)) = self.part {
+            field(out, key, &index);
+        }
+    }
+}
+
+impl Builder<'_> {
+    /// Starts event `kind`: its frame up to the `type` field; fields follow with
+    /// [`field`], and [`Builder::end`] closes it.
+    fn start(&mut self, kind: &str) -> &mut Vec<u8> {
+        let out = &mut self.out;
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(kind.as_bytes());
+        out.extend_from_slice(b"\ndata: {\"type\":");
+        value_to(out, kind);
+        out
+    }
+
+    /// Ends the event started last: a delta gets its `obfuscation` padding, every event
+    /// its `sequence_number`.
+    fn end(&mut self, delta: bool) {
+        if delta && self.obfuscate {
+            let len = 3 + (self.ids.next_u64() % 14) as usize;
+            let padding = self.ids.base62(len);
+            field(&mut self.out, "obfuscation", &padding);
+        }
+        let number = self.ends.len();
+        field(&mut self.out, "sequence_number", &number);
+        self.out.extend_from_slice(b"}\n\n");
+        self.ends.push(self.out.len());
+    }
+
+    /// `{"type": kind, "delta": piece, <at>}` as the API orders it.
+    fn delta<I: StreamedItem>(&mut self, kind: &str, piece: &str, at: &At<'_, I>, logprobs: bool) {
+        let out = self.start(kind);
+        field(out, "delta", piece);
+        if logprobs {
+            raw_field(out, "logprobs", b"[]");
+        }
+        at.write(out);
+        self.end(true);
+    }
+
+    /// A lifecycle event carrying the response (as a snapshot while it runs).
+    fn lifecycle(&mut self, kind: &str, response: &dyn StreamedResponse, snapshot: Option<&str>) {
+        let out = self.start(kind);
+        raw_field(out, "response", b"");
+        response.write(out, snapshot);
+        self.end(false);
+    }
+
+    /// `response.output_item.added` or `.done` for `item`, with some fields set.
+    fn item<I: StreamedItem>(
+        &mut self,
+        kind: &str,
+        index: usize,
+        item: &I,
+        set: &[(&str, Set<'_>)],
+    ) {
+        let out = self.start(kind);
+        field(out, "output_index", &index);
+        raw_field(out, "item", b"");
+        item.write_with(out, set);
+        self.end(false);
+    }
+
+    /// A function call's `output_item.done`, remembered for the oracle.
+    fn call_done<I: StreamedItem>(&mut self, index: usize, item: &I) {
+        self.call_done
+            .insert(self.ends.len(), item.call_id().to_owned());
+        self.item("response.output_item.done", index, item, &[]);
+    }
+}
+
+/// A function call as announced: in progress, no arguments yet.
+const CALL_ADDED: [(&str, Set<'static>); 2] = [
+    ("status", Set::Str("in_progress")),
+    ("arguments", Set::Str("")),
+];
+
+/// Plans the stream of `response` (the final Response object).
+pub fn plan(
+    response: &dyn StreamedResponse,
+    spec: &StreamSpec,
+    ids: &mut IdGen,
+    obfuscate: bool,
+) -> StreamFrames {
+    let mut b = Builder {
+        out: Vec::with_capacity(8192),
+        ends: Vec::new(),
+        ids,
+        obfuscate,
+        call_done: HashMap::new(),
+    };
+    let background = response.background();
+    let created = if background { "queued" } else { "in_progress" };
+    b.lifecycle("response.created", response, Some(created));
+    if background {
+        b.lifecycle("response.queued", response, Some("queued"));
+    }
+    b.lifecycle("response.in_progress", response, Some("in_progress"));
+    match response.items() {
+        Items::Values(items) => plan_items(&mut b, items, spec),
+        Items::Generated(items) => plan_items(&mut b, items, spec),
+    }
+    let terminal = match response.status() {
+        "incomplete" => "response.incomplete",
+        "failed" => "response.failed",
+        _ => "response.completed",
+    };
+    b.lifecycle(terminal, response, None);
+    if let Some(error) = &spec.error {
+        // The stream breaks off with an error event in place of event `after`.
+        let after = error.after.min(b.ends.len() - 1);
+        b.out
+            .truncate(after.checked_sub(1).map_or(0, |i| b.ends[i]));
+        b.ends.truncate(after);
+        let out = b.start("error");
+        match error.shape {
+            ErrorShape::Flat => {
+                field(out, "code", &error.code);
+                field(out, "message", &error.message);
+                raw_field(out, "param", b"null");
+            }
+            ErrorShape::Nested => {
+                raw_field(out, "error", b"{\"type\":");
+                value_to(out, &error.code);
+                field(out, "code", &error.code);
+                field(out, "message", &error.message);
+                raw_field(out, "param", b"null}");
+            }
+        }
+        b.end(false);
+        b.call_done.retain(|index, _| *index < after);
+    }
+    let events = b.ends.len();
+    StreamFrames {
+        bytes: Bytes::from(b.out),
+        ends: b.ends,
+        cut_after: spec.cut_after.map(|n| n.min(events.saturating_sub(1))),
+        delay: Duration::from_millis(spec.delay_ms),
+        pauses: Vec::new(),
+        chunk_bytes: spec.chunk_bytes.filter(|&n| n > 0),
+        call_done: b.call_done,
+    }
+}
+
+/// The events of every output item: added, its deltas and parts, done.
+fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec) {
+    let size = spec.delta_size.unwrap_or(8);
+    let mut interleaved = 0..0;
+    for (index, item) in output.iter().enumerate() {
+        if interleaved.contains(&index) {
+            continue;
+        }
+        if spec.interleave && item.item_type() == "function_call" {
+            let run = output[index..]
+                .iter()
+                .take_while(|item| item.item_type() == "function_call")
+                .count();
+            if run > 1 {
+                interleaved = index..index + run;
+                interleave_calls(b, output, interleaved.clone(), size);
+                continue;
+            }
+        }
+        match item.item_type() {
+            "reasoning" => {
+                // The added event's content "may be incomplete".
+                let mut added = Vec::with_capacity(2);
+                if let Some(content) = item.encrypted_content() {
+                    added.push(("encrypted_content", Set::Str(&content[..content.len() / 2])));
+                }
+                added.push(("summary", Set::EmptyArray));
+                b.item("response.output_item.added", index, item, &added);
+                for (s, text) in item.summary().into_iter().enumerate() {
+                    let at = At {
+                        item,
+                        output_index: index,
+                        part: Some(("summary_index", s)),
+                    };
+                    let out = b.start("response.reasoning_summary_part.added");
+                    raw_field(out, "part", br#"{"type":"summary_text","text":""}"#);
+                    at.write(out);
+                    b.end(false);
+                    for piece in split(text, size, &[]) {
+                        b.delta("response.reasoning_summary_text.delta", &piece, &at, false);
+                    }
+                    let out = b.start("response.reasoning_summary_text.done");
+                    field(out, "text", text);
+                    at.write(out);
+                    b.end(false);
+                    let out = b.start("response.reasoning_summary_part.done");
+                    raw_field(out, "part", br#"{"type":"summary_text","text":"#);
+                    value_to(out, text);
+                    out.push(b'}');
+                    at.write(out);
+                    b.end(false);
+                }
+            }
+            "message" => {
+                let added = [
+                    ("status", Set::Str("in_progress")),
+                    ("content", Set::EmptyArray),
+                ];
+                b.item("response.output_item.added", index, item, &added);
+                for (c, part) in item.content().iter().enumerate() {
+                    let at = At {
+                        item,
+                        output_index: index,
+                        part: Some(("content_index", c)),
+                    };
+                    let text = part.text;
+                    if part.refusal {
+                        let out = b.start("response.content_part.added");
+                        raw_field(out, "part", br#"{"type":"refusal","refusal":""}"#);
+                        at.write(out);
+                        b.end(false);
+                        for piece in split(text, size, &[]) {
+                            b.delta("response.refusal.delta", &piece, &at, false);
+                        }
+                        let out = b.start("response.refusal.done");
+                        field(out, "refusal", text);
+                        at.write(out);
+                        b.end(false);
+                    } else {
+                        let out = b.start("response.content_part.added");
+                        raw_field(
+                            out,
+                            "part",
+                            br#"{"type":"output_text","annotations":[],"logprobs":[],"text":""}"#,
+                        );
+                        at.write(out);
+                        b.end(false);
+                        for piece in split(text, size, &[]) {
+                            b.delta("response.output_text.delta", &piece, &at, true);
+                        }
+                        let out = b.start("response.output_text.done");
+                        field(out, "text", text);
+                        raw_field(out, "logprobs", b"[]");
+                        at.write(out);
+                        b.end(false);
+                    }
+                    let out = b.start("response.content_part.done");
+                    raw_field(out, "part", b"");
+                    part.whole.write(out);
+                    at.write(out);
+                    b.end(false);
+                }
+            }
+            "function_call" => {
+                b.item("response.output_item.added", index, item, &CALL_ADDED);
+                let arguments = item.arguments();
+                let at = At {
+                    item,
+                    output_index: index,
+                    part: None,
+                };
+                for piece in split(arguments, size, &spec.split_at) {
+                    b.delta("response.function_call_arguments.delta", &piece, &at, false);
+                }
+                let out = b.start("response.function_call_arguments.done");
+                field(out, "arguments", arguments);
+                at.write(out);
+                b.end(false);
+            }
+            _ => b.item("response.output_item.added", index, item, &[]),
+        }
+        if item.item_type() == "function_call" {
+            b.call_done(index, item);
+        } else {
+            b.item("response.output_item.done", index, item, &[]);
+        }
+    }
+}
+
+/// Streams consecutive function calls side by side: every call opened, then their
+/// argument deltas in turns, then each closed. Legal by the event schema (every delta
+/// names its item and output_index), and what a client that appends each delta to the
+/// latest call it saw gets wrong.
+fn interleave_calls<I: StreamedItem>(
+    b: &mut Builder,
+    output: &[I],
+    calls: std::ops::Range<usize>,
+    size: usize,
+) {
+    let mut pieces = Vec::new();
+    for index in calls.clone() {
+        b.item(
+            "response.output_item.added",
+            index,
+            &output[index],
+            &CALL_ADDED,
+        );
+        pieces.push(split(output[index].arguments(), size, &[]));
+    }
+    let turns = pieces.iter().map(Vec::len).max().unwrap_or(0);
+    for turn in 0..turns {
+        for (index, call) in calls.clone().zip(&pieces) {
+            if let Some(piece) = call.get(turn) {
+                let at = At {
+                    item: &output[index],
+                    output_index: index,
+                    part: None,
+                };
+                b.delta("response.function_call_arguments.delta", piece, &at, false);
+            }
+        }
+    }
+    for index in calls {
+        let item = &output[index];
+        let at = At {
+            item,
+            output_index: index,
+            part: None,
+        };
+        let out = b.start("response.function_call_arguments.done");
+        raw_field(out, "arguments", b"");
+        item.write_arguments(out);
+        at.write(out);
+        b.end(false);
+        b.call_done(index, item);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn split_keeps_every_character_once() {
+        assert_eq!(
+            split("{\"city\":\"Zürich\"}", 4, &[]).concat(),
+            "{\"city\":\"Zürich\"}"
+        );
+        assert_eq!(split("abcdef", 100, &[1, 3]), vec!["a", "bc", "def"]);
+        assert_eq!(split("", 8, &[]), vec![""]);
+    }
+
+    #[test]
+    fn sequence_numbers_count_from_zero_and_the_terminal_event_is_last() {
+        let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [
+            {"id": "fc_1", "type": "function_call", "status": "completed", "arguments": "{\"a\":1}", "call_id": "call_1", "name": "f"}
+        ]});
+        let frames = plan(&response, &StreamSpec::default(), &mut IdGen::new(1), true);
+        let events = frames.events();
+        for (i, event) in events.iter().enumerate() {
+            assert_eq!(event["sequence_number"], i);
+        }
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types.first(), Some(&"response.created"));
+        assert_eq!(types.last(), Some(&"response.completed"));
+        assert!(
+            events
+                .iter()
+                .filter(|e| e["type"] == "response.function_call_arguments.delta")
+                .all(|e| e["obfuscation"].is_string())
+        );
+        assert_eq!(
+            frames.call_done.values().next().map(String::as_str),
+            Some("call_1")
+        );
+    }
+
+    #[test]
+    fn interleaved_calls_alternate_their_deltas_and_each_reassembles() {
+        let call = |n: u32, arguments: &str| json!({"id": format!("fc_{n}"), "type": "function_call", "status": "completed", "arguments": arguments, "call_id": format!("call_{n}"), "name": "f"});
+        let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [
+            call(1, "{\"sku\":\"A7\"}"), call(2, "{\"sku\":\"B12\"}")
+        ]});
+        let spec = StreamSpec {
+            interleave: true,
+            delta_size: Some(4),
+            ..StreamSpec::default()
+        };
+        let frames = plan(&response, &spec, &mut IdGen::new(1), false);
+        let events = frames.events();
+        let deltas: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "response.function_call_arguments.delta")
+            .collect();
+        let owners: Vec<u64> = deltas
+            .iter()
+            .map(|e| e["output_index"].as_u64().unwrap())
+            .collect();
+        assert_eq!(&owners[..4], &[0, 1, 0, 1], "{owners:?}");
+        for (index, expected) in [(0, "{\"sku\":\"A7\"}"), (1, "{\"sku\":\"B12\"}")] {
+            let assembled: String = deltas
+                .iter()
+                .filter(|e| e["output_index"] == index)
+                .map(|e| e["delta"].as_str().unwrap())
+                .collect();
+            assert_eq!(assembled, expected);
+        }
+        for (i, event) in events.iter().enumerate() {
+            assert_eq!(event["sequence_number"], i);
+        }
+        assert_eq!(frames.call_done.len(), 2);
+    }
+}

@@ -1,0 +1,302 @@
+//! What a stream is planned from: the Response object its lifecycle events carry, and the
+//! output items its item events announce, whether generated from the script (typed, and
+//! written straight to bytes) or recorded (values, written as they were).
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::wire::item::{OutputItem, write_output_text, write_refusal};
+use crate::wire::response::ResponseParts;
+use crate::wire::write::{Set, object_with, value_to};
+
+/// The Response object a stream carries in its lifecycle events.
+pub trait StreamedResponse {
+    /// Its output items, as values.
+    fn output(&self) -> Cow<'_, [Value]>;
+    /// Its output items, as the planner reads them.
+    fn items(&self) -> Items<'_>;
+    /// Its terminal `status`.
+    fn status(&self) -> &str;
+    /// Whether it runs in the background.
+    fn background(&self) -> bool;
+    /// Writes it as JSON; with `snapshot`, as it looks while it has that status (before it
+    /// ends, or once cancelled): no output, no usage, no outcome.
+    fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>);
+}
+
+/// A response's output items: recorded values or generated items.
+pub enum Items<'a> {
+    /// Values (a recorded response).
+    Values(&'a [Value]),
+    /// Generated items (a scripted turn).
+    Generated(&'a [OutputItem<'a>]),
+}
+
+impl StreamedResponse for Value {
+    fn output(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(self["output"].as_array().map_or(&[][..], Vec::as_slice))
+    }
+
+    fn items(&self) -> Items<'_> {
+        Items::Values(self["output"].as_array().map_or(&[][..], Vec::as_slice))
+    }
+
+    fn status(&self) -> &str {
+        self["status"].as_str().unwrap_or_default()
+    }
+
+    fn background(&self) -> bool {
+        self["background"] == true
+    }
+
+    fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {
+        match snapshot {
+            None => value_to(out, self),
+            Some(status) => object_with(
+                out,
+                self,
+                &[
+                    ("status", Set::Str(status)),
+                    ("output", Set::EmptyArray),
+                    ("usage", Set::Null),
+                    ("completed_at", Set::Null),
+                    ("error", Set::Null),
+                    ("incomplete_details", Set::Null),
+                ],
+            ),
+        }
+    }
+}
+
+impl StreamedResponse for ResponseParts<'_> {
+    fn output(&self) -> Cow<'_, [Value]> {
+        Cow::Owned(self.output.iter().map(OutputItem::to_value).collect())
+    }
+
+    fn items(&self) -> Items<'_> {
+        Items::Generated(self.output)
+    }
+
+    fn status(&self) -> &str {
+        self.status.as_str()
+    }
+
+    fn background(&self) -> bool {
+        self.request.background
+    }
+
+    fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {
+        ResponseParts::write(self, out, snapshot);
+    }
+}
+
+/// A response whose final JSON is rendered already: the terminal event copies it.
+pub struct Prerendered<'a> {
+    /// The response.
+    pub response: &'a dyn StreamedResponse,
+    /// Its final JSON.
+    pub json: &'a [u8],
+}
+
+impl StreamedResponse for Prerendered<'_> {
+    fn output(&self) -> Cow<'_, [Value]> {
+        self.response.output()
+    }
+
+    fn items(&self) -> Items<'_> {
+        self.response.items()
+    }
+
+    fn status(&self) -> &str {
+        self.response.status()
+    }
+
+    fn background(&self) -> bool {
+        self.response.background()
+    }
+
+    fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {
+        match snapshot {
+            None => out.extend_from_slice(self.json),
+            Some(_) => self.response.write(out, snapshot),
+        }
+    }
+}
+
+/// A content part of a message, as the planner streams it.
+pub struct ContentPart<'a> {
+    /// A `refusal` part (else `output_text`).
+    pub refusal: bool,
+    /// Its text.
+    pub text: &'a str,
+    /// The whole part, for `content_part.done`.
+    pub whole: Whole<'a>,
+}
+
+/// A content part written whole.
+pub enum Whole<'a> {
+    /// As recorded.
+    Value(&'a Value),
+    /// A generated `output_text` part.
+    OutputText(&'a str),
+    /// A generated `refusal` part.
+    Refusal(&'a str),
+}
+
+impl Whole<'_> {
+    /// Writes the part.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Whole::Value(part) => value_to(out, part),
+            Whole::OutputText(text) => write_output_text(out, text),
+            Whole::Refusal(text) => write_refusal(out, text),
+        }
+    }
+}
+
+/// What the planner reads of an output item.
+pub trait StreamedItem {
+    /// `type` (empty when it has none).
+    fn item_type(&self) -> &str;
+    /// Writes `id` as it is.
+    fn write_id(&self, out: &mut Vec<u8>);
+    /// `call_id` (empty when it has none).
+    fn call_id(&self) -> &str;
+    /// A reasoning item's `encrypted_content`.
+    fn encrypted_content(&self) -> Option<&str>;
+    /// A reasoning item's summary texts.
+    fn summary(&self) -> Vec<&str>;
+    /// A message's content parts.
+    fn content(&self) -> Vec<ContentPart<'_>>;
+    /// A call's `arguments` (empty when not a string).
+    fn arguments(&self) -> &str;
+    /// Writes a call's `arguments` as they are.
+    fn write_arguments(&self, out: &mut Vec<u8>);
+    /// Writes the item with some fields set (see [`object_with`]).
+    fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]);
+}
+
+impl StreamedItem for Value {
+    fn item_type(&self) -> &str {
+        self["type"].as_str().unwrap_or_default()
+    }
+
+    fn write_id(&self, out: &mut Vec<u8>) {
+        value_to(out, &self["id"]);
+    }
+
+    fn call_id(&self) -> &str {
+        self["call_id"].as_str().unwrap_or_default()
+    }
+
+    fn encrypted_content(&self) -> Option<&str> {
+        self["encrypted_content"].as_str()
+    }
+
+    fn summary(&self) -> Vec<&str> {
+        self["summary"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .map(|part| part["text"].as_str().unwrap_or_default())
+            .collect()
+    }
+
+    fn content(&self) -> Vec<ContentPart<'_>> {
+        self["content"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .map(|part| {
+                let refusal = part["type"] == "refusal";
+                let text = part[if refusal { "refusal" } else { "text" }].as_str();
+                ContentPart {
+                    refusal,
+                    text: text.unwrap_or_default(),
+                    whole: Whole::Value(part),
+                }
+            })
+            .collect()
+    }
+
+    fn arguments(&self) -> &str {
+        self["arguments"].as_str().unwrap_or_default()
+    }
+
+    fn write_arguments(&self, out: &mut Vec<u8>) {
+        value_to(out, &self["arguments"]);
+    }
+
+    fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]) {
+        object_with(out, self, set);
+    }
+}
+
+impl StreamedItem for OutputItem<'_> {
+    fn item_type(&self) -> &str {
+        self.kind()
+    }
+
+    fn write_id(&self, out: &mut Vec<u8>) {
+        value_to(out, self.id());
+    }
+
+    fn call_id(&self) -> &str {
+        match self {
+            OutputItem::Call { call_id, .. } | OutputItem::Program { call_id, .. } => call_id,
+            OutputItem::ProgramOutput { call_id, .. } => call_id.as_str().unwrap_or_default(),
+            _ => "",
+        }
+    }
+
+    fn encrypted_content(&self) -> Option<&str> {
+        match self {
+            OutputItem::Reasoning {
+                encrypted_content, ..
+            } => Some(encrypted_content),
+            _ => None,
+        }
+    }
+
+    fn summary(&self) -> Vec<&str> {
+        match self {
+            OutputItem::Reasoning { summary, .. } => summary.iter().map(String::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn content(&self) -> Vec<ContentPart<'_>> {
+        match *self {
+            OutputItem::Message { text, .. } => vec![ContentPart {
+                refusal: false,
+                text,
+                whole: Whole::OutputText(text),
+            }],
+            OutputItem::Refusal { text, .. } => vec![ContentPart {
+                refusal: true,
+                text,
+                whole: Whole::Refusal(text),
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    fn arguments(&self) -> &str {
+        match self {
+            OutputItem::Call { arguments, .. } => arguments,
+            _ => "",
+        }
+    }
+
+    fn write_arguments(&self, out: &mut Vec<u8>) {
+        match self {
+            OutputItem::Call { arguments, .. } => value_to(out, arguments),
+            _ => out.extend_from_slice(b"null"),
+        }
+    }
+
+    fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]) {
+        OutputItem::write_with(self, out, set);
+    }
+}

@@ -1,0 +1,345 @@
+//! The output items the fake server generates, typed: written straight to JSON in the real
+//! API's key order, and made into values only where something keeps them (the store, a
+//! stream's planner).
+
+use serde_json::Value;
+
+use serde::Serialize;
+
+use super::write::{Set, value_to};
+
+/// One generated output item; strings the scenario gives are borrowed from it.
+#[derive(Debug, Clone)]
+#[allow(missing_docs, reason = "each field is the wire field of the same name")]
+pub enum OutputItem<'a> {
+    /// `reasoning`, with its summary texts.
+    Reasoning {
+        id: String,
+        encrypted_content: String,
+        summary: &'a [String],
+    },
+    /// An assistant `message` with one `output_text` part.
+    Message {
+        id: String,
+        status: &'a str,
+        text: &'a str,
+    },
+    /// An assistant `message` with one `refusal` part.
+    Refusal { id: String, text: &'a str },
+    /// A `function_call`; `caller_id` is set for a call a program makes.
+    Call {
+        id: String,
+        status: &'a str,
+        arguments: String,
+        call_id: String,
+        name: &'a str,
+        caller_id: Option<Value>,
+    },
+    /// A `program` (programmatic tool calling).
+    Program {
+        id: String,
+        call_id: String,
+        code: &'a str,
+        fingerprint: String,
+    },
+    /// A `program_output`.
+    ProgramOutput {
+        id: String,
+        call_id: Value,
+        result: &'a str,
+        status: &'a str,
+    },
+}
+
+impl OutputItem<'_> {
+    /// The item's `id`.
+    pub fn id(&self) -> &str {
+        match self {
+            OutputItem::Reasoning { id, .. }
+            | OutputItem::Message { id, .. }
+            | OutputItem::Refusal { id, .. }
+            | OutputItem::Call { id, .. }
+            | OutputItem::Program { id, .. }
+            | OutputItem::ProgramOutput { id, .. } => id,
+        }
+    }
+
+    /// The item's `type`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            OutputItem::Reasoning { .. } => "reasoning",
+            OutputItem::Message { .. } | OutputItem::Refusal { .. } => "message",
+            OutputItem::Call { .. } => "function_call",
+            OutputItem::Program { .. } => "program",
+            OutputItem::ProgramOutput { .. } => "program_output",
+        }
+    }
+
+    /// Writes the item as JSON.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        self.write_with(out, &[]);
+    }
+
+    /// Writes the item with some fields set (as a stream announces it before it is done):
+    /// each keeps its place, and one the item lacks comes last.
+    pub fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]) {
+        let mut fields = Fields::new(out, set);
+        let kind = self.kind();
+        match self {
+            OutputItem::Reasoning {
+                id,
+                encrypted_content,
+                summary,
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("encrypted_content", encrypted_content);
+                fields.put_with("summary", |out| {
+                    out.push(b'[');
+                    for (index, text) in summary.iter().enumerate() {
+                        if index > 0 {
+                            out.push(b',');
+                        }
+                        out.extend_from_slice(br#"{"type":"summary_text","text":"#);
+                        value_to(out, text);
+                        out.push(b'}');
+                    }
+                    out.push(b']');
+                });
+            }
+            OutputItem::Message { id, status, text } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", status);
+                fields.put("role", "assistant");
+                fields.put_with("content", |out| {
+                    out.push(b'[');
+                    write_output_text(out, text);
+                    out.push(b']');
+                });
+            }
+            OutputItem::Refusal { id, text } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", "completed");
+                fields.put("role", "assistant");
+                fields.put_with("content", |out| {
+                    out.push(b'[');
+                    write_refusal(out, text);
+                    out.push(b']');
+                });
+            }
+            OutputItem::Call {
+                id,
+                status,
+                arguments,
+                call_id,
+                name,
+                caller_id,
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", status);
+                fields.put("arguments", arguments);
+                fields.put("call_id", call_id);
+                fields.put("name", name);
+                if let Some(caller_id) = caller_id {
+                    fields.put_with("caller", |out| {
+                        out.extend_from_slice(br#"{"type":"program","caller_id":"#);
+                        value_to(out, caller_id);
+                        out.push(b'}');
+                    });
+                }
+            }
+            // A program and its output put `type` first.
+            OutputItem::Program {
+                id,
+                call_id,
+                code,
+                fingerprint,
+            } => {
+                fields.put("type", kind);
+                fields.put("id", id);
+                fields.put("call_id", call_id);
+                fields.put("code", code);
+                fields.put("fingerprint", fingerprint);
+            }
+            OutputItem::ProgramOutput {
+                id,
+                call_id,
+                result,
+                status,
+            } => {
+                fields.put("type", kind);
+                fields.put("id", id);
+                fields.put("call_id", call_id);
+                fields.put("result", result);
+                fields.put("status", status);
+            }
+        }
+        fields.finish();
+    }
+
+    /// The item as a value, exactly as written.
+    pub fn to_value(&self) -> Value {
+        let mut out = Vec::with_capacity(256);
+        self.write(&mut out);
+        serde_json::from_slice(&out).expect("written as JSON")
+    }
+}
+
+/// An `output_text` content part.
+pub fn write_output_text(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(br#"{"type":"output_text","annotations":[],"logprobs":[],"text":"#);
+    value_to(out, text);
+    out.push(b'}');
+}
+
+/// A `refusal` content part.
+pub fn write_refusal(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(br#"{"type":"refusal","refusal":"#);
+    value_to(out, text);
+    out.push(b'}');
+}
+
+/// Writes an object's fields in order, each one set instead when `set` names it.
+struct Fields<'o, 's> {
+    out: &'o mut Vec<u8>,
+    set: &'s [(&'s str, Set<'s>)],
+    /// Which of `set` were written in place.
+    placed: Vec<bool>,
+}
+
+impl<'o, 's> Fields<'o, 's> {
+    fn new(out: &'o mut Vec<u8>, set: &'s [(&'s str, Set<'s>)]) -> Self {
+        out.push(b'{');
+        Self {
+            out,
+            set,
+            placed: vec![false; set.len()],
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        if self.out.last() != Some(&b'{') {
+            self.out.push(b',');
+        }
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    fn put(&mut self, key: &str, value: &(impl Serialize + ?Sized)) {
+        self.put_with(key, |out| value_to(out, value));
+    }
+
+    fn put_with(&mut self, key: &str, write: impl FnOnce(&mut Vec<u8>)) {
+        self.key(key);
+        match self.set.iter().position(|(name, _)| *name == key) {
+            Some(index) => {
+                self.placed[index] = true;
+                self.set[index].1.write(self.out);
+            }
+            None => write(self.out),
+        }
+    }
+
+    fn finish(mut self) {
+        for (index, (key, value)) in self.set.iter().enumerate() {
+            if !self.placed[index] {
+                self.key(key);
+                value.write(self.out);
+            }
+        }
+        self.out.push(b'}');
+    }
+}
+
+/// Writes items as a JSON array.
+pub fn write_all(out: &mut Vec<u8>, items: &[OutputItem<'_>]) {
+    out.push(b'[');
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        item.write(out);
+    }
+    out.push(b']');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::write::object_with;
+    use serde_json::json;
+
+    fn every_kind() -> Vec<OutputItem<'static>> {
+        static SUMMARY: [String; 0] = [];
+        vec![
+            OutputItem::Reasoning {
+                id: "rs_1".into(),
+                encrypted_content: "gAAAA".into(),
+                summary: &SUMMARY,
+            },
+            OutputItem::Message {
+                id: "msg_1".into(),
+                status: "completed",
+                text: "Zürich \"quoted\"",
+            },
+            OutputItem::Refusal {
+                id: "msg_2".into(),
+                text: "no",
+            },
+            OutputItem::Call {
+                id: "fc_1".into(),
+                status: "completed",
+                arguments: "{\"sku\":\"A7\"}".into(),
+                call_id: "call_1".into(),
+                name: "get_stock",
+                caller_id: Some(json!("call_p")),
+            },
+            OutputItem::Program {
+                id: "cm_1".into(),
+                call_id: "call_p".into(),
+                code: "print(1)",
+                fingerprint: "fp_1".into(),
+            },
+            OutputItem::ProgramOutput {
+                id: "cmo_1".into(),
+                call_id: Value::Null,
+                result: "1",
+                status: "completed",
+            },
+        ]
+    }
+
+    #[test]
+    fn fields_set_on_a_generated_item_land_where_setting_them_on_its_value_would() {
+        let set = [
+            ("status", Set::Str("in_progress")),
+            ("arguments", Set::Str("")),
+            ("summary", Set::EmptyArray),
+        ];
+        for item in every_kind() {
+            let mut typed = Vec::new();
+            item.write_with(&mut typed, &set);
+            let mut from_value = Vec::new();
+            object_with(&mut from_value, &item.to_value(), &set);
+            assert_eq!(
+                String::from_utf8(typed).unwrap(),
+                String::from_utf8(from_value).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn the_type_of_each_item_is_its_wire_type() {
+        for item in every_kind() {
+            assert_eq!(item.to_value()["type"], item.kind());
+            assert_eq!(
+                item.to_value().get("id").and_then(Value::as_str),
+                Some(item.id())
+            );
+        }
+    }
+}
