@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use std::ops::Range;
+
 use serde::Serialize;
 
 use super::write::{Set, value_to};
@@ -255,14 +257,22 @@ impl<'o, 's> Fields<'o, 's> {
     }
 }
 
-/// Writes items as a JSON array.
-pub fn write_all(out: &mut Vec<u8>, items: &[OutputItem<'_>]) {
+/// Writes items as a JSON array; with `spans`, notes where each item was written.
+pub fn write_all(
+    out: &mut Vec<u8>,
+    items: &[OutputItem<'_>],
+    mut spans: Option<&mut Vec<Range<usize>>>,
+) {
     out.push(b'[');
     for (index, item) in items.iter().enumerate() {
         if index > 0 {
             out.push(b',');
         }
+        let start = out.len();
         item.write(out);
+        if let Some(spans) = spans.as_deref_mut() {
+            spans.push(start..out.len());
+        }
     }
     out.push(b']');
 }

@@ -2,6 +2,7 @@
 //! official SDK parses it (strict pydantic, async-openai's serde, the Node types).
 
 use std::io::Write;
+use std::ops::Range;
 
 use serde_json::Value;
 
@@ -112,6 +113,22 @@ impl ResponseParts<'_> {
     /// Writes the Response object; with `snapshot`, as it looks while it has that status
     /// (before it ends, or once cancelled): no output, no usage, no outcome.
     pub fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {
+        self.write_noting(out, snapshot, None);
+    }
+
+    /// Writes the full Response object; returns where each output item was written.
+    pub fn write_spanned(&self, out: &mut Vec<u8>) -> Vec<Range<usize>> {
+        let mut spans = Vec::with_capacity(self.output.len());
+        self.write_noting(out, None, Some(&mut spans));
+        spans
+    }
+
+    fn write_noting(
+        &self,
+        out: &mut Vec<u8>,
+        snapshot: Option<&str>,
+        spans: Option<&mut Vec<Range<usize>>>,
+    ) {
         let request = self.request;
         let extra = |key: &str| request.extra.get(key).unwrap_or(&Value::Null);
         let finished = snapshot.is_none();
@@ -155,7 +172,7 @@ impl ResponseParts<'_> {
         raw_field(out, "output", b"");
         let output_start = out.len();
         match finished {
-            true => item::write_all(out, self.output),
+            true => item::write_all(out, self.output, spans),
             false => out.extend_from_slice(b"[]"),
         }
         let output_len = out.len() - output_start;

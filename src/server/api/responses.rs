@@ -131,8 +131,9 @@ pub(super) fn create(
             Served::Scripted { id, expanded }
         }
     };
+    let mut json = Vec::with_capacity(2048);
     let parts;
-    let response: &dyn StreamedResponse = match &served {
+    let (response, item_spans): (&dyn StreamedResponse, _) = match &served {
         Served::Scripted { id, expanded } => {
             parts = ResponseParts {
                 id,
@@ -144,12 +145,14 @@ pub(super) fn create(
                 error: expanded.error.as_ref(),
                 conversation: conversation.as_deref(),
             };
-            &parts
+            let spans = parts.write_spanned(&mut json);
+            (&parts as &dyn StreamedResponse, spans)
         }
-        Served::Recorded { response, .. } => response,
+        Served::Recorded { response, .. } => {
+            response.write(&mut json, None);
+            (response as &dyn StreamedResponse, Vec::new())
+        }
     };
-    let mut json = Vec::with_capacity(2048);
-    response.write(&mut json, None);
     let json = Bytes::from(json);
     let id = served.id();
     // The input and output items, where a conversation or the stored context keeps them.
@@ -210,6 +213,7 @@ pub(super) fn create(
             let response = Prerendered {
                 response,
                 json: &json,
+                items: &item_spans,
             };
             let mut frames = stream::plan(&response, &turn.stream, &mut store.ids, obfuscate);
             if let Some(ms) = turn.stream.done_delay_ms {

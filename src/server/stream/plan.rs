@@ -13,40 +13,47 @@ use crate::wire::IdGen;
 use crate::wire::write::{Set, field, raw_field, value_to};
 
 /// Splits `text` into pieces of `size` characters, or at the given character offsets.
-fn split(text: &str, size: usize, at: &[usize]) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
+fn split<'t>(text: &'t str, size: usize, at: &[usize]) -> Vec<&'t str> {
+    // Where each character starts, and the end.
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(at, _)| at)
+        .chain([text.len()])
+        .collect();
+    let chars = bounds.len() - 1;
     let mut cuts: Vec<usize> = if at.is_empty() {
-        (size.max(1)..chars.len()).step_by(size.max(1)).collect()
+        (size.max(1)..chars).step_by(size.max(1)).collect()
     } else {
-        at.iter()
-            .copied()
-            .filter(|&i| i > 0 && i < chars.len())
-            .collect()
+        at.iter().copied().filter(|&i| i > 0 && i < chars).collect()
     };
     cuts.sort_unstable();
     cuts.dedup();
-    let mut pieces = Vec::new();
+    let mut pieces = Vec::with_capacity(cuts.len() + 1);
     let mut start = 0;
-    for cut in cuts.into_iter().chain([chars.len()]) {
+    for cut in cuts.into_iter().chain([chars]) {
         if cut > start {
-            pieces.push(chars[start..cut].iter().collect());
+            pieces.push(&text[bounds[start]..bounds[cut]]);
             start = cut;
         }
     }
     if pieces.is_empty() {
-        pieces.push(String::new());
+        pieces.push("");
     }
     pieces
 }
 
 /// Writes events one after the other, numbering them.
 struct Builder<'a> {
+    /// The response the stream is of.
+    response: &'a dyn StreamedResponse,
     out: Vec<u8>,
     ends: Vec<usize>,
     ids: &'a mut IdGen,
     obfuscate: bool,
     /// Event index of each function call's `output_item.done`, by call_id.
     call_done: HashMap<usize, String>,
+    /// The last snapshot of the response written, and where.
+    last_snapshot: Option<(&'static str, std::ops::Range<usize>)>,
 }
 
 /// Where a delta or part event belongs: `item_id`, `output_index` and, for a part, its
@@ -69,14 +76,15 @@ impl<I: StreamedItem> At<'_, I> {
 }
 
 impl Builder<'_> {
-    /// Starts event `kind`: its frame up to the `type` field; fields follow with
-    /// [`field`], and [`Builder::end`] closes it.
-    fn start(&mut self, kind: &str) -> &mut Vec<u8> {
+    /// Starts event `kind` (a plain word: it needs no escaping): its frame up to the
+    /// `type` field; fields follow with [`field`], and [`Builder::end`] closes it.
+    fn start(&mut self, kind: &'static str) -> &mut Vec<u8> {
         let out = &mut self.out;
         out.extend_from_slice(b"event: ");
         out.extend_from_slice(kind.as_bytes());
-        out.extend_from_slice(b"\ndata: {\"type\":");
-        value_to(out, kind);
+        out.extend_from_slice(b"\ndata: {\"type\":\"");
+        out.extend_from_slice(kind.as_bytes());
+        out.push(b'"');
         out
     }
 
@@ -95,7 +103,13 @@ impl Builder<'_> {
     }
 
     /// `{"type": kind, "delta": piece, <at>}` as the API orders it.
-    fn delta<I: StreamedItem>(&mut self, kind: &str, piece: &str, at: &At<'_, I>, logprobs: bool) {
+    fn delta<I: StreamedItem>(
+        &mut self,
+        kind: &'static str,
+        piece: &str,
+        at: &At<'_, I>,
+        logprobs: bool,
+    ) {
         let out = self.start(kind);
         field(out, "delta", piece);
         if logprobs {
@@ -105,18 +119,30 @@ impl Builder<'_> {
         self.end(true);
     }
 
-    /// A lifecycle event carrying the response (as a snapshot while it runs).
-    fn lifecycle(&mut self, kind: &str, response: &dyn StreamedResponse, snapshot: Option<&str>) {
+    /// A lifecycle event carrying the response (as a snapshot while it runs; two events
+    /// in a row carry the same snapshot, written once).
+    fn lifecycle(&mut self, kind: &'static str, snapshot: Option<&'static str>) {
+        let response = self.response;
+        let last = self.last_snapshot.take();
         let out = self.start(kind);
         raw_field(out, "response", b"");
-        response.write(out, snapshot);
+        let start = out.len();
+        match (last, snapshot) {
+            (Some((status, written)), Some(now)) if status == now => {
+                out.extend_from_within(written);
+            }
+            _ => response.write(out, snapshot),
+        }
+        if let Some(status) = snapshot {
+            self.last_snapshot = Some((status, start..self.out.len()));
+        }
         self.end(false);
     }
 
     /// `response.output_item.added` or `.done` for `item`, with some fields set.
     fn item<I: StreamedItem>(
         &mut self,
-        kind: &str,
+        kind: &'static str,
         index: usize,
         item: &I,
         set: &[(&str, Set<'_>)],
@@ -132,7 +158,20 @@ impl Builder<'_> {
     fn call_done<I: StreamedItem>(&mut self, index: usize, item: &I) {
         self.call_done
             .insert(self.ends.len(), item.call_id().to_owned());
-        self.item("response.output_item.done", index, item, &[]);
+        self.done(index, item);
+    }
+
+    /// `response.output_item.done`: the item as the response holds it.
+    fn done<I: StreamedItem>(&mut self, index: usize, item: &I) {
+        let response = self.response;
+        let out = self.start("response.output_item.done");
+        field(out, "output_index", &index);
+        raw_field(out, "item", b"");
+        match response.item_json(index) {
+            Some(json) => out.extend_from_slice(json),
+            None => item.write_with(out, &[]),
+        }
+        self.end(false);
     }
 }
 
@@ -150,19 +189,21 @@ pub fn plan(
     obfuscate: bool,
 ) -> StreamFrames {
     let mut b = Builder {
+        response,
         out: Vec::with_capacity(8192),
         ends: Vec::new(),
         ids,
         obfuscate,
         call_done: HashMap::new(),
+        last_snapshot: None,
     };
     let background = response.background();
     let created = if background { "queued" } else { "in_progress" };
-    b.lifecycle("response.created", response, Some(created));
+    b.lifecycle("response.created", Some(created));
     if background {
-        b.lifecycle("response.queued", response, Some("queued"));
+        b.lifecycle("response.queued", Some("queued"));
     }
-    b.lifecycle("response.in_progress", response, Some("in_progress"));
+    b.lifecycle("response.in_progress", Some("in_progress"));
     match response.items() {
         Items::Values(items) => plan_items(&mut b, items, spec),
         Items::Generated(items) => plan_items(&mut b, items, spec),
@@ -172,7 +213,7 @@ pub fn plan(
         "failed" => "response.failed",
         _ => "response.completed",
     };
-    b.lifecycle(terminal, response, None);
+    b.lifecycle(terminal, None);
     if let Some(error) = &spec.error {
         // The stream breaks off with an error event in place of event `after`.
         let after = error.after.min(b.ends.len() - 1);
@@ -248,7 +289,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                     at.write(out);
                     b.end(false);
                     for piece in split(text, size, &[]) {
-                        b.delta("response.reasoning_summary_text.delta", &piece, &at, false);
+                        b.delta("response.reasoning_summary_text.delta", piece, &at, false);
                     }
                     let out = b.start("response.reasoning_summary_text.done");
                     field(out, "text", text);
@@ -281,7 +322,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         at.write(out);
                         b.end(false);
                         for piece in split(text, size, &[]) {
-                            b.delta("response.refusal.delta", &piece, &at, false);
+                            b.delta("response.refusal.delta", piece, &at, false);
                         }
                         let out = b.start("response.refusal.done");
                         field(out, "refusal", text);
@@ -297,7 +338,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         at.write(out);
                         b.end(false);
                         for piece in split(text, size, &[]) {
-                            b.delta("response.output_text.delta", &piece, &at, true);
+                            b.delta("response.output_text.delta", piece, &at, true);
                         }
                         let out = b.start("response.output_text.done");
                         field(out, "text", text);
@@ -321,7 +362,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                     part: None,
                 };
                 for piece in split(arguments, size, &spec.split_at) {
-                    b.delta("response.function_call_arguments.delta", &piece, &at, false);
+                    b.delta("response.function_call_arguments.delta", piece, &at, false);
                 }
                 let out = b.start("response.function_call_arguments.done");
                 field(out, "arguments", arguments);
@@ -333,7 +374,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
         if item.item_type() == "function_call" {
             b.call_done(index, item);
         } else {
-            b.item("response.output_item.done", index, item, &[]);
+            b.done(index, item);
         }
     }
 }

@@ -3,6 +3,7 @@
 //! written straight to bytes) or recorded (values, written as they were).
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use serde_json::Value;
 
@@ -23,6 +24,10 @@ pub trait StreamedResponse {
     /// Writes it as JSON; with `snapshot`, as it looks while it has that status (before it
     /// ends, or once cancelled): no output, no usage, no outcome.
     fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>);
+    /// Output item `index` as written already, if it was.
+    fn item_json(&self, _index: usize) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// A response's output items: recorded values or generated items.
@@ -91,12 +96,15 @@ impl StreamedResponse for ResponseParts<'_> {
     }
 }
 
-/// A response whose final JSON is rendered already: the terminal event copies it.
+/// A response whose final JSON is rendered already: the terminal event copies it, and
+/// each item's `output_item.done` copies the item.
 pub struct Prerendered<'a> {
     /// The response.
     pub response: &'a dyn StreamedResponse,
     /// Its final JSON.
     pub json: &'a [u8],
+    /// Where each output item is in `json`, when known.
+    pub items: &'a [Range<usize>],
 }
 
 impl StreamedResponse for Prerendered<'_> {
@@ -121,6 +129,10 @@ impl StreamedResponse for Prerendered<'_> {
             None => out.extend_from_slice(self.json),
             Some(_) => self.response.write(out, snapshot),
         }
+    }
+
+    fn item_json(&self, index: usize) -> Option<&[u8]> {
+        self.json.get(self.items.get(index)?.clone())
     }
 }
 
