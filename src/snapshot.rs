@@ -82,17 +82,20 @@ impl Snapshots {
     /// Compares a judged case run with its snapshot (or writes one), and folds the
     /// outcome into the report: a drifted run, or a missing snapshot under CI, turns a
     /// passing verdict into `drift`; an unreadable snapshot makes the case `error`.
-    pub fn check(&self, report: &mut CaseReport) {
+    /// `cut_by_clock`: the run ends at a deadline, so how many exchanges fit before it
+    /// depends on the machine's speed; the run and its snapshot are compared up to where
+    /// the shorter one ends, and must end alike.
+    pub fn check(&self, report: &mut CaseReport, cut_by_clock: bool) {
         if report.transcript.model.is_empty() && report.transcript.tools.is_empty() {
             return; // unsupported or not run: nothing was sent
         }
         let actual = normalize(&report.id, report.state, &report.transcript);
         let path = self.path(&report.id, report.state);
-        let note = self.compare(&path, &actual);
+        let note = self.compare(&path, &actual, cut_by_clock);
         report.fold_snapshot(note);
     }
 
-    fn compare(&self, path: &Path, actual: &Normalized) -> Comparison {
+    fn compare(&self, path: &Path, actual: &Normalized, cut_by_clock: bool) -> Comparison {
         let new_path = path.with_extension("snap.new");
         let note = |status, changes: Vec<String>, diff: Option<String>| Comparison {
             path: path.to_owned(),
@@ -125,7 +128,9 @@ impl Snapshots {
                 .map_err(|e| format!("failed to write {}: {e}", to.display()))
         };
         match expected {
-            Some(expected) if &expected == actual => {
+            Some(expected)
+                if &expected == actual || cut_by_clock && same_until_cut(&expected, actual) =>
+            {
                 let _ = std::fs::remove_file(&new_path);
                 note(ComparisonStatus::Matched, Vec::new(), None)
             }
@@ -163,6 +168,14 @@ impl Snapshots {
             },
         }
     }
+}
+
+/// Whether two runs cut by a deadline agree: every exchange both made, and how they ended.
+fn same_until_cut(expected: &Normalized, actual: &Normalized) -> bool {
+    let both = expected.steps.len().min(actual.steps.len());
+    expected.steps[..both] == actual.steps[..both]
+        && expected.result == actual.result
+        && expected.unfinished == actual.unfinished
 }
 
 /// The snapshot's content: the normalized transcript as pretty JSON, one field per line,
@@ -247,6 +260,31 @@ mod tests {
             result: None,
             unfinished: None,
         }
+    }
+
+    #[test]
+    fn a_run_cut_by_its_deadline_matches_its_snapshot_up_to_the_cut_and_no_further() {
+        let path = Path::new("snapshots/reference/budget/05-deadline.previous_response_id.snap");
+        let text =
+            include_str!("../snapshots/reference/budget/05-deadline.previous_response_id.snap");
+        let mut shape = normalized();
+        shape.case = "budget/05-deadline".to_owned();
+        shape.state = StateMode::PreviousResponseId;
+        let full = read(path, text, &shape).unwrap();
+        assert!(full.steps.len() > 1, "{full:?}");
+        // A slower machine reaches the deadline one exchange earlier.
+        let mut shorter = full.clone();
+        shorter.steps.pop();
+        assert!(same_until_cut(&full, &shorter) && same_until_cut(&shorter, &full));
+        // What both sent must still agree, and the run must end alike.
+        let mut changed = shorter.clone();
+        if let Some(crate::transcript::normalize::Step::Model(first)) = changed.steps.first_mut() {
+            first.path = "/v1/other".to_owned();
+        }
+        assert!(!same_until_cut(&full, &changed));
+        let mut ended_otherwise = shorter;
+        ended_otherwise.result = None;
+        assert!(!same_until_cut(&full, &ended_otherwise));
     }
 
     #[test]

@@ -510,7 +510,8 @@ impl CaseRunner {
             run_case_with(case, state, controller, options, session).await
         };
         if let Some(snapshots) = &options.snapshots {
-            snapshots.check(&mut report);
+            let cut_by_clock = case.scenario.task.deadline_ms.is_some();
+            snapshots.check(&mut report, cut_by_clock);
         }
         if let Some(recorded) = &case.scenario.recorded
             && report.verdict != CaseVerdict::Unsupported
