@@ -15,6 +15,10 @@ use loopcheck::serve::{Limits, ServeOptions, SessionServer};
 #[path = "support/serve_client.rs"]
 mod serve_client;
 
+/// The allocator the `loopcheck` binary uses, so the bench measures what ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Areas whose cases finish quickly (no scripted waits), so the soak measures sessions,
 /// not sleeps.
 const QUICK_AREAS: &[&str] = &["authz", "correlation", "dispatch", "reasoning", "state"];

@@ -35,6 +35,10 @@ use loopcheck::server::{EngineRequest, RunningServer, Session};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+/// The allocator the `loopcheck` binary uses, so the bench measures what ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const SCENARIO: &str = r#"
 format: 1
 id: bench/endless
