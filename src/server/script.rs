@@ -97,20 +97,11 @@ impl Registrable for OutputItem<'_> {
     }
 
     fn encrypted_content(&self) -> Option<&str> {
-        match self {
-            OutputItem::Reasoning {
-                encrypted_content, ..
-            } => Some(encrypted_content),
-            _ => None,
-        }
+        OutputItem::encrypted_content(self)
     }
 
     fn call_id(&self) -> Option<&str> {
-        match self {
-            OutputItem::Call { call_id, .. } | OutputItem::Program { call_id, .. } => Some(call_id),
-            OutputItem::ProgramOutput { call_id, .. } => call_id.as_str(),
-            _ => None,
-        }
+        OutputItem::call_id(self)
     }
 
     fn program_caller(&self) -> Option<Value> {

@@ -77,6 +77,26 @@ impl OutputItem<'_> {
         }
     }
 
+    /// A reasoning item's `encrypted_content`.
+    pub fn encrypted_content(&self) -> Option<&str> {
+        match self {
+            OutputItem::Reasoning {
+                encrypted_content, ..
+            } => Some(encrypted_content),
+            _ => None,
+        }
+    }
+
+    /// The item's `call_id`: a call's or a program's own, the program a program output
+    /// belongs to.
+    pub fn call_id(&self) -> Option<&str> {
+        match self {
+            OutputItem::Call { call_id, .. } | OutputItem::Program { call_id, .. } => Some(call_id),
+            OutputItem::ProgramOutput { call_id, .. } => call_id.as_str(),
+            _ => None,
+        }
+    }
+
     /// Writes the item as JSON.
     pub fn write(&self, out: &mut Vec<u8>) {
         self.write_with(out, &[]);

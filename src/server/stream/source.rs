@@ -255,20 +255,11 @@ impl StreamedItem for OutputItem<'_> {
     }
 
     fn call_id(&self) -> &str {
-        match self {
-            OutputItem::Call { call_id, .. } | OutputItem::Program { call_id, .. } => call_id,
-            OutputItem::ProgramOutput { call_id, .. } => call_id.as_str().unwrap_or_default(),
-            _ => "",
-        }
+        OutputItem::call_id(self).unwrap_or_default()
     }
 
     fn encrypted_content(&self) -> Option<&str> {
-        match self {
-            OutputItem::Reasoning {
-                encrypted_content, ..
-            } => Some(encrypted_content),
-            _ => None,
-        }
+        OutputItem::encrypted_content(self)
     }
 
     fn summary(&self) -> Vec<&str> {
