@@ -2,13 +2,11 @@
 //! API's key order, and made into values only where something keeps them (the store, a
 //! stream's planner).
 
-use serde_json::Value;
-
 use std::ops::Range;
 
-use serde::Serialize;
+use serde_json::Value;
 
-use super::write::{Set, value_to};
+use super::write::{Fields, Set, value_to};
 
 /// One generated output item; strings the scenario gives are borrowed from it.
 #[derive(Debug, Clone)]
@@ -222,59 +220,6 @@ pub fn write_refusal(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(br#"{"type":"refusal","refusal":"#);
     value_to(out, text);
     out.push(b'}');
-}
-
-/// Writes an object's fields in order, each one set instead when `set` names it.
-struct Fields<'o, 's> {
-    out: &'o mut Vec<u8>,
-    set: &'s [(&'s str, Set<'s>)],
-    /// Which of `set` were written in place.
-    placed: Vec<bool>,
-}
-
-impl<'o, 's> Fields<'o, 's> {
-    fn new(out: &'o mut Vec<u8>, set: &'s [(&'s str, Set<'s>)]) -> Self {
-        out.push(b'{');
-        Self {
-            out,
-            set,
-            placed: vec![false; set.len()],
-        }
-    }
-
-    fn key(&mut self, key: &str) {
-        if self.out.last() != Some(&b'{') {
-            self.out.push(b',');
-        }
-        self.out.push(b'"');
-        self.out.extend_from_slice(key.as_bytes());
-        self.out.extend_from_slice(b"\":");
-    }
-
-    fn put(&mut self, key: &str, value: &(impl Serialize + ?Sized)) {
-        self.put_with(key, |out| value_to(out, value));
-    }
-
-    fn put_with(&mut self, key: &str, write: impl FnOnce(&mut Vec<u8>)) {
-        self.key(key);
-        match self.set.iter().position(|(name, _)| *name == key) {
-            Some(index) => {
-                self.placed[index] = true;
-                self.set[index].1.write(self.out);
-            }
-            None => write(self.out),
-        }
-    }
-
-    fn finish(mut self) {
-        for (index, (key, value)) in self.set.iter().enumerate() {
-            if !self.placed[index] {
-                self.key(key);
-                value.write(self.out);
-            }
-        }
-        self.out.push(b'}');
-    }
 }
 
 /// Writes items as a JSON array; with `spans`, notes where each item was written.

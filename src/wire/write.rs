@@ -49,42 +49,79 @@ impl Set<'_> {
     }
 }
 
-/// Writes the object `value` with some fields set: each keeps its place when `value` has
-/// it and comes last, in the order given, when it does not (as setting a key of a
-/// `serde_json` map in place does). A value that is not an object is written as it is
-/// (`null` as an empty object).
+/// Writes an object field by field, each field `set` names written as set instead: it
+/// keeps its place, and one the object lacks comes last, in the order given (as setting
+/// a key of a `serde_json` map in place does).
+pub struct Fields<'o, 's> {
+    out: &'o mut Vec<u8>,
+    set: &'s [(&'s str, Set<'s>)],
+    /// Which of `set` were written in place, one bit each.
+    placed: u64,
+}
+
+impl<'o, 's> Fields<'o, 's> {
+    /// Opens the object.
+    pub fn new(out: &'o mut Vec<u8>, set: &'s [(&'s str, Set<'s>)]) -> Self {
+        assert!(set.len() <= 64, "at most 64 fields are set at once");
+        out.push(b'{');
+        Self {
+            out,
+            set,
+            placed: 0,
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        // Only the opening brace ends in `{`: no JSON value does.
+        if self.out.last() != Some(&b'{') {
+            self.out.push(b',');
+        }
+        value_to(self.out, key);
+        self.out.push(b':');
+    }
+
+    /// Writes field `key` with `value`, or as set.
+    pub fn put(&mut self, key: &str, value: &(impl Serialize + ?Sized)) {
+        self.put_with(key, |out| value_to(out, value));
+    }
+
+    /// Writes field `key` with what `write` writes, or as set.
+    pub fn put_with(&mut self, key: &str, write: impl FnOnce(&mut Vec<u8>)) {
+        self.key(key);
+        match self.set.iter().position(|(name, _)| *name == key) {
+            Some(index) => {
+                self.placed |= 1 << index;
+                self.set[index].1.write(self.out);
+            }
+            None => write(self.out),
+        }
+    }
+
+    /// Writes the set fields the object lacked, and closes it.
+    pub fn finish(mut self) {
+        for (index, (key, value)) in self.set.iter().enumerate() {
+            if self.placed & (1 << index) == 0 {
+                self.key(key);
+                value.write(self.out);
+            }
+        }
+        self.out.push(b'}');
+    }
+}
+
+/// Writes the object `value` with some fields set (see [`Fields`]). A value that is not
+/// an object is written as it is (`null` as an empty object).
 pub fn object_with(out: &mut Vec<u8>, value: &Value, set: &[(&str, Set<'_>)]) {
-    let empty = serde_json::Map::new();
     let fields = match value {
-        Value::Object(fields) => fields,
-        Value::Null => &empty,
+        Value::Object(fields) => Some(fields),
+        Value::Null => None,
         other => return value_to(out, other),
     };
-    out.push(b'{');
-    let mut first = true;
-    let mut separate = |out: &mut Vec<u8>| {
-        if !std::mem::take(&mut first) {
-            out.push(b',');
-        }
-    };
-    for (key, field) in fields {
-        separate(out);
-        value_to(out, key);
-        out.push(b':');
-        match set.iter().find(|(name, _)| name == key) {
-            Some((_, value)) => value.write(out),
-            None => value_to(out, field),
-        }
+    let mut writer = Fields::new(out, set);
+    for (key, field) in fields.into_iter().flatten() {
+        writer.put(key, field);
     }
-    for (key, value) in set {
-        if !fields.contains_key(*key) {
-            separate(out);
-            value_to(out, key);
-            out.push(b':');
-            value.write(out);
-        }
-    }
-    out.push(b'}');
+    writer.finish();
 }
 
 #[cfg(test)]
