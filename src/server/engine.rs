@@ -289,7 +289,7 @@ impl Session {
             Some(id) => id,
             None => store.ids.request_id(),
         };
-        // The answer is rendered once: the bytes go out, the value into the transcript.
+        // The answer is rendered once: its bytes go out and into the transcript.
         let (recorded, stream, reply) = match handled.body {
             Answer::Json(json) => {
                 let bytes = json.to_bytes();

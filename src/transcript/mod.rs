@@ -6,6 +6,7 @@ mod lazy;
 pub mod normalize;
 
 pub use lazy::LazyJson;
+pub(crate) use lazy::event_data;
 
 use std::collections::BTreeMap;
 

@@ -103,13 +103,6 @@ fn json_len(value: &impl serde::Serialize) -> usize {
 }
 
 impl ResponseParts<'_> {
-    /// The full Response object, as JSON.
-    pub fn to_json(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(1024);
-        self.write(&mut out, None);
-        out
-    }
-
     /// Writes the Response object; with `snapshot`, as it looks while it has that status
     /// (before it ends, or once cancelled): no output, no usage, no outcome.
     pub fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {

@@ -287,13 +287,13 @@ impl Served<'_> {
 /// Waits `hold` before each function call's `output_item.done` (and `delay` before the
 /// other events): a call whose arguments have all been sent stays unfinished for a while,
 /// without slowing the whole stream down.
-fn hold_calls_open(planned: &mut StreamFrames, hold: Duration) {
-    planned.pauses = (0..planned.len())
+fn hold_calls_open(frames: &mut StreamFrames, hold: Duration) {
+    frames.pauses = (0..frames.len())
         .map(|index| {
-            if planned.call_done.contains_key(&index) {
+            if frames.call_done.contains_key(&index) {
                 hold
             } else {
-                planned.delay
+                frames.delay
             }
         })
         .collect();

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::scenario::RecordedEvent;
+use crate::transcript::event_data;
 use crate::wire::write::value_to;
 
 pub use plan::plan;
@@ -71,17 +72,15 @@ impl StreamFrames {
 
     /// Event `index` as JSON (its frame's `data`).
     pub fn event(&self, index: usize) -> Value {
-        let frame = self.frame(index);
-        let data = frame
-            .split(|&b| b == b'\n')
-            .find_map(|line| line.strip_prefix(b"data: "))
-            .unwrap_or_default();
-        serde_json::from_slice(data).unwrap_or(Value::Null)
+        event_data(&self.frame(index))
+            .into_iter()
+            .next()
+            .unwrap_or(Value::Null)
     }
 
     /// Every event as JSON.
     pub fn events(&self) -> Vec<Value> {
-        (0..self.len()).map(|index| self.event(index)).collect()
+        event_data(&self.bytes)
     }
 
     /// The type of the last event that will be sent (the terminal one unless cut).
