@@ -1,7 +1,7 @@
 //! Script playback: expanding a scenario's compact turn into full wire output items with
 //! fresh ids, and remembering which items belong together (reasoning and follower).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use serde_json::{Value, json};
 

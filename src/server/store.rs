@@ -3,7 +3,7 @@
 //! them, background runs, conversations, what the server generated (to validate
 //! replays), where the script stands, and the tool backend's ledger.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use bytes::Bytes;
 use serde_json::{Value, json};

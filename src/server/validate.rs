@@ -1,6 +1,8 @@
 //! Strict emulation: what the real API rejects, with its exact errors.
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
+
+use foldhash::{HashMap, HashSet, HashSetExt};
 
 use serde_json::Value;
 
@@ -8,7 +10,7 @@ use super::script::Issued;
 use crate::wire::ApiError;
 use crate::wire::ids::has_prefix;
 use crate::wire::replay::may_follow;
-use crate::wire::request::{call_id, item_id, item_type};
+use crate::wire::request::ItemKeys;
 
 /// Model names the fake accepts besides the task's own.
 const KNOWN_MODELS: &[&str] = &[
@@ -112,16 +114,17 @@ fn expected_prefix(kind: &str) -> Option<&'static str> {
 }
 
 /// Per-item checks on `input` and resolution of `item_reference`s: E13, id prefixes, E6,
-/// E7, E8. Returns the input with references replaced by the stored items.
-pub fn resolve_input(
-    input: &[Value],
+/// E7, E8. Returns the input with references replaced by the stored items (the other
+/// items borrowed as they came).
+pub fn resolve_input<'a>(
+    input: &'a [Value],
     stored_items: &HashMap<String, Value>,
     issued: &Issued,
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<Vec<Cow<'a, Value>>, ApiError> {
     let mut seen = HashSet::new();
     let mut resolved = Vec::with_capacity(input.len());
     for (index, item) in input.iter().enumerate() {
-        let kind = item_type(item);
+        let ItemKeys { kind, id, .. } = ItemKeys::of(item);
         // Output-only, and rejected even as `null` (a model dump of an output item).
         if kind == "reasoning" && item.get("status").is_some() {
             return Err(ApiError::unknown_parameter(&format!(
@@ -140,27 +143,27 @@ pub fn resolve_input(
                 "input[{index}].{unknown}"
             )));
         }
-        if let Some(id) = item_id(item) {
+        if let Some(id) = id {
             if let Some(prefix) = expected_prefix(kind)
                 && !has_prefix(id, prefix)
             {
                 return Err(ApiError::invalid_item_id(index, id, prefix));
             }
-            if !seen.insert(id.to_owned()) {
+            if !seen.insert(id) {
                 return Err(ApiError::duplicate_item(id));
             }
         }
         match kind {
             "item_reference" => {
-                let id = item_id(item).unwrap_or_default();
+                let id = id.unwrap_or_default();
                 let Some(stored) = stored_items.get(id) else {
                     return Err(ApiError::item_not_found(id));
                 };
-                resolved.push(stored.clone());
+                resolved.push(Cow::Owned(stored.clone()));
                 continue;
             }
             "reasoning" => {
-                let id = item_id(item).unwrap_or_default();
+                let id = id.unwrap_or_default();
                 match item.get("encrypted_content").and_then(Value::as_str) {
                     Some(content) => {
                         if issued.encrypted.get(id).map(String::as_str) != Some(content) {
@@ -176,26 +179,57 @@ pub fn resolve_input(
             }
             _ => {}
         }
-        resolved.push(item.clone());
+        resolved.push(Cow::Borrowed(item));
     }
     Ok(resolved)
 }
 
-/// Context-wide checks: E4, E5, E3, duplicate outputs, E2. `chain` is the stored context the request
-/// continues (empty without `previous_response_id`); `input` is already resolved.
-pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Result<(), ApiError> {
-    let chain_ids: HashSet<&str> = chain.iter().filter_map(item_id).collect();
+/// The context a create is checked in: the stored context it continues (empty without
+/// `previous_response_id` or a conversation) and its resolved input, each item's keys
+/// read once.
+pub struct Context<'a> {
+    chain: Vec<ItemKeys<'a>>,
+    input: Vec<ItemKeys<'a>>,
+}
+
+impl<'a> Context<'a> {
+    /// `chain` then `input`.
+    pub fn new(chain: &'a [Value], input: impl IntoIterator<Item = &'a Value>) -> Self {
+        Self {
+            chain: chain.iter().map(ItemKeys::of).collect(),
+            input: input.into_iter().map(ItemKeys::of).collect(),
+        }
+    }
+
+    /// Every item, the chain's first.
+    fn all(&self) -> impl Iterator<Item = &ItemKeys<'a>> {
+        self.chain.iter().chain(&self.input)
+    }
+
+    /// The `call_id`s of the items of one type, over the whole context.
+    fn call_ids(&self, kind: &str) -> HashSet<&'a str> {
+        self.all()
+            .filter(|item| item.kind == kind)
+            .filter_map(|item| item.call_id)
+            .collect()
+    }
+}
+
+/// Context-wide checks: E4, E5, E3, duplicate outputs, E2.
+pub fn check_context(context: &Context, issued: &Issued) -> Result<(), ApiError> {
+    let (chain, input) = (&context.chain, &context.input);
+    let chain_ids: HashSet<&str> = chain.iter().filter_map(|item| item.id).collect();
     if let Some(id) = input
         .iter()
-        .filter_map(item_id)
+        .filter_map(|item| item.id)
         .find(|id| chain_ids.contains(id))
     {
         return Err(ApiError::duplicate_item(id));
     }
-    let context_ids: HashSet<&str> = chain.iter().chain(input).filter_map(item_id).collect();
+    let context_ids: HashSet<&str> = context.all().filter_map(|item| item.id).collect();
     for item in input {
-        if item_type(item) == "function_call"
-            && let Some(id) = item_id(item)
+        if item.kind == "function_call"
+            && let Some(id) = item.id
             && let Some(reasoning) = issued.reasoning_of.get(id)
             && !context_ids.contains(reasoning.as_str())
         {
@@ -203,36 +237,27 @@ pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Resul
         }
     }
     for (index, item) in input.iter().enumerate() {
-        if item_type(item) != "reasoning" {
+        if item.kind != "reasoning" {
             continue;
         }
-        let id = item_id(item).unwrap_or_default();
+        let id = item.id.unwrap_or_default();
         if let Some(follower) = issued.follower.get(id) {
             let next = input.get(index + 1);
-            if !next.is_some_and(|next| may_follow(next, follower)) {
+            if !next.is_some_and(|next| may_follow(next.item, follower)) {
                 return Err(ApiError::reasoning_without_follower(id));
             }
         }
     }
-    let context = || chain.iter().chain(input);
-    let calls: HashSet<&str> = context()
-        .filter(|item| item_type(item) == "function_call")
-        .filter_map(call_id)
-        .collect();
-    let outputs: HashSet<&str> = context()
-        .filter(|item| item_type(item) == "function_call_output")
-        .filter_map(call_id)
-        .collect();
-    let mut answered = HashSet::new();
-    for item in chain
+    let calls = context.call_ids("function_call");
+    let outputs = context.call_ids("function_call_output");
+    let mut answered: HashSet<&str> = chain
         .iter()
-        .filter(|i| item_type(i) == "function_call_output")
-    {
-        answered.insert(call_id(item).unwrap_or_default());
-    }
+        .filter(|item| item.kind == "function_call_output")
+        .map(|item| item.call_id.unwrap_or_default())
+        .collect();
     for item in input {
-        if item_type(item) == "function_call_output" {
-            let id = call_id(item).unwrap_or_default();
+        if item.kind == "function_call_output" {
+            let id = item.call_id.unwrap_or_default();
             if !calls.contains(id) {
                 return Err(ApiError::no_tool_call(id));
             }
@@ -241,9 +266,9 @@ pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Resul
             }
         }
     }
-    for item in context() {
-        if item_type(item) == "function_call"
-            && let Some(id) = call_id(item)
+    for item in context.all() {
+        if item.kind == "function_call"
+            && let Some(id) = item.call_id
             && !outputs.contains(id)
         {
             return Err(ApiError::no_tool_output(id));
@@ -254,40 +279,34 @@ pub fn check_context(chain: &[Value], input: &[Value], issued: &Issued) -> Resul
 
 /// Programmatic tool calling: a program-owned call's output carries the call's `caller`,
 /// and calls or outputs of a program travel with the program item, unaltered.
-pub fn check_programs(chain: &[Value], input: &[Value], issued: &Issued) -> Result<(), ApiError> {
+pub fn check_programs(context: &Context, issued: &Issued) -> Result<(), ApiError> {
+    let input = &context.input;
     for (index, item) in input.iter().enumerate() {
-        if item_type(item) != "function_call_output" {
+        if item.kind != "function_call_output" {
             continue;
         }
-        let id = call_id(item).unwrap_or_default();
+        let id = item.call_id.unwrap_or_default();
         if let Some(caller) = issued.callers.get(id)
-            && item.get("caller") != Some(caller)
+            && item.item.get("caller") != Some(caller)
         {
             return Err(ApiError::caller_mismatch(index, id));
         }
     }
-    for item in input.iter().filter(|i| item_type(i) == "program") {
-        let program_call = call_id(item).unwrap_or_default();
+    for item in input.iter().filter(|item| item.kind == "program") {
+        let program_call = item.call_id.unwrap_or_default();
         let issued_item = issued.programs_by_call.get(program_call);
         if issued_item.is_none_or(|original| {
-            original.get("fingerprint") != item.get("fingerprint")
-                || original.get("code") != item.get("code")
+            original.get("fingerprint") != item.item.get("fingerprint")
+                || original.get("code") != item.item.get("code")
         }) {
-            return Err(ApiError::program_altered(
-                item_id(item).unwrap_or(program_call),
-            ));
+            return Err(ApiError::program_altered(item.id.unwrap_or(program_call)));
         }
     }
-    let programs: HashSet<&str> = chain
-        .iter()
-        .chain(input)
-        .filter(|i| item_type(i) == "program")
-        .filter_map(call_id)
-        .collect();
+    let programs = context.call_ids("program");
     for item in input {
-        let caller = match item_type(item) {
-            "function_call" => item.get("caller"),
-            "function_call_output" => call_id(item).and_then(|id| issued.callers.get(id)),
+        let caller = match item.kind {
+            "function_call" => item.item.get("caller"),
+            "function_call_output" => item.call_id.and_then(|id| issued.callers.get(id)),
             _ => None,
         };
         if let Some(caller_id) = caller

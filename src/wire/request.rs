@@ -42,7 +42,20 @@ impl CreateRequest {
         let Value::Object(mut extra) = body else {
             return Err(ApiError::invalid_type("body", "an object"));
         };
-        let mut take = |key: &str| extra.remove(key).filter(|v| !v.is_null());
+        // One pass takes the known keys out (a removal per key would hash every name);
+        // their shapes are checked below, in a fixed order.
+        let mut known: [Option<Value>; KNOWN.len()] = Default::default();
+        extra.retain(|key, value| match KNOWN.iter().position(|k| k == key) {
+            Some(slot) => {
+                known[slot] = Some(value.take()).filter(|v| !v.is_null());
+                false
+            }
+            None => true,
+        });
+        let mut take = |key: &str| {
+            let slot = KNOWN.iter().position(|k| *k == key).expect("a known key");
+            known[slot].take()
+        };
 
         let model = match take("model") {
             None => None,
@@ -103,11 +116,68 @@ impl CreateRequest {
     }
 }
 
+/// The top-level keys [`CreateRequest`] reads into typed fields.
+const KNOWN: [&str; 11] = [
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "store",
+    "stream",
+    "background",
+    "include",
+];
+
 fn bool_field(value: Option<Value>, name: &str, default: bool) -> Result<bool, ApiError> {
     match value {
         None => Ok(default),
         Some(Value::Bool(b)) => Ok(b),
         Some(_) => Err(ApiError::invalid_type(name, "a boolean")),
+    }
+}
+
+/// An item's `type` (as [`item_type`] reads it), `id` and `call_id`, read in one pass over
+/// its keys: the context checks read them many times over, and a lookup by name hashes
+/// the name each time.
+#[derive(Debug, Clone, Copy)]
+pub struct ItemKeys<'a> {
+    /// The item.
+    pub item: &'a Value,
+    /// [`item_type`].
+    pub kind: &'a str,
+    /// [`item_id`].
+    pub id: Option<&'a str>,
+    /// [`call_id`].
+    pub call_id: Option<&'a str>,
+}
+
+impl<'a> ItemKeys<'a> {
+    /// Reads `item`'s keys.
+    pub fn of(item: &'a Value) -> Self {
+        let (mut kind, mut role, mut id, mut call_id) = (None, false, None, None);
+        for (key, value) in item.as_object().into_iter().flatten() {
+            match key.as_str() {
+                "type" => kind = value.as_str(),
+                "role" => role = true,
+                "id" => id = value.as_str(),
+                "call_id" => call_id = value.as_str(),
+                _ => {}
+            }
+        }
+        let kind = match kind {
+            Some(kind) => kind,
+            None if role => "message",
+            None => "",
+        };
+        Self {
+            item,
+            kind,
+            id,
+            call_id,
+        }
     }
 }
 
@@ -128,4 +198,27 @@ pub fn item_id(item: &Value) -> Option<&str> {
 /// The item's `call_id`, if it has one.
 pub fn call_id(item: &Value) -> Option<&str> {
     item.get("call_id").and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn item_keys_read_what_the_lookups_by_name_read() {
+        let items = [
+            json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"}),
+            json!({"role": "user", "content": "hi"}),
+            json!({"role": null, "type": null, "id": 7}),
+            json!({"type": 3, "call_id": null}),
+            json!("not an object"),
+            json!({}),
+        ];
+        for item in &items {
+            let keys = ItemKeys::of(item);
+            assert_eq!(keys.kind, item_type(item), "{item}");
+            assert_eq!(keys.id, item_id(item), "{item}");
+            assert_eq!(keys.call_id, call_id(item), "{item}");
+        }
+    }
 }

@@ -67,8 +67,9 @@ pub(super) fn create(
         return Err(ApiError::background_requires_store());
     }
     let input = validate::resolve_input(&request.input, store.stored_items(), &store.issued)?;
-    validate::check_context(&chain, &input, &store.issued)?;
-    validate::check_programs(&chain, &input, &store.issued)?;
+    let context = validate::Context::new(&chain, input.iter().map(|item| &**item));
+    validate::check_context(&context, &store.issued)?;
+    validate::check_programs(&context, &store.issued)?;
 
     let script = &scenario.script;
     let (index, fault) = match &store.script.last_served {

@@ -7,7 +7,7 @@
 mod plan;
 mod source;
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::time::Duration;
 
 use bytes::Bytes;

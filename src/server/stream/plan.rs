@@ -1,7 +1,7 @@
 //! Planning a response's stream: the exact event sequence the Responses API sends, written
 //! event by event into the frames a front end delivers.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::time::Duration;
 
 use bytes::Bytes;
