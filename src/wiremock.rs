@@ -434,8 +434,8 @@ fn template(reply: EngineReply) -> ResponseTemplate {
     for (name, value) in &reply.headers {
         // wiremock panics on a header it cannot convert; the hyper front skips those too.
         if let (Ok(name), Ok(value)) = (
-            HeaderName::try_from(name.as_str()),
-            HeaderValue::try_from(value.as_str()),
+            HeaderName::try_from(*name),
+            HeaderValue::try_from(value.as_ref()),
         ) {
             template = template.insert_header(name, value);
         }

@@ -2,6 +2,7 @@
 //! takes a request (method, path, headers, body), routes it to the API handlers or the
 //! tool backend, records the exchange, and returns a reply for a front end to send.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -133,8 +134,8 @@ pub enum ReplyBody {
 pub struct EngineReply {
     /// HTTP status.
     pub status: u16,
-    /// Headers to send.
-    pub headers: Vec<(String, String)>,
+    /// Headers to send: the names are the engine's own, most values too.
+    pub headers: Vec<(&'static str, Cow<'static, str>)>,
     /// The body.
     pub body: ReplyBody,
     /// Wait this long before answering.
@@ -327,9 +328,9 @@ impl Session {
         drop(store);
         let mut headers = Vec::with_capacity(3 + handled.headers.len());
         headers.extend([
-            ("x-request-id".to_owned(), request_id),
-            ("openai-version".to_owned(), "2020-10-01".to_owned()),
-            ("openai-processing-ms".to_owned(), "12".to_owned()),
+            ("x-request-id", Cow::Owned(request_id)),
+            ("openai-version", Cow::Borrowed("2020-10-01")),
+            ("openai-processing-ms", Cow::Borrowed("12")),
         ]);
         headers.extend(handled.headers);
         let body = match reply {

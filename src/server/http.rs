@@ -2,6 +2,7 @@
 //! hyper directly (not a framework) because a fault must be able to close a connection
 //! without any answer, and a stream must go out event by event and break off midway.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -192,8 +193,12 @@ pub(crate) async fn send(reply: EngineReply) -> Result<Response<ReplyStream>, Dr
     headers.reserve(reply.headers.len() + 1);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     for (name, value) in reply.headers {
-        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
-            headers.insert(name, value);
+        let value = match value {
+            Cow::Borrowed(text) => Ok(HeaderValue::from_static(text)),
+            Cow::Owned(text) => HeaderValue::try_from(text),
+        };
+        if let Ok(value) = value {
+            headers.insert(HeaderName::from_static(name), value);
         }
     }
     Ok(response)

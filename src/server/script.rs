@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use crate::scenario::{OutputSpec, Turn, TurnStatus};
 use crate::wire::IdGen;
 use crate::wire::item::OutputItem;
-use crate::wire::request::{call_id, item_id, item_type};
+use crate::wire::replay::follows;
+use crate::wire::request::{ItemKeys, call_id, item_id, item_type};
 use crate::wire::response::ResponseStatus;
 
 /// What the server generated, stored or not: needed to validate replays.
@@ -19,7 +20,7 @@ pub struct Issued {
     /// The reasoning item an output item was generated with, by item id.
     pub reasoning_of: HashMap<String, String>,
     /// The item a reasoning item produced (the one right after it), by reasoning id.
-    pub follower: HashMap<String, Value>,
+    pub follower: HashMap<String, Follower>,
     /// Program items by program label (scripted programs only).
     pub programs: HashMap<String, Value>,
     /// Program items by their call_id.
@@ -120,17 +121,33 @@ impl Registrable for OutputItem<'_> {
 }
 
 /// What a reasoning item's follower must match when it is replayed (all that
-/// [`may_follow`](crate::wire::replay::may_follow) reads of it): its id, type and call_id.
-fn follower(item: &impl Registrable) -> Value {
-    let mut follower = serde_json::Map::with_capacity(3);
-    if let Some(id) = item.id() {
-        follower.insert("id".to_owned(), json!(id));
+/// [`follows`] reads of it): its id, type and call_id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Follower {
+    id: Option<String>,
+    kind: String,
+    call_id: Option<String>,
+}
+
+impl Follower {
+    fn of(item: &impl Registrable) -> Self {
+        Self {
+            id: item.id().map(str::to_owned),
+            kind: item.kind().to_owned(),
+            call_id: item.call_id().map(str::to_owned),
+        }
     }
-    follower.insert("type".to_owned(), json!(item.kind()));
-    if let Some(call_id) = item.call_id() {
-        follower.insert("call_id".to_owned(), json!(call_id));
+
+    /// Whether `next` may stand right after the reasoning item this follower came with.
+    pub fn admits(&self, next: &ItemKeys) -> bool {
+        let follower = ItemKeys {
+            item: &Value::Null,
+            kind: &self.kind,
+            id: self.id.as_deref(),
+            call_id: self.call_id.as_deref(),
+        };
+        follows(next, &follower)
     }
-    Value::Object(follower)
 }
 
 /// Remembers what a response's output items bind a replay to: each reasoning item's
@@ -143,7 +160,7 @@ pub fn register(output: &[impl Registrable], issued: &mut Issued) {
     for item in output {
         let id = item.id().unwrap_or_default().to_owned();
         if let Some(rs) = awaiting_follower.take() {
-            issued.follower.insert(rs, follower(item));
+            issued.follower.insert(rs, Follower::of(item));
         }
         match item.kind() {
             "reasoning" => {

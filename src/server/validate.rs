@@ -9,7 +9,6 @@ use serde_json::Value;
 use super::script::Issued;
 use crate::wire::ApiError;
 use crate::wire::ids::has_prefix;
-use crate::wire::replay::may_follow;
 use crate::wire::request::ItemKeys;
 
 /// Model names the fake accepts besides the task's own.
@@ -243,7 +242,7 @@ pub fn check_context(context: &Context, issued: &Issued) -> Result<(), ApiError>
         let id = item.id.unwrap_or_default();
         if let Some(follower) = issued.follower.get(id) {
             let next = input.get(index + 1);
-            if !next.is_some_and(|next| may_follow(next.item, follower)) {
+            if !next.is_some_and(|next| follower.admits(next)) {
                 return Err(ApiError::reasoning_without_follower(id));
             }
         }

@@ -5,18 +5,24 @@
 
 use serde_json::Value;
 
-use super::request::{call_id, item_id, item_type};
+use super::request::{ItemKeys, call_id, item_id, item_type};
 
 /// Whether `next` may stand right after a reasoning item whose follower in the model's
 /// output was `follower`: the follower itself (the same id) or, replayed without its id,
 /// an item of the follower's type (with the same `call_id`, for a call). Public reports
 /// disagree on whether the real API rejects an id-less follower, so it is accepted.
 pub fn may_follow(next: &Value, follower: &Value) -> bool {
-    match item_id(next) {
-        Some(id) => Some(id) == item_id(follower),
+    follows(&ItemKeys::of(next), &ItemKeys::of(follower))
+}
+
+/// [`may_follow`], on the items' keys: all it reads of the follower is its id, type and
+/// `call_id`.
+pub fn follows(next: &ItemKeys, follower: &ItemKeys) -> bool {
+    match next.id {
+        Some(id) => Some(id) == follower.id,
         None => {
-            item_type(next) == item_type(follower)
-                && (call_id(follower).is_none() || call_id(next) == call_id(follower))
+            next.kind == follower.kind
+                && (follower.call_id.is_none() || next.call_id == follower.call_id)
         }
     }
 }

@@ -5,6 +5,7 @@
 mod conversations;
 mod responses;
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -36,7 +37,7 @@ pub(super) enum Answer {
 pub(super) struct Handled {
     pub status: u16,
     pub body: Answer,
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(&'static str, Cow<'static, str>)>,
     pub delay: Duration,
     /// The script turn served, for an accepted create.
     pub turn: Option<usize>,

@@ -394,13 +394,13 @@ fn fault_reply(fault: &Fault, ids: &mut IdGen) -> Handled {
     };
     let mut headers = Vec::new();
     if let Some(ms) = fault.retry_after_ms {
-        headers.push(("retry-after-ms".to_owned(), ms.to_string()));
+        headers.push(("retry-after-ms", ms.to_string().into()));
     }
     if let Some(seconds) = fault.retry_after {
-        headers.push(("retry-after".to_owned(), seconds.to_string()));
+        headers.push(("retry-after", seconds.to_string().into()));
     }
     if let Some(retry) = fault.should_retry {
-        headers.push(("x-should-retry".to_owned(), retry.to_string()));
+        headers.push(("x-should-retry", retry.to_string().into()));
     }
     let status = fault.status.unwrap_or(500);
     // The E16 message names the request id, so the reply's `x-request-id` is this one.
