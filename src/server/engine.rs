@@ -238,17 +238,17 @@ impl Session {
             _ => false,
         };
         if to_tools {
-            return self.model_exchange(request, |_, request, _| {
+            return self.model_exchange(request, |_, request| {
                 Err(ApiError::invalid_url(&request.method, &request.path))
             });
         }
-        self.model_exchange(request, |store, request, body| {
+        self.model_exchange(request, |store, request| {
             self.check_auth(request)?;
             let segments = segments(&request.path);
             let route = match segments.as_slice() {
                 ["v1", route @ ..] | route => route,
             };
-            api::route(&self.scenario, store, request, route, body)
+            api::route(&self.scenario, store, request, route)
         })
     }
 
@@ -274,12 +274,13 @@ impl Session {
     fn model_exchange(
         &self,
         request: EngineRequest,
-        handler: impl FnOnce(&mut Store, &EngineRequest, Option<Value>) -> Result<Handled, ApiError>,
+        handler: impl FnOnce(&mut Store, &EngineRequest) -> Result<Handled, ApiError>,
     ) -> EngineReply {
-        let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
-        let body_unparsed = parsed.is_none() && !request.body.is_empty();
+        // Only checked here: each route parses the body into what it reads.
+        let body_unparsed = !request.body.is_empty()
+            && serde_json::from_slice::<serde::de::IgnoredAny>(&request.body).is_err();
         let mut store = lock(&self.store);
-        let (handled, rejected_by) = match handler(&mut store, &request, parsed) {
+        let (handled, rejected_by) = match handler(&mut store, &request) {
             Ok(handled) => (handled, None),
             Err(err) => (
                 Handled::json(err.status, err.body()),

@@ -1,5 +1,6 @@
 //! The `POST /v1/responses` request body.
 
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
@@ -37,24 +38,25 @@ pub struct CreateRequest {
 }
 
 impl CreateRequest {
-    /// Parses a JSON body, with the real API's errors for the wrong shapes.
-    pub fn parse(body: Value) -> Result<Self, ApiError> {
-        let Value::Object(mut extra) = body else {
-            return Err(ApiError::invalid_type("body", "an object"));
-        };
-        // One pass takes the known keys out (a removal per key would hash every name);
-        // their shapes are checked below, in a fixed order.
-        let mut known: [Option<Value>; KNOWN.len()] = Default::default();
-        extra.retain(|key, value| match KNOWN.iter().position(|k| k == key) {
-            Some(slot) => {
-                known[slot] = Some(value.take()).filter(|v| !v.is_null());
-                false
-            }
-            None => true,
-        });
+    /// Parses a JSON body, with the real API's errors for the wrong shapes. The body is
+    /// read in one pass: the known keys go straight to their fields and only the others
+    /// into `extra`, without a map of the whole body built first and taken apart.
+    pub fn from_json(body: &[u8]) -> Result<Self, ApiError> {
+        match serde_json::from_slice(body) {
+            Err(_) => Err(ApiError::unparsable_body()),
+            Ok(TopLevel::NotAnObject) => Err(ApiError::invalid_type("body", "an object")),
+            Ok(TopLevel::Object { known, extra }) => Self::from_fields(known, extra),
+        }
+    }
+
+    /// The request from its known keys (in [`KNOWN`]'s order) and the rest.
+    fn from_fields(
+        mut known: [Option<Value>; KNOWN.len()],
+        extra: Map<String, Value>,
+    ) -> Result<Self, ApiError> {
         let mut take = |key: &str| {
             let slot = KNOWN.iter().position(|k| *k == key).expect("a known key");
-            known[slot].take()
+            known[slot].take().filter(|v| !v.is_null())
         };
 
         let model = match take("model") {
@@ -131,6 +133,108 @@ const KNOWN: [&str; 11] = [
     "include",
 ];
 
+/// A create body's top level, as [`CreateRequest::from_json`] reads it.
+// Returned once per request and taken apart at once: boxing the large variant would only
+// add an allocation.
+#[allow(clippy::large_enum_variant)]
+enum TopLevel {
+    /// An object: its known keys' values by [`KNOWN`] slot, and the other keys.
+    Object {
+        known: [Option<Value>; KNOWN.len()],
+        extra: Map<String, Value>,
+    },
+    /// Valid JSON, but not an object.
+    NotAnObject,
+}
+
+impl<'de> Deserialize<'de> for TopLevel {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(TopLevelVisitor)
+    }
+}
+
+struct TopLevelVisitor;
+
+impl<'de> Visitor<'de> for TopLevelVisitor {
+    type Value = TopLevel;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel, A::Error> {
+        let mut known: [Option<Value>; KNOWN.len()] = Default::default();
+        let mut extra = Map::new();
+        // A key sent twice counts once, with its last value, as in a parsed map.
+        while let Some(key) = map.next_key::<Key>()? {
+            let value: Value = map.next_value()?;
+            match key {
+                Key::Known(slot) => known[slot] = Some(value),
+                Key::Other(name) => {
+                    extra.insert(name, value);
+                }
+            }
+        }
+        Ok(TopLevel::Object { known, extra })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(TopLevel::NotAnObject)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotAnObject)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotAnObject)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotAnObject)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotAnObject)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotAnObject)
+    }
+
+    fn visit_unit<E>(self) -> Result<TopLevel, E> {
+        Ok(TopLevel::NotAnObject)
+    }
+}
+
+/// A top-level key: a known one by its [`KNOWN`] slot (nothing allocated), or another.
+enum Key {
+    Known(usize),
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+
+            fn visit_str<E>(self, key: &str) -> Result<Key, E> {
+                Ok(match KNOWN.iter().position(|k| *k == key) {
+                    Some(slot) => Key::Known(slot),
+                    None => Key::Other(key.to_owned()),
+                })
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
 fn bool_field(value: Option<Value>, name: &str, default: bool) -> Result<bool, ApiError> {
     match value {
         None => Ok(default),
@@ -203,6 +307,38 @@ pub fn call_id(item: &Value) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_is_read_in_one_pass_with_the_apis_errors() {
+        let request = CreateRequest::from_json(
+            br#"{"zeta": 1, "model": "gpt-5", "input": "hi", "metadata": {"a": "b"}, "store": null, "alpha": [2], "model": "o3"}"#,
+        )
+        .unwrap();
+        assert_eq!(request.model.as_deref(), Some("o3"));
+        assert!(request.input_was_string);
+        assert_eq!(request.input, [json!({"role": "user", "content": "hi"})]);
+        assert!(request.store, "null is the default");
+        let extra: Vec<&str> = request.extra.keys().map(String::as_str).collect();
+        assert_eq!(extra, ["zeta", "metadata", "alpha"]);
+
+        let rule = |body: &[u8]| CreateRequest::from_json(body).unwrap_err().message;
+        assert_eq!(rule(b"{\"model\": "), ApiError::unparsable_body().message);
+        assert_eq!(rule(b""), ApiError::unparsable_body().message);
+        for not_an_object in [&b"[1, {}]"[..], b"\"text\"", b"7", b"null", b"true"] {
+            assert_eq!(
+                rule(not_an_object),
+                ApiError::invalid_type("body", "an object").message
+            );
+        }
+        assert_eq!(
+            rule(br#"{"model": 5, "input": 7}"#),
+            ApiError::invalid_type("model", "a string").message
+        );
+        assert_eq!(
+            rule(br#"{"model": "gpt-5", "stream": "yes"}"#),
+            ApiError::invalid_type("stream", "a boolean").message
+        );
+    }
 
     #[test]
     fn item_keys_read_what_the_lookups_by_name_read() {

@@ -69,25 +69,24 @@ pub(super) fn route(
     store: &mut Store,
     request: &EngineRequest,
     route: &[&str],
-    body: Option<Value>,
 ) -> Result<Handled, ApiError> {
     let method = request.method.as_str();
+    let body = || serde_json::from_slice::<Value>(&request.body).ok();
     match (method, route) {
         ("POST", ["responses"]) => {
             let retry = request
                 .header("x-stainless-retry-count")
                 .and_then(|n| n.trim().parse::<u32>().ok())
                 .is_some_and(|n| n > 0);
-            let body = body.ok_or_else(ApiError::unparsable_body)?;
-            responses::create(scenario, store, body, &request.body, retry)
+            responses::create(scenario, store, &request.body, retry)
         }
         ("GET", ["responses", id]) => responses::retrieve(store, id, request),
         ("DELETE", ["responses", id]) => responses::delete(store, id),
         ("POST", ["responses", id, "cancel"]) => responses::cancel(store, id),
         ("GET", ["responses", id, "input_items"]) => responses::input_items(store, id, request),
-        ("POST", ["conversations"]) => conversations::create(store, body.as_ref()),
+        ("POST", ["conversations"]) => conversations::create(store, body().as_ref()),
         (_, ["conversations", id, rest @ ..]) => {
-            conversations::route(store, method, id, rest, body.as_ref(), request)
+            conversations::route(store, method, id, rest, body().as_ref(), request)
         }
         _ => Err(ApiError::invalid_url(method, &request.path)),
     }

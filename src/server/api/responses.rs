@@ -23,7 +23,6 @@ use crate::wire::{ApiError, CreateRequest, IdGen};
 pub(super) fn create(
     scenario: &Scenario,
     store: &mut Store,
-    body: Value,
     raw: &[u8],
     retry: bool,
 ) -> Result<Handled, ApiError> {
@@ -32,9 +31,12 @@ pub(super) fn create(
     // the next turn.
     let repeats_last = retry
         && store.script.last_served.as_ref().is_some_and(|(last, _)| {
-            **last == *raw || serde_json::from_slice::<Value>(last).is_ok_and(|last| last == body)
+            **last == *raw || {
+                let parse = |body: &[u8]| serde_json::from_slice::<Value>(body).ok();
+                parse(raw).is_some_and(|body| parse(last) == Some(body))
+            }
         });
-    let request = CreateRequest::parse(body)?;
+    let request = CreateRequest::from_json(raw)?;
     validate::check_model(request.model.as_deref(), &scenario.task.model)?;
     let conversation = match request.extra.get("conversation") {
         None | Some(Value::Null) => None,
