@@ -192,7 +192,7 @@ fn engine_alone(
                 path: "/v1/responses".to_owned(),
                 query: None,
                 headers: headers.clone(),
-                body: body.clone(),
+                body: body.clone().into(),
             });
             assert_eq!(reply.status, 200);
             done += 1;

@@ -420,7 +420,7 @@ impl Respond for EngineResponder {
             path: request.url.path().to_owned(),
             query: request.url.query().map(str::to_owned),
             headers: engine_headers(&request.headers),
-            body: request.body.clone(),
+            body: request.body.clone().into(),
         });
         template(reply)
     }

@@ -131,7 +131,7 @@ expect: {outcome: completed}
             path: path.to_owned(),
             query,
             headers: all,
-            body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+            body: body.map(|b| b.to_string().into()).unwrap_or_default(),
         });
         let body = match reply.body {
             ReplyBody::Json(bytes) => serde_json::from_slice(&bytes).expect("a JSON reply"),

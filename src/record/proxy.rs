@@ -217,16 +217,15 @@ impl Proxy {
                 forwarded = forwarded.header(name.as_str(), value.as_str());
             }
         }
-        let sent =
-            match forwarded.body(http_body_util::Full::new(Bytes::from(request.body.clone()))) {
-                Ok(forwarded) => self
-                    .upstream
-                    .client
-                    .request(forwarded)
-                    .await
-                    .map_err(|err| chain(&err)),
-                Err(err) => Err(err.to_string()),
-            };
+        let sent = match forwarded.body(http_body_util::Full::new(request.body.clone())) {
+            Ok(forwarded) => self
+                .upstream
+                .client
+                .request(forwarded)
+                .await
+                .map_err(|err| chain(&err)),
+            Err(err) => Err(err.to_string()),
+        };
         let answer = match sent {
             Ok(answer) => answer,
             Err(why) => {

@@ -33,8 +33,8 @@ pub struct EngineRequest {
     pub query: Option<String>,
     /// Headers (names in any case).
     pub headers: Vec<(String, String)>,
-    /// Body bytes.
-    pub body: Vec<u8>,
+    /// Body bytes (shared, not copied, by the transcript and the retry check).
+    pub body: Bytes,
 }
 
 impl EngineRequest {
@@ -46,7 +46,7 @@ impl EngineRequest {
             path: self.path.clone(),
             query: self.query.clone(),
             headers: self.headers.clone(),
-            body: Vec::new(),
+            body: Bytes::new(),
         };
         head.into_exchange(body.into(), body_unparsed)
     }
@@ -81,7 +81,7 @@ impl EngineRequest {
         let body = match (body_unparsed, body.is_empty()) {
             (true, _) => Value::String(String::from_utf8_lossy(&body).into_owned()).into(),
             (false, true) => LazyJson::default(),
-            (false, false) => LazyJson::json(Bytes::from(body)),
+            (false, false) => LazyJson::json(body),
         };
         self.into_exchange(body, body_unparsed)
     }

@@ -138,8 +138,10 @@ impl std::error::Error for DropConnection {}
 pub(crate) async fn read_request(request: Request<Incoming>) -> EngineRequest {
     let (parts, body) = request.into_parts();
     let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
-        Ok(collected) => collected.to_bytes().to_vec(),
-        Err(_) => Vec::new(),
+        // Copied once: hyper's chunk shares its whole read buffer, which a transcript
+        // would otherwise keep alive for every request it records.
+        Ok(collected) => Bytes::copy_from_slice(&collected.to_bytes()),
+        Err(_) => Bytes::new(),
     };
     EngineRequest {
         method: parts.method.as_str().to_owned(),

@@ -213,7 +213,7 @@ fn send(session: &Session, body: &Value) -> (u16, Value) {
             "authorization".to_owned(),
             format!("Bearer {}", session.api_key()),
         )],
-        body: body.to_string().into_bytes(),
+        body: body.to_string().into(),
     });
     match reply.body {
         ReplyBody::Json(bytes) => (
@@ -402,7 +402,7 @@ fn arbitrary_requests_get_an_api_shaped_error_never_a_panic_or_a_hang() {
                     path: path.clone(),
                     query: None,
                     headers,
-                    body,
+                    body: body.into(),
                 };
                 // A hang fails the property instead of the whole test run.
                 let (sender, receiver) = std::sync::mpsc::channel();

@@ -23,7 +23,7 @@ use crate::wire::{ApiError, CreateRequest, IdGen};
 pub(super) fn create(
     scenario: &Scenario,
     store: &mut Store,
-    raw: &[u8],
+    raw: &Bytes,
     retry: bool,
 ) -> Result<Handled, ApiError> {
     // An SDK retry (`x-stainless-retry-count` > 0) of the last served request, whose
@@ -31,7 +31,7 @@ pub(super) fn create(
     // the next turn.
     let repeats_last = retry
         && store.script.last_served.as_ref().is_some_and(|(last, _)| {
-            **last == *raw || {
+            last == raw || {
                 let parse = |body: &[u8]| serde_json::from_slice::<Value>(body).ok();
                 parse(raw).is_some_and(|body| parse(last) == Some(body))
             }
@@ -198,7 +198,7 @@ pub(super) fn create(
         store.script.next_turn += 1;
         store.script.attempts = 0;
     }
-    store.script.last_served = Some((Bytes::copy_from_slice(raw), index));
+    store.script.last_served = Some((raw.clone(), index));
 
     let obfuscate = request
         .extra
