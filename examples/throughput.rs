@@ -30,32 +30,18 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use loopcheck::scenario::{self, Scenario, StateMode};
+use loopcheck::scenario::{Scenario, StateMode};
 use loopcheck::server::{EngineRequest, RunningServer, Session};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+#[path = "support/bench_scenario.rs"]
+mod bench_scenario;
+use bench_scenario::bench_scenario;
+
 /// The allocator the `loopcheck` binary uses, so the bench measures what ships.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-const SCENARIO: &str = r#"
-format: 1
-id: bench/endless
-summary: A model that answers every request with a reasoning item and a call.
-level: must
-task:
-  input: "hi"
-  tools: [get_stock]
-script:
-  - output:
-      - reasoning: {summary: "Looking it up."}
-      - call: {name: get_stock, arguments: {sku: A7}}
-    endless: true
-expect:
-  outcome: failed
-  reason: max_rounds
-"#;
 
 /// Rounds per side and case; odd, for a true median. Many short rounds keep each
 /// round's session (and its transcript, tens of KB per streamed exchange) small.
@@ -311,10 +297,7 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let requests: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(30_000);
     let concurrency: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(16);
-    let scenario = Arc::new(
-        scenario::parse(std::path::Path::new("bench.yaml"), SCENARIO)
-            .expect("the bench scenario parses"),
-    );
+    let scenario = bench_scenario();
     println!(
         "{requests} requests per case and side over {concurrency} connections, {ROUNDS} alternating rounds (medians)"
     );
