@@ -140,6 +140,7 @@ impl Follower {
 
     /// Whether `next` may stand right after the reasoning item this follower came with.
     pub fn admits(&self, next: &ItemKeys) -> bool {
+        // `follows` reads only the keys; the item itself is gone.
         let follower = ItemKeys {
             item: &Value::Null,
             kind: &self.kind,

@@ -13,7 +13,7 @@ use super::script::Issued;
 use super::stream::StreamFrames;
 use crate::tools::BackendState;
 use crate::transcript::LazyJson;
-use crate::wire::request::{item_id, item_type};
+use crate::wire::request::{ItemKeys, item_id};
 use crate::wire::{ApiError, IdGen};
 
 /// A stored response and the whole context it continues (for `previous_response_id`).
@@ -221,10 +221,11 @@ pub(super) fn with_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str
 /// The id an input item gets when it is stored, if it has none: drawn whether or not the
 /// item is kept, so later ids do not depend on what the store keeps.
 pub(super) fn new_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str) -> Option<String> {
-    if item_id(item).is_some() || !item.is_object() {
+    let keys = ItemKeys::of(item);
+    if keys.id.is_some() || !item.is_object() {
         return None;
     }
-    let prefix = match item_type(item) {
+    let prefix = match keys.kind {
         "message" => "msg",
         "function_call_output" => "fco",
         "function_call" => "fc",
