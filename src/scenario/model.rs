@@ -625,10 +625,12 @@ pub struct CallSpec {
 
 impl CallSpec {
     /// The `arguments` string as sent on the wire.
-    pub fn arguments_string(&self) -> String {
+    pub fn arguments_string(&self) -> std::borrow::Cow<'_, str> {
         match &self.arguments {
-            Value::String(raw) => raw.clone(),
-            other => other.to_string(),
+            Value::String(raw) => raw.into(),
+            other => serde_json::to_string(other)
+                .expect("a JSON value serializes")
+                .into(),
         }
     }
 }

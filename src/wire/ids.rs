@@ -49,15 +49,11 @@ impl IdGen {
     /// Appends `n` lowercase hex characters: each 64 random bits give 16, most
     /// significant first, and the rest of the last word is dropped.
     fn push_hex(&mut self, out: &mut String, n: usize) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut left = n;
         while left > 0 {
-            let word = self.next_u64();
-            for digit in 0..left.min(16) {
-                let nibble = (word >> (60 - 4 * digit)) & 0xf;
-                out.push(HEX[nibble as usize] as char);
-            }
-            left = left.saturating_sub(16);
+            let take = left.min(16);
+            out.push_str(ascii(&hex_digits(self.next_u64())[..take]));
+            left -= take;
         }
     }
 
@@ -68,9 +64,25 @@ impl IdGen {
         out
     }
 
+    /// Appends `n` base62 characters, one random word each.
     fn push_base62(&mut self, out: &mut String, n: usize) {
-        for _ in 0..n {
-            out.push(BASE62[(self.next_u64() % 62) as usize] as char);
+        self.push_drawn(out, n, BASE62);
+    }
+
+    /// Appends `n` characters of `alphabet`, each picked by one random word (modulo the
+    /// alphabet's size). Built in a small buffer: pushing char by char costs a UTF-8
+    /// check and a capacity check per character, on every id of every response.
+    fn push_drawn(&mut self, out: &mut String, n: usize, alphabet: &[u8]) {
+        let size = alphabet.len() as u64;
+        let mut buffer = [0u8; 64];
+        let mut left = n;
+        while left > 0 {
+            let take = left.min(buffer.len());
+            for byte in &mut buffer[..take] {
+                *byte = alphabet[(self.next_u64() % size) as usize];
+            }
+            out.push_str(ascii(&buffer[..take]));
+            left -= take;
         }
     }
 
@@ -81,9 +93,11 @@ impl IdGen {
 
     /// `prefix_` + 8 hex of `created_at` + 24 random hex + the response's 16-hex tail.
     pub fn item_id(&mut self, prefix: &str, created_at: u64, tail: &str) -> String {
-        use std::fmt::Write;
         let mut id = String::with_capacity(prefix.len() + 1 + 8 + 24 + tail.len());
-        let _ = write!(id, "{prefix}_{:08x}", created_at as u32);
+        id.push_str(prefix);
+        id.push('_');
+        // The low 32 bits of `created_at`, as 8 hex digits.
+        id.push_str(ascii(&hex_digits(u64::from(created_at as u32) << 32)[..8]));
         self.push_hex(&mut id, 24);
         id.push_str(tail);
         id
@@ -111,12 +125,25 @@ impl IdGen {
         const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
         let mut out = String::with_capacity(8 + 150 + 2);
         out.push_str("gAAAAABo");
-        for _ in 0..150 {
-            out.push(B64[(self.next_u64() % 64) as usize] as char);
-        }
+        self.push_drawn(&mut out, 150, B64);
         out.push_str("==");
         out
     }
+}
+
+/// The 16 lowercase hex digits of `word`, most significant first.
+fn hex_digits(word: u64) -> [u8; 16] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    for (index, digit) in digits.iter_mut().enumerate() {
+        *digit = HEX[((word >> (60 - 4 * index)) & 0xf) as usize];
+    }
+    digits
+}
+
+/// Bytes every generator writes are ASCII, hence text.
+fn ascii(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).expect("generated ids are ASCII")
 }
 
 /// True when `id` has the prefix of the given item kind (`rs`, `fc`, `msg`, ...).

@@ -2,6 +2,7 @@
 //! API's key order, and made into values only where something keeps them (the store, a
 //! stream's planner).
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use serde_json::Value;
@@ -30,7 +31,7 @@ pub enum OutputItem<'a> {
     Call {
         id: String,
         status: &'a str,
-        arguments: String,
+        arguments: Cow<'a, str>,
         call_id: String,
         name: &'a str,
         caller_id: Option<Value>,

@@ -52,6 +52,12 @@ impl WriteJson for String {
     }
 }
 
+impl WriteJson for std::borrow::Cow<'_, str> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        (**self).write_json(out);
+    }
+}
+
 impl WriteJson for Value {
     fn write_json(&self, out: &mut Vec<u8>) {
         match self {
