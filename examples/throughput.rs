@@ -5,11 +5,14 @@
 //! client load in alternating rounds, so the ratio of the medians holds on a noisy
 //! shared machine where a raw requests-per-second figure does not.
 //!
-//! - `json`: a stateless create answered with a reasoning item and a call; the baseline
-//!   answers the same bytes as `application/json`.
-//! - `sse`: the same create with `"stream": true`; the fake writes the events one by one
-//!   as a chunked body, the baseline answers the same event bytes as one whole
-//!   `text/event-stream` body.
+//! - `json`: a stateless create answered with a reasoning item and a call.
+//! - `sse`: the same create with `"stream": true`; the fake writes the events as a
+//!   chunked body.
+//!
+//! The baseline answers what the fake answered to a first request: the same headers
+//! (content type, request id, version, processing time) and body, framed the same way
+//! (with a length for `json`, chunked for `sse`), so the two differ only in the work
+//! behind the bytes.
 //!
 //! Every fake request is fully validated, served and recorded. Each case also measures the
 //! engine alone (the same requests handed to a session without HTTP): the fake's own
@@ -25,7 +28,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
@@ -47,26 +49,100 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// round's session (and its transcript, tens of KB per streamed exchange) small.
 const ROUNDS: usize = 15;
 
-/// A bare hyper server answering `body` as `content_type` to everything.
-async fn bare_server(body: Bytes, content_type: String) -> std::net::SocketAddr {
+/// What the fake server answered, to be answered again by the bare server: the same
+/// status line, headers and body, framed the same way (whole with a length, or chunked).
+#[derive(Clone)]
+struct Sample {
+    headers: hyper::HeaderMap,
+    body: Bytes,
+    chunked: bool,
+}
+
+impl Sample {
+    /// Headers hyper writes itself (`date`, the framing) are left to the bare server.
+    fn of(headers: &reqwest::header::HeaderMap, body: Bytes) -> Self {
+        let chunked = headers
+            .get("transfer-encoding")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"chunked"));
+        let mut kept = hyper::HeaderMap::new();
+        for (name, value) in headers {
+            if !matches!(
+                name.as_str(),
+                "date" | "content-length" | "transfer-encoding" | "connection"
+            ) {
+                kept.append(name.clone(), value.clone());
+            }
+        }
+        Self {
+            headers: kept,
+            body,
+            chunked,
+        }
+    }
+
+    fn content_type(&self) -> &str {
+        self.headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none")
+    }
+
+    fn response(&self) -> Response<BareBody> {
+        let mut response = Response::new(BareBody {
+            body: Some(self.body.clone()),
+            chunked: self.chunked,
+        });
+        *response.headers_mut() = self.headers.clone();
+        response
+    }
+}
+
+/// A body of one frame; without a length when `chunked`, as the fake's streams go out.
+struct BareBody {
+    body: Option<Bytes>,
+    chunked: bool,
+}
+
+impl http_body::Body for BareBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        std::task::Poll::Ready(self.body.take().map(|b| Ok(http_body::Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        !self.chunked && self.body.is_none()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match (&self.body, self.chunked) {
+            (Some(body), false) => http_body::SizeHint::with_exact(body.len() as u64),
+            (None, false) => http_body::SizeHint::with_exact(0),
+            (_, true) => http_body::SizeHint::default(),
+        }
+    }
+}
+
+/// A bare hyper server answering `sample` to everything.
+async fn bare_server(sample: Sample) -> std::net::SocketAddr {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let content_type = hyper::header::HeaderValue::try_from(content_type).expect("header");
+    let sample = Arc::new(sample);
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
                 continue;
             };
             let _ = tcp.set_nodelay(true);
-            let (body, content_type) = (body.clone(), content_type.clone());
+            let sample = sample.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |_request: Request<hyper::body::Incoming>| {
-                    let (body, content_type) = (body.clone(), content_type.clone());
-                    async move {
-                        let mut response = Response::new(Full::new(body));
-                        response.headers_mut().insert("content-type", content_type);
-                        Ok::<_, Infallible>(response)
-                    }
+                    let response = sample.response();
+                    async move { Ok::<_, Infallible>(response) }
                 });
                 let _ = http1::Builder::new()
                     .serve_connection(TokioIo::new(tcp), service)
@@ -208,18 +284,10 @@ async fn measure(
         .send()
         .await
         .expect("sample");
-    let content_type = sample
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .expect("a content type")
-        .to_owned();
-    let sample = sample.bytes().await.expect("sample body");
+    let headers = sample.headers().clone();
+    let sample = Sample::of(&headers, sample.bytes().await.expect("sample body"));
     server.shutdown().await;
-    let bare_url = format!(
-        "http://{}/v1/responses",
-        bare_server(sample.clone(), content_type.clone()).await
-    );
+    let bare_url = format!("http://{}/v1/responses", bare_server(sample.clone()).await);
 
     let per_round = requests / ROUNDS;
     let (mut fake, mut bare) = (Rounds::default(), Rounds::default());
@@ -269,7 +337,13 @@ async fn measure(
         let high = ratios.iter().copied().fold(0.0, f64::max);
         format!("{low:.2}..{high:.2}")
     };
-    println!("{name}: {} bytes as {content_type}", sample.len());
+    println!(
+        "{name}: {} bytes as {}{}, {} headers",
+        sample.body.len(),
+        sample.content_type(),
+        if sample.chunked { ", chunked" } else { "" },
+        sample.headers.len()
+    );
     println!(
         "  bare hyper, same bytes: {bare_rate:>8.0} req/s, {:>5.1} us CPU/req",
         Rounds::median(&bare.cpu_us)
