@@ -1,6 +1,8 @@
 //! Script playback: expanding a scenario's compact turn into full wire output items with
 //! fresh ids, and remembering which items belong together (reasoning and follower).
 
+use std::sync::Arc;
+
 use foldhash::HashMap;
 
 use serde_json::{Value, json};
@@ -12,21 +14,57 @@ use crate::wire::replay::follows;
 use crate::wire::request::{ItemKeys, call_id, item_id, item_type};
 use crate::wire::response::ResponseStatus;
 
-/// What the server generated, stored or not: needed to validate replays.
+/// What the server generated, stored or not: needed to validate replays. A session keeps
+/// it for its whole life, one record per generated item, so it keeps what the checks
+/// compare and no more: the encrypted content as a digest, each id allocated once.
 #[derive(Debug, Default)]
 pub struct Issued {
-    /// `encrypted_content` by reasoning id.
-    pub encrypted: HashMap<String, String>,
+    /// Each reasoning item generated, by id.
+    reasoning: HashMap<Arc<str>, IssuedReasoning>,
     /// The reasoning item an output item was generated with, by item id.
-    pub reasoning_of: HashMap<String, String>,
-    /// The item a reasoning item produced (the one right after it), by reasoning id.
-    pub follower: HashMap<String, Follower>,
+    reasoning_of: HashMap<Arc<str>, Arc<str>>,
     /// Program items by program label (scripted programs only).
     pub programs: HashMap<String, Value>,
     /// Program items by their call_id.
     pub programs_by_call: HashMap<String, Value>,
     /// The `caller` of each program-owned function call, by call_id.
     pub callers: HashMap<String, Value>,
+}
+
+/// A generated reasoning item, as its replays are checked.
+#[derive(Debug, Default)]
+struct IssuedReasoning {
+    /// A digest of its `encrypted_content`, if it had one: a replay must carry it unchanged.
+    encrypted: Option<u64>,
+    /// The item it produced (the one right after it).
+    follower: Option<Follower>,
+}
+
+impl Issued {
+    /// Whether reasoning item `id` was generated with `encrypted_content` `content`. A
+    /// changed content matches only on a collision of 64-bit digests.
+    pub fn issued_encrypted(&self, id: &str, content: &str) -> bool {
+        self.reasoning
+            .get(id)
+            .and_then(|reasoning| reasoning.encrypted)
+            .is_some_and(|digest| digest == content_digest(content))
+    }
+
+    /// The reasoning item output item `id` was generated with.
+    pub fn reasoning_of(&self, id: &str) -> Option<&str> {
+        self.reasoning_of.get(id).map(|id| &**id)
+    }
+
+    /// The item reasoning item `id` produced.
+    pub fn follower(&self, id: &str) -> Option<&Follower> {
+        self.reasoning.get(id)?.follower.as_ref()
+    }
+}
+
+/// A digest of encrypted content, the same in every run (a fixed seed).
+fn content_digest(content: &str) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::quality::FixedState::with_seed(0x6c6f_6f70_6368_6b00).hash_one(content)
 }
 
 /// A turn expanded for one response.
@@ -124,20 +162,12 @@ impl Registrable for OutputItem<'_> {
 /// [`follows`] reads of it): its id, type and call_id.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Follower {
-    id: Option<String>,
-    kind: String,
-    call_id: Option<String>,
+    id: Option<Arc<str>>,
+    kind: Box<str>,
+    call_id: Option<Box<str>>,
 }
 
 impl Follower {
-    fn of(item: &impl Registrable) -> Self {
-        Self {
-            id: item.id().map(str::to_owned),
-            kind: item.kind().to_owned(),
-            call_id: item.call_id().map(str::to_owned),
-        }
-    }
-
     /// Whether `next` may stand right after the reasoning item this follower came with.
     pub fn admits(&self, next: &ItemKeys) -> bool {
         // `follows` reads only the keys; the item itself is gone.
@@ -156,18 +186,26 @@ impl Follower {
 /// generated with, each program and each program-owned call's `caller`. Scripted and
 /// recorded output go through here alike.
 pub fn register(output: &[impl Registrable], issued: &mut Issued) {
-    let mut reasoning: Option<String> = None;
-    let mut awaiting_follower: Option<String> = None;
+    let mut reasoning: Option<Arc<str>> = None;
+    let mut awaiting_follower: Option<Arc<str>> = None;
     for item in output {
-        let id = item.id().unwrap_or_default().to_owned();
+        let id: Arc<str> = Arc::from(item.id().unwrap_or_default());
         if let Some(rs) = awaiting_follower.take() {
-            issued.follower.insert(rs, Follower::of(item));
+            issued.reasoning.entry(rs).or_default().follower = Some(Follower {
+                id: item.id().map(|_| id.clone()),
+                kind: item.kind().into(),
+                call_id: item.call_id().map(Box::from),
+            });
         }
         match item.kind() {
             "reasoning" => {
-                if let Some(content) = item.encrypted_content() {
-                    issued.encrypted.insert(id.clone(), content.to_owned());
-                }
+                issued.reasoning.insert(
+                    id.clone(),
+                    IssuedReasoning {
+                        encrypted: item.encrypted_content().map(content_digest),
+                        follower: None,
+                    },
+                );
                 reasoning = Some(id.clone());
                 awaiting_follower = Some(id);
                 continue;

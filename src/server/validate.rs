@@ -165,7 +165,7 @@ pub fn resolve_input<'a>(
                 let id = id.unwrap_or_default();
                 match item.get("encrypted_content").and_then(Value::as_str) {
                     Some(content) => {
-                        if issued.encrypted.get(id).map(String::as_str) != Some(content) {
+                        if !issued.issued_encrypted(id, content) {
                             return Err(ApiError::invalid_encrypted_content(content));
                         }
                     }
@@ -229,8 +229,8 @@ pub fn check_context(context: &Context, issued: &Issued) -> Result<(), ApiError>
     for item in input {
         if item.kind == "function_call"
             && let Some(id) = item.id
-            && let Some(reasoning) = issued.reasoning_of.get(id)
-            && !context_ids.contains(reasoning.as_str())
+            && let Some(reasoning) = issued.reasoning_of(id)
+            && !context_ids.contains(reasoning)
         {
             return Err(ApiError::call_without_reasoning(id, reasoning));
         }
@@ -240,7 +240,7 @@ pub fn check_context(context: &Context, issued: &Issued) -> Result<(), ApiError>
             continue;
         }
         let id = item.id.unwrap_or_default();
-        if let Some(follower) = issued.follower.get(id) {
+        if let Some(follower) = issued.follower(id) {
             let next = input.get(index + 1);
             if !next.is_some_and(|next| follower.admits(next)) {
                 return Err(ApiError::reasoning_without_follower(id));

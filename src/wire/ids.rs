@@ -69,20 +69,33 @@ impl IdGen {
         self.push_drawn(out, n, BASE62);
     }
 
+    /// Appends `n` base62 characters to bytes being written (the same characters
+    /// [`IdGen::base62`] would return).
+    pub fn base62_to(&mut self, out: &mut Vec<u8>, n: usize) {
+        let start = out.len();
+        out.resize(start + n, 0);
+        self.draw(&mut out[start..], BASE62);
+    }
+
     /// Appends `n` characters of `alphabet`, each picked by one random word (modulo the
     /// alphabet's size). Built in a small buffer: pushing char by char costs a UTF-8
     /// check and a capacity check per character, on every id of every response.
     fn push_drawn(&mut self, out: &mut String, n: usize, alphabet: &[u8]) {
-        let size = alphabet.len() as u64;
         let mut buffer = [0u8; 64];
         let mut left = n;
         while left > 0 {
             let take = left.min(buffer.len());
-            for byte in &mut buffer[..take] {
-                *byte = alphabet[(self.next_u64() % size) as usize];
-            }
+            self.draw(&mut buffer[..take], alphabet);
             out.push_str(ascii(&buffer[..take]));
             left -= take;
+        }
+    }
+
+    /// Fills `buffer` with characters of `alphabet`, one random word each.
+    fn draw(&mut self, buffer: &mut [u8], alphabet: &[u8]) {
+        let size = alphabet.len() as u64;
+        for byte in buffer {
+            *byte = alphabet[(self.next_u64() % size) as usize];
         }
     }
 

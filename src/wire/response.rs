@@ -1,7 +1,6 @@
 //! Rendering the Response object with the full key set of the real API's, so that every
 //! official SDK parses it (strict pydantic, async-openai's serde, the Node types).
 
-use std::io::Write;
 use std::ops::Range;
 
 use serde_json::Value;
@@ -212,11 +211,18 @@ impl ResponseParts<'_> {
             * 64;
         let output_tokens = reasoning + output_len / 8;
         let total_tokens = input_tokens + output_tokens;
-        raw_field(out, "usage", b"");
-        // Written whole: every key is fixed.
-        let _ = write!(
+        raw_field(out, "usage", b"{\"input_tokens\":");
+        value_to(out, &input_tokens);
+        raw_field(
             out,
-            r#"{{"input_tokens":{input_tokens},"input_tokens_details":{{"cached_tokens":0,"cache_write_tokens":0}},"output_tokens":{output_tokens},"output_tokens_details":{{"reasoning_tokens":{reasoning}}},"total_tokens":{total_tokens}}}"#
+            "input_tokens_details",
+            br#"{"cached_tokens":0,"cache_write_tokens":0}"#,
         );
+        field(out, "output_tokens", &output_tokens);
+        raw_field(out, "output_tokens_details", br#"{"reasoning_tokens":"#);
+        value_to(out, &reasoning);
+        out.push(b'}');
+        field(out, "total_tokens", &total_tokens);
+        out.push(b'}');
     }
 }

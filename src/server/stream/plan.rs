@@ -92,9 +92,11 @@ impl Builder<'_> {
     /// its `sequence_number`.
     fn end(&mut self, delta: bool) {
         if delta && self.obfuscate {
+            // Base62 needs no escaping: drawn straight into the event.
             let len = 3 + (self.ids.next_u64() % 14) as usize;
-            let padding = self.ids.base62(len);
-            field(&mut self.out, "obfuscation", &padding);
+            raw_field(&mut self.out, "obfuscation", b"\"");
+            self.ids.base62_to(&mut self.out, len);
+            self.out.push(b'"');
         }
         let number = self.ends.len();
         field(&mut self.out, "sequence_number", &number);
