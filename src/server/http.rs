@@ -136,13 +136,8 @@ impl std::error::Error for DropConnection {}
 
 /// Reads a whole request into the engine's transport-neutral form.
 pub(crate) async fn read_request(request: Request<Incoming>) -> EngineRequest {
-    let (parts, body) = request.into_parts();
-    let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
-        // Copied once: hyper's chunk shares its whole read buffer, which a transcript
-        // would otherwise keep alive for every request it records.
-        Ok(collected) => Bytes::copy_from_slice(&collected.to_bytes()),
-        Err(_) => Bytes::new(),
-    };
+    let (parts, mut body) = request.into_parts();
+    let body = read_body(&mut body).await.unwrap_or_default();
     EngineRequest {
         method: parts.method.as_str().to_owned(),
         path: parts.uri.path().to_owned(),
@@ -150,6 +145,23 @@ pub(crate) async fn read_request(request: Request<Incoming>) -> EngineRequest {
         headers: engine_headers(&parts.headers),
         body,
     }
+}
+
+/// The whole body, copied once into a buffer of its announced size: hyper's chunks
+/// share their whole read buffer, which a transcript would otherwise keep alive for every
+/// request it records. `None` when it breaks off or exceeds [`MAX_BODY`].
+async fn read_body(body: &mut Incoming) -> Option<Bytes> {
+    let announced = usize::try_from(body.size_hint().lower()).unwrap_or(MAX_BODY);
+    let mut buffer = Vec::with_capacity(announced.min(MAX_BODY));
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.ok()?.into_data() {
+            if buffer.len() + data.len() > MAX_BODY {
+                return None;
+            }
+            buffer.extend_from_slice(&data);
+        }
+    }
+    Some(Bytes::from(buffer))
 }
 
 /// Headers as the engine takes them: each name with its value as text.
