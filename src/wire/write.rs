@@ -108,29 +108,39 @@ impl<T: WriteJson> WriteJson for Option<T> {
     }
 }
 
-/// Numbers and booleans, as `serde_json` writes them.
-macro_rules! scalar {
+impl WriteJson for bool {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(if *self { b"true" } else { b"false" });
+    }
+}
+
+/// Unsigned integers, in decimal as `serde_json` writes them (with the same `itoa`),
+/// without its serializer around each one: an event's sequence number and indexes.
+macro_rules! unsigned {
     ($($kind:ty),*) => {$(
         impl WriteJson for $kind {
             fn write_json(&self, out: &mut Vec<u8>) {
-                serde_to(out, self);
+                out.extend_from_slice(itoa::Buffer::new().format(*self).as_bytes());
             }
         }
     )*};
 }
-scalar!(bool, u32, u64, usize);
+unsigned!(u32, u64, usize);
 
 fn serde_to(out: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
     serde_json::to_writer(&mut *out, value).expect("writing JSON to memory cannot fail");
 }
 
 /// Writes `,"key":value`: a field after the first. `key` is a plain word (no escaping).
+#[inline]
 pub fn field(out: &mut Vec<u8>, key: &str, value: &(impl WriteJson + ?Sized)) {
     raw_field(out, key, b"");
     value.write_json(out);
 }
 
-/// Writes `,"key":` and then `json`, which is JSON already.
+/// Writes `,"key":` and then `json`, which is JSON already. Inlined: it is called tens
+/// of times per event, mostly with constant keys.
+#[inline]
 pub fn raw_field(out: &mut Vec<u8>, key: &str, json: &[u8]) {
     out.extend_from_slice(b",\"");
     out.extend_from_slice(key.as_bytes());

@@ -14,6 +14,30 @@ use crate::wire::write::{Set, field, raw_field, value_to};
 
 /// Splits `text` into pieces of `size` characters, or at the given character offsets.
 fn split<'t>(text: &'t str, size: usize, at: &[usize]) -> Vec<&'t str> {
+    if !at.is_empty() {
+        return split_at(text, at);
+    }
+    // Every `size` characters: the common case, on every delta of every stream, walked
+    // once without a table of character offsets.
+    let size = size.max(1);
+    let mut pieces = Vec::with_capacity(text.len() / size + 1);
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest
+            .char_indices()
+            .nth(size)
+            .map_or(rest.len(), |(at, _)| at);
+        pieces.push(&rest[..end]);
+        rest = &rest[end..];
+    }
+    if pieces.is_empty() {
+        pieces.push("");
+    }
+    pieces
+}
+
+/// Splits `text` at the given character offsets (out of range ones ignored).
+fn split_at<'t>(text: &'t str, at: &[usize]) -> Vec<&'t str> {
     // Where each character starts, and the end.
     let bounds: Vec<usize> = text
         .char_indices()
@@ -21,11 +45,7 @@ fn split<'t>(text: &'t str, size: usize, at: &[usize]) -> Vec<&'t str> {
         .chain([text.len()])
         .collect();
     let chars = bounds.len() - 1;
-    let mut cuts: Vec<usize> = if at.is_empty() {
-        (size.max(1)..chars).step_by(size.max(1)).collect()
-    } else {
-        at.iter().copied().filter(|&i| i > 0 && i < chars).collect()
-    };
+    let mut cuts: Vec<usize> = at.iter().copied().filter(|&i| i > 0 && i < chars).collect();
     cuts.sort_unstable();
     cuts.dedup();
     let mut pieces = Vec::with_capacity(cuts.len() + 1);
@@ -443,6 +463,9 @@ mod tests {
         );
         assert_eq!(split("abcdef", 100, &[1, 3]), vec!["a", "bc", "def"]);
         assert_eq!(split("", 8, &[]), vec![""]);
+        // Pieces count characters, not bytes.
+        assert_eq!(split("aüb€cde", 2, &[]), vec!["aü", "b€", "cd", "e"]);
+        assert_eq!(split("abc", 0, &[]), vec!["a", "b", "c"]);
     }
 
     #[test]
