@@ -108,19 +108,25 @@ impl ResponseParts<'_> {
         self.write_noting(out, snapshot, None);
     }
 
-    /// Writes the full Response object; returns where each output item was written.
-    pub fn write_spanned(&self, out: &mut Vec<u8>) -> Vec<Range<usize>> {
-        let mut spans = Vec::with_capacity(self.output.len());
-        self.write_noting(out, None, Some(&mut spans));
-        spans
+    /// Writes the full Response object; returns where its parts were written.
+    pub fn write_spanned(&self, out: &mut Vec<u8>) -> Layout {
+        let mut layout = Layout {
+            items: Vec::with_capacity(self.output.len()),
+            outcome: Default::default(),
+        };
+        self.write_noting(out, None, Some(&mut layout));
+        layout
     }
 
     fn write_noting(
         &self,
         out: &mut Vec<u8>,
         snapshot: Option<&str>,
-        spans: Option<&mut Vec<Range<usize>>>,
+        mut layout: Option<&mut Layout>,
     ) {
+        // Where each outcome value is written: noted even when no layout is wanted, as
+        // six ranges cost less than a branch at each.
+        let mut outcome: [Range<usize>; 6] = Default::default();
         let request = self.request;
         let extra = |key: &str| request.extra.get(key).unwrap_or(&Value::Null);
         let finished = snapshot.is_none();
@@ -128,13 +134,15 @@ impl ResponseParts<'_> {
         value_to(out, self.id);
         raw_field(out, "object", b"\"response\"");
         field(out, "created_at", &self.created_at);
-        field(out, "status", snapshot.unwrap_or(self.status.as_str()));
+        raw_field(out, "status", b"");
+        noted(out, &mut outcome[Outcome::Status as usize], |out| {
+            value_to(out, snapshot.unwrap_or(self.status.as_str()));
+        });
         let completed = finished && self.status == ResponseStatus::Completed;
-        field(
-            out,
-            "completed_at",
-            &completed.then_some(self.created_at + 1),
-        );
+        raw_field(out, "completed_at", b"");
+        noted(out, &mut outcome[Outcome::CompletedAt as usize], |out| {
+            value_to(out, &completed.then_some(self.created_at + 1));
+        });
         field(out, "background", &request.background);
         match self.conversation {
             Some(id) => {
@@ -144,15 +152,23 @@ impl ResponseParts<'_> {
             }
             None => raw_field(out, "conversation", b"null"),
         }
-        field(out, "error", &self.error.filter(|_| finished));
-        match self.incomplete_reason.filter(|_| finished) {
-            Some(reason) => {
-                raw_field(out, "incomplete_details", b"{\"reason\":");
-                value_to(out, reason);
-                out.push(b'}');
-            }
-            None => raw_field(out, "incomplete_details", b"null"),
-        }
+        raw_field(out, "error", b"");
+        noted(out, &mut outcome[Outcome::Error as usize], |out| {
+            value_to(out, &self.error.filter(|_| finished));
+        });
+        raw_field(out, "incomplete_details", b"");
+        noted(
+            out,
+            &mut outcome[Outcome::IncompleteDetails as usize],
+            |out| match self.incomplete_reason.filter(|_| finished) {
+                Some(reason) => {
+                    out.extend_from_slice(b"{\"reason\":");
+                    value_to(out, reason);
+                    out.push(b'}');
+                }
+                None => out.extend_from_slice(b"null"),
+            },
+        );
         field(out, "instructions", &request.instructions);
         field(out, "max_output_tokens", extra("max_output_tokens"));
         field(out, "max_tool_calls", extra("max_tool_calls"));
@@ -164,10 +180,15 @@ impl ResponseParts<'_> {
         raw_field(out, "output", b"");
         let output_start = out.len();
         match finished {
-            true => item::write_all(out, self.output, spans),
+            true => item::write_all(
+                out,
+                self.output,
+                layout.as_deref_mut().map(|l| &mut l.items),
+            ),
             false => out.extend_from_slice(b"[]"),
         }
         let output_len = out.len() - output_start;
+        outcome[Outcome::Output as usize] = output_start..out.len();
         field(out, "parallel_tool_calls", &request.parallel_tool_calls);
         field(out, "previous_response_id", &request.previous_response_id);
         raw_field(out, "prompt_cache_key", b"null");
@@ -187,20 +208,28 @@ impl ResponseParts<'_> {
         raw_field(out, "top_logprobs", b"0");
         raw_field(out, "top_p", b"1.0");
         raw_field(out, "truncation", b"\"disabled\"");
-        match finished {
-            true => self.write_usage(out, output_len),
-            false => raw_field(out, "usage", b"null"),
-        }
+        raw_field(out, "usage", b"");
+        noted(
+            out,
+            &mut outcome[Outcome::Usage as usize],
+            |out| match finished {
+                true => self.write_usage(out, output_len),
+                false => out.extend_from_slice(b"null"),
+            },
+        );
         raw_field(out, "user", b"null");
         match request.extra.get("metadata") {
             Some(metadata) => field(out, "metadata", metadata),
             None => raw_field(out, "metadata", b"{}"),
         }
         out.push(b'}');
+        if let Some(layout) = layout {
+            layout.outcome = outcome;
+        }
     }
 
     /// A token count that looks plausible for the items and stays deterministic (from
-    /// the length of the input and of the output as written).
+    /// the length of the input and of the output as written): the `usage` value.
     fn write_usage(&self, out: &mut Vec<u8>, output_len: usize) {
         let input_tokens = 20 + json_len(&self.request.input) / 4;
         let reasoning = self
@@ -211,7 +240,7 @@ impl ResponseParts<'_> {
             * 64;
         let output_tokens = reasoning + output_len / 8;
         let total_tokens = input_tokens + output_tokens;
-        raw_field(out, "usage", b"{\"input_tokens\":");
+        out.extend_from_slice(b"{\"input_tokens\":");
         value_to(out, &input_tokens);
         raw_field(
             out,
@@ -224,5 +253,124 @@ impl ResponseParts<'_> {
         out.push(b'}');
         field(out, "total_tokens", &total_tokens);
         out.push(b'}');
+    }
+}
+
+/// Runs `write` and notes where what it wrote is.
+fn noted(out: &mut Vec<u8>, span: &mut Range<usize>, write: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    write(out);
+    *span = start..out.len();
+}
+
+/// The fields whose values a snapshot of a response changes, in the order they are
+/// written.
+#[derive(Clone, Copy)]
+enum Outcome {
+    Status,
+    CompletedAt,
+    Error,
+    IncompleteDetails,
+    Output,
+    Usage,
+}
+
+impl Outcome {
+    const ALL: [Outcome; 6] = [
+        Outcome::Status,
+        Outcome::CompletedAt,
+        Outcome::Error,
+        Outcome::IncompleteDetails,
+        Outcome::Output,
+        Outcome::Usage,
+    ];
+}
+
+/// Where the parts of a written response are: each output item, and the values a
+/// snapshot of it replaces.
+#[derive(Debug, Default)]
+pub struct Layout {
+    /// Each output item.
+    pub items: Vec<Range<usize>>,
+    /// The values of the [`Outcome`] fields, in order.
+    outcome: [Range<usize>; 6],
+}
+
+impl Layout {
+    /// Writes the snapshot with `status` of the response written as `json` (the response
+    /// this layout is of), byte for byte as [`ResponseParts::write`] writes it, from the
+    /// final bytes: only the outcome's values change.
+    pub fn write_snapshot(&self, json: &[u8], status: &str, out: &mut Vec<u8>) {
+        let mut from = 0;
+        for (field, range) in Outcome::ALL.into_iter().zip(&self.outcome) {
+            out.extend_from_slice(&json[from..range.start]);
+            match field {
+                Outcome::Status => value_to(out, status),
+                Outcome::Output => out.extend_from_slice(b"[]"),
+                _ => out.extend_from_slice(b"null"),
+            }
+            from = range.end;
+        }
+        out.extend_from_slice(&json[from..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_snapshot_from_the_layout_is_the_snapshot_written_whole() {
+        let request = CreateRequest::from_json(
+            br#"{"model":"gpt-5","input":"hi","tools":[{"type":"function","name":"f"}],"metadata":{"k":"v"}}"#,
+        )
+        .expect("a valid create");
+        let summary = ["Thinking.".to_owned()];
+        let output = [
+            OutputItem::Reasoning {
+                id: "rs_1".into(),
+                encrypted_content: "gAAAA".into(),
+                summary: &summary,
+            },
+            OutputItem::Message {
+                id: "msg_1".into(),
+                status: "completed",
+                text: "Zürich \"quoted\"",
+            },
+        ];
+        let error = json!({"code": "server_error", "message": "boom"});
+        let outcomes = [
+            (ResponseStatus::Completed, None, None),
+            (ResponseStatus::Incomplete, Some("max_output_tokens"), None),
+            (ResponseStatus::Failed, None, Some(&error)),
+        ];
+        for (status, incomplete_reason, error) in outcomes {
+            let parts = ResponseParts {
+                id: "resp_1",
+                created_at: 1_759_064_126,
+                status,
+                output: &output,
+                request: &request,
+                incomplete_reason,
+                error,
+                conversation: Some("conv_1"),
+            };
+            let mut json = Vec::new();
+            let layout = parts.write_spanned(&mut json);
+            let mut whole = Vec::new();
+            parts.write(&mut whole, None);
+            assert_eq!(json, whole, "{status:?}");
+            for snapshot in ["queued", "in_progress", "cancelled"] {
+                let (mut expected, mut spliced) = (Vec::new(), Vec::new());
+                parts.write(&mut expected, Some(snapshot));
+                layout.write_snapshot(&json, snapshot, &mut spliced);
+                assert_eq!(
+                    String::from_utf8(spliced).unwrap(),
+                    String::from_utf8(expected).unwrap(),
+                    "{status:?} as {snapshot}"
+                );
+            }
+        }
     }
 }

@@ -136,7 +136,7 @@ pub(super) fn create(
     };
     let mut json = Vec::with_capacity(2048);
     let parts;
-    let (response, item_spans): (&dyn StreamedResponse, _) = match &served {
+    let (response, layout): (&dyn StreamedResponse, _) = match &served {
         Served::Scripted { id, expanded } => {
             parts = ResponseParts {
                 id,
@@ -148,12 +148,12 @@ pub(super) fn create(
                 error: expanded.error.as_ref(),
                 conversation: conversation.as_deref(),
             };
-            let spans = parts.write_spanned(&mut json);
-            (&parts as &dyn StreamedResponse, spans)
+            let layout = parts.write_spanned(&mut json);
+            (&parts as &dyn StreamedResponse, Some(layout))
         }
         Served::Recorded { response, .. } => {
             response.write(&mut json, None);
-            (response as &dyn StreamedResponse, Vec::new())
+            (response as &dyn StreamedResponse, None)
         }
     };
     let json = Bytes::from(json);
@@ -216,7 +216,7 @@ pub(super) fn create(
             let response = Prerendered {
                 response,
                 json: &json,
-                items: &item_spans,
+                layout: layout.as_ref(),
             };
             let mut frames = stream::plan(&response, &turn.stream, &mut store.ids, obfuscate);
             if let Some(ms) = turn.stream.done_delay_ms {

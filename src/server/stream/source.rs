@@ -3,12 +3,11 @@
 //! written straight to bytes) or recorded (values, written as they were).
 
 use std::borrow::Cow;
-use std::ops::Range;
 
 use serde_json::Value;
 
 use crate::wire::item::{OutputItem, write_output_text, write_refusal};
-use crate::wire::response::ResponseParts;
+use crate::wire::response::{Layout, ResponseParts};
 use crate::wire::write::{Set, object_with, value_to};
 
 /// The Response object a stream carries in its lifecycle events.
@@ -96,15 +95,16 @@ impl StreamedResponse for ResponseParts<'_> {
     }
 }
 
-/// A response whose final JSON is rendered already: the terminal event copies it, and
-/// each item's `output_item.done` copies the item.
+/// A response whose final JSON is rendered already: the terminal event copies it, each
+/// item's `output_item.done` copies the item, and a snapshot is the final JSON with its
+/// outcome replaced.
 pub struct Prerendered<'a> {
     /// The response.
     pub response: &'a dyn StreamedResponse,
     /// Its final JSON.
     pub json: &'a [u8],
-    /// Where each output item is in `json`, when known.
-    pub items: &'a [Range<usize>],
+    /// Where its parts are in `json`, when known.
+    pub layout: Option<&'a Layout>,
 }
 
 impl StreamedResponse for Prerendered<'_> {
@@ -125,14 +125,15 @@ impl StreamedResponse for Prerendered<'_> {
     }
 
     fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {
-        match snapshot {
-            None => out.extend_from_slice(self.json),
-            Some(_) => self.response.write(out, snapshot),
+        match (snapshot, self.layout) {
+            (None, _) => out.extend_from_slice(self.json),
+            (Some(status), Some(layout)) => layout.write_snapshot(self.json, status, out),
+            (Some(_), None) => self.response.write(out, snapshot),
         }
     }
 
     fn item_json(&self, index: usize) -> Option<&[u8]> {
-        self.json.get(self.items.get(index)?.clone())
+        self.json.get(self.layout?.items.get(index)?.clone())
     }
 }
 
