@@ -124,8 +124,8 @@ impl ResponseParts<'_> {
         snapshot: Option<&str>,
         mut layout: Option<&mut Layout>,
     ) {
-        // Where each outcome value is written: noted even when no layout is wanted, as
-        // six ranges cost less than a branch at each.
+        // Where each outcome value is written, noted whether a layout is wanted or not
+        // (simpler, and six ranges cost nothing measurable).
         let mut outcome: [Range<usize>; 6] = Default::default();
         let request = self.request;
         let extra = |key: &str| request.extra.get(key).unwrap_or(&Value::Null);
