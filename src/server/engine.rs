@@ -413,18 +413,19 @@ fn segments(path: &str) -> Vec<&str> {
 
 /// Request headers as transcripts keep them: names lowercase, secrets redacted.
 fn redacted_headers(headers: Vec<(String, String)>) -> BTreeMap<String, String> {
-    headers
-        .into_iter()
-        .map(|(mut name, value)| {
-            name.make_ascii_lowercase();
-            let value = if SECRET_HEADERS.contains(&name.as_str()) {
-                "[redacted]".to_owned()
-            } else {
-                value
-            };
-            (name, value)
-        })
-        .collect()
+    // Inserted one by one: collecting would sort a buffer first, for a handful of
+    // headers. A repeated name keeps its last value either way.
+    let mut redacted = BTreeMap::new();
+    for (mut name, value) in headers {
+        name.make_ascii_lowercase();
+        let value = if SECRET_HEADERS.contains(&name.as_str()) {
+            "[redacted]".to_owned()
+        } else {
+            value
+        };
+        redacted.insert(name, value);
+    }
+    redacted
 }
 
 /// A reply's body between rendering and the front end's handle on its progress.

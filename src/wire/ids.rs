@@ -41,60 +41,42 @@ impl IdGen {
 
     /// `n` lowercase hex characters.
     pub fn hex(&mut self, n: usize) -> String {
-        let mut out = String::with_capacity(n);
+        let mut out = Vec::with_capacity(n);
         self.push_hex(&mut out, n);
-        out
+        text(out)
     }
 
     /// Appends `n` lowercase hex characters: each 64 random bits give 16, most
     /// significant first, and the rest of the last word is dropped.
-    fn push_hex(&mut self, out: &mut String, n: usize) {
+    fn push_hex(&mut self, out: &mut Vec<u8>, n: usize) {
         let mut left = n;
         while left > 0 {
             let take = left.min(16);
-            out.push_str(ascii(&hex_digits(self.next_u64())[..take]));
+            out.extend_from_slice(&hex_digits(self.next_u64())[..take]);
             left -= take;
         }
     }
 
     /// `n` base62 characters.
     pub fn base62(&mut self, n: usize) -> String {
-        let mut out = String::with_capacity(n);
-        self.push_base62(&mut out, n);
-        out
-    }
-
-    /// Appends `n` base62 characters, one random word each.
-    fn push_base62(&mut self, out: &mut String, n: usize) {
-        self.push_drawn(out, n, BASE62);
+        let mut out = Vec::with_capacity(n);
+        self.base62_to(&mut out, n);
+        text(out)
     }
 
     /// Appends `n` base62 characters to bytes being written (the same characters
     /// [`IdGen::base62`] would return).
     pub fn base62_to(&mut self, out: &mut Vec<u8>, n: usize) {
-        let start = out.len();
-        out.resize(start + n, 0);
-        self.draw(&mut out[start..], BASE62);
+        self.push_drawn(out, n, BASE62);
     }
 
     /// Appends `n` characters of `alphabet`, each picked by one random word (modulo the
-    /// alphabet's size). Built in a small buffer: pushing char by char costs a UTF-8
-    /// check and a capacity check per character, on every id of every response.
-    fn push_drawn(&mut self, out: &mut String, n: usize, alphabet: &[u8]) {
-        let mut buffer = [0u8; 64];
-        let mut left = n;
-        while left > 0 {
-            let take = left.min(buffer.len());
-            self.draw(&mut buffer[..take], alphabet);
-            out.push_str(ascii(&buffer[..take]));
-            left -= take;
-        }
-    }
-
-    /// Fills `buffer` with characters of `alphabet`, one random word each.
-    fn draw(&mut self, buffer: &mut [u8], alphabet: &[u8]) {
+    /// alphabet's size).
+    fn push_drawn(&mut self, out: &mut Vec<u8>, n: usize, alphabet: &[u8]) {
         let size = alphabet.len() as u64;
-        for byte in buffer {
+        let start = out.len();
+        out.resize(start + n, 0);
+        for byte in &mut out[start..] {
             *byte = alphabet[(self.next_u64() % size) as usize];
         }
     }
@@ -106,41 +88,41 @@ impl IdGen {
 
     /// `prefix_` + 8 hex of `created_at` + 24 random hex + the response's 16-hex tail.
     pub fn item_id(&mut self, prefix: &str, created_at: u64, tail: &str) -> String {
-        let mut id = String::with_capacity(prefix.len() + 1 + 8 + 24 + tail.len());
-        id.push_str(prefix);
-        id.push('_');
+        let mut id = Vec::with_capacity(prefix.len() + 1 + 8 + 24 + tail.len());
+        id.extend_from_slice(prefix.as_bytes());
+        id.push(b'_');
         // The low 32 bits of `created_at`, as 8 hex digits.
-        id.push_str(ascii(&hex_digits(u64::from(created_at as u32) << 32)[..8]));
+        id.extend_from_slice(&hex_digits(u64::from(created_at as u32) << 32)[..8]);
         self.push_hex(&mut id, 24);
-        id.push_str(tail);
-        id
+        id.extend_from_slice(tail.as_bytes());
+        text(id)
     }
 
     /// A model call id: `call_` + 24 base62.
     pub fn call_id(&mut self) -> String {
-        let mut id = String::with_capacity(5 + 24);
-        id.push_str("call_");
-        self.push_base62(&mut id, 24);
-        id
+        let mut id = Vec::with_capacity(5 + 24);
+        id.extend_from_slice(b"call_");
+        self.base62_to(&mut id, 24);
+        text(id)
     }
 
     /// A request id as in `x-request-id`: `req_` + 32 hex.
     pub fn request_id(&mut self) -> String {
-        let mut id = String::with_capacity(4 + 32);
-        id.push_str("req_");
+        let mut id = Vec::with_capacity(4 + 32);
+        id.extend_from_slice(b"req_");
         self.push_hex(&mut id, 32);
-        id
+        text(id)
     }
 
     /// An opaque reasoning blob shaped like the real `encrypted_content` (Fernet-style
     /// base64 starting `gAAAAA`).
     pub fn encrypted_content(&mut self) -> String {
         const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let mut out = String::with_capacity(8 + 150 + 2);
-        out.push_str("gAAAAABo");
+        let mut out = Vec::with_capacity(8 + 150 + 2);
+        out.extend_from_slice(b"gAAAAABo");
         self.push_drawn(&mut out, 150, B64);
-        out.push_str("==");
-        out
+        out.extend_from_slice(b"==");
+        text(out)
     }
 }
 
@@ -154,9 +136,10 @@ fn hex_digits(word: u64) -> [u8; 16] {
     digits
 }
 
-/// Bytes every generator writes are ASCII, hence text.
-fn ascii(bytes: &[u8]) -> &str {
-    std::str::from_utf8(bytes).expect("generated ids are ASCII")
+/// An id as text: its bytes are ASCII, checked once per id (pushing char by char would
+/// check each character, on every id of every response).
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).expect("generated ids are ASCII")
 }
 
 /// True when `id` has the prefix of the given item kind (`rs`, `fc`, `msg`, ...).
