@@ -290,6 +290,18 @@ mod tests {
         field(&mut out, "x", &Some(7u64));
         field(&mut out, "y", &None::<String>);
         assert_eq!(out, b",\"x\":7,\"y\":null");
+        fn same_as_serde(value: impl WriteJson + serde::Serialize) {
+            let mut out = Vec::new();
+            value.write_json(&mut out);
+            assert_eq!(out, serde_json::to_vec(&value).unwrap());
+        }
+        same_as_serde(0u64);
+        same_as_serde(u64::MAX);
+        same_as_serde(1_759_064_126u64);
+        same_as_serde(u32::MAX);
+        same_as_serde(usize::MAX);
+        same_as_serde(true);
+        same_as_serde(false);
     }
 
     #[test]
