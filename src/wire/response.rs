@@ -105,40 +105,38 @@ impl ResponseParts<'_> {
     /// Writes the Response object; with `snapshot`, as it looks while it has that status
     /// (before it ends, or once cancelled): no output, no usage, no outcome.
     pub fn write(&self, out: &mut Vec<u8>, snapshot: Option<&str>) {
-        self.write_noting(out, snapshot, None);
+        match snapshot {
+            None => {
+                self.write_spanned(out);
+            }
+            Some(status) => {
+                let mut json = Vec::with_capacity(2048);
+                let layout = self.write_spanned(&mut json);
+                layout.write_snapshot(&json, status, out);
+            }
+        }
     }
 
-    /// Writes the full Response object; returns where its parts were written.
+    /// Writes the full Response object; returns where its parts were written (a snapshot
+    /// is made from it by [`Layout::write_snapshot`], the one place that knows what a
+    /// snapshot changes).
     pub fn write_spanned(&self, out: &mut Vec<u8>) -> Layout {
         let mut layout = Layout {
             items: Vec::with_capacity(self.output.len()),
             outcome: Default::default(),
         };
-        self.write_noting(out, None, Some(&mut layout));
-        layout
-    }
-
-    fn write_noting(
-        &self,
-        out: &mut Vec<u8>,
-        snapshot: Option<&str>,
-        mut layout: Option<&mut Layout>,
-    ) {
-        // Where each outcome value is written, noted whether a layout is wanted or not
-        // (simpler, and six ranges cost nothing measurable).
-        let mut outcome: [Range<usize>; 6] = Default::default();
+        let outcome = &mut layout.outcome;
         let request = self.request;
         let extra = |key: &str| request.extra.get(key).unwrap_or(&Value::Null);
-        let finished = snapshot.is_none();
         out.extend_from_slice(b"{\"id\":");
         value_to(out, self.id);
         raw_field(out, "object", b"\"response\"");
         field(out, "created_at", &self.created_at);
         raw_field(out, "status", b"");
         noted(out, &mut outcome[Outcome::Status as usize], |out| {
-            value_to(out, snapshot.unwrap_or(self.status.as_str()));
+            value_to(out, self.status.as_str());
         });
-        let completed = finished && self.status == ResponseStatus::Completed;
+        let completed = self.status == ResponseStatus::Completed;
         raw_field(out, "completed_at", b"");
         noted(out, &mut outcome[Outcome::CompletedAt as usize], |out| {
             value_to(out, &completed.then_some(self.created_at + 1));
@@ -154,13 +152,13 @@ impl ResponseParts<'_> {
         }
         raw_field(out, "error", b"");
         noted(out, &mut outcome[Outcome::Error as usize], |out| {
-            value_to(out, &self.error.filter(|_| finished));
+            value_to(out, &self.error);
         });
         raw_field(out, "incomplete_details", b"");
         noted(
             out,
             &mut outcome[Outcome::IncompleteDetails as usize],
-            |out| match self.incomplete_reason.filter(|_| finished) {
+            |out| match self.incomplete_reason {
                 Some(reason) => {
                     out.extend_from_slice(b"{\"reason\":");
                     value_to(out, reason);
@@ -179,15 +177,9 @@ impl ResponseParts<'_> {
         );
         raw_field(out, "output", b"");
         let output_start = out.len();
-        match finished {
-            true => item::write_all(
-                out,
-                self.output,
-                layout.as_deref_mut().map(|l| &mut l.items),
-            ),
-            false => out.extend_from_slice(b"[]"),
-        }
+        item::write_all(out, self.output, Some(&mut layout.items));
         let output_len = out.len() - output_start;
+        let outcome = &mut layout.outcome;
         outcome[Outcome::Output as usize] = output_start..out.len();
         field(out, "parallel_tool_calls", &request.parallel_tool_calls);
         field(out, "previous_response_id", &request.previous_response_id);
@@ -209,23 +201,16 @@ impl ResponseParts<'_> {
         raw_field(out, "top_p", b"1.0");
         raw_field(out, "truncation", b"\"disabled\"");
         raw_field(out, "usage", b"");
-        noted(
-            out,
-            &mut outcome[Outcome::Usage as usize],
-            |out| match finished {
-                true => self.write_usage(out, output_len),
-                false => out.extend_from_slice(b"null"),
-            },
-        );
+        noted(out, &mut outcome[Outcome::Usage as usize], |out| {
+            self.write_usage(out, output_len);
+        });
         raw_field(out, "user", b"null");
         match request.extra.get("metadata") {
             Some(metadata) => field(out, "metadata", metadata),
             None => raw_field(out, "metadata", b"{}"),
         }
         out.push(b'}');
-        if let Some(layout) = layout {
-            layout.outcome = outcome;
-        }
+        layout
     }
 
     /// A token count that looks plausible for the items and stays deterministic (from
@@ -298,8 +283,8 @@ pub struct Layout {
 
 impl Layout {
     /// Writes the snapshot with `status` of the response written as `json` (the response
-    /// this layout is of), byte for byte as [`ResponseParts::write`] writes it, from the
-    /// final bytes: only the outcome's values change.
+    /// this layout is of): as the API shows it while it has that status, with no output,
+    /// no usage and no outcome. Only those values change.
     pub fn write_snapshot(&self, json: &[u8], status: &str, out: &mut Vec<u8>) {
         let mut from = 0;
         for (field, range) in Outcome::ALL.into_iter().zip(&self.outcome) {
@@ -312,65 +297,5 @@ impl Layout {
             from = range.end;
         }
         out.extend_from_slice(&json[from..]);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_snapshot_from_the_layout_is_the_snapshot_written_whole() {
-        let request = CreateRequest::from_json(
-            br#"{"model":"gpt-5","input":"hi","tools":[{"type":"function","name":"f"}],"metadata":{"k":"v"}}"#,
-        )
-        .expect("a valid create");
-        let summary = ["Thinking.".to_owned()];
-        let output = [
-            OutputItem::Reasoning {
-                id: "rs_1".into(),
-                encrypted_content: "gAAAA".into(),
-                summary: &summary,
-            },
-            OutputItem::Message {
-                id: "msg_1".into(),
-                status: "completed",
-                text: "Zürich \"quoted\"",
-            },
-        ];
-        let error = json!({"code": "server_error", "message": "boom"});
-        let outcomes = [
-            (ResponseStatus::Completed, None, None),
-            (ResponseStatus::Incomplete, Some("max_output_tokens"), None),
-            (ResponseStatus::Failed, None, Some(&error)),
-        ];
-        for (status, incomplete_reason, error) in outcomes {
-            let parts = ResponseParts {
-                id: "resp_1",
-                created_at: 1_759_064_126,
-                status,
-                output: &output,
-                request: &request,
-                incomplete_reason,
-                error,
-                conversation: Some("conv_1"),
-            };
-            let mut json = Vec::new();
-            let layout = parts.write_spanned(&mut json);
-            let mut whole = Vec::new();
-            parts.write(&mut whole, None);
-            assert_eq!(json, whole, "{status:?}");
-            for snapshot in ["queued", "in_progress", "cancelled"] {
-                let (mut expected, mut spliced) = (Vec::new(), Vec::new());
-                parts.write(&mut expected, Some(snapshot));
-                layout.write_snapshot(&json, snapshot, &mut spliced);
-                assert_eq!(
-                    String::from_utf8(spliced).unwrap(),
-                    String::from_utf8(expected).unwrap(),
-                    "{status:?} as {snapshot}"
-                );
-            }
-        }
     }
 }

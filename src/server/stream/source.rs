@@ -304,3 +304,70 @@ impl StreamedItem for OutputItem<'_> {
         OutputItem::write_with(self, out, set);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::CreateRequest;
+    use crate::wire::response::ResponseStatus;
+    use serde_json::json;
+
+    /// A generated response's snapshot (spliced from its final bytes) is byte for byte
+    /// what a recorded response's snapshot rule makes of the same response as a value.
+    #[test]
+    fn a_spliced_snapshot_is_the_snapshot_of_the_response_as_a_value() {
+        let request = CreateRequest::from_json(
+            br#"{"model":"gpt-5","input":"hi","tools":[{"type":"function","name":"f"}],"metadata":{"k":"v"}}"#,
+        )
+        .expect("a valid create");
+        let summary = ["Thinking.".to_owned()];
+        let output = [
+            OutputItem::Reasoning {
+                id: "rs_1".into(),
+                encrypted_content: "gAAAA".into(),
+                summary: &summary,
+            },
+            OutputItem::Message {
+                id: "msg_1".into(),
+                status: "completed",
+                text: "Zürich \"quoted\"",
+            },
+        ];
+        let error = json!({"code": "server_error", "message": "boom"});
+        let outcomes = [
+            (ResponseStatus::Completed, None, None),
+            (ResponseStatus::Incomplete, Some("max_output_tokens"), None),
+            (ResponseStatus::Failed, None, Some(&error)),
+        ];
+        for (status, incomplete_reason, error) in outcomes {
+            let parts = ResponseParts {
+                id: "resp_1",
+                created_at: 1_759_064_126,
+                status,
+                output: &output,
+                request: &request,
+                incomplete_reason,
+                error,
+                conversation: Some("conv_1"),
+            };
+            let mut json = Vec::new();
+            let layout = parts.write_spanned(&mut json);
+            let value: Value = serde_json::from_slice(&json).expect("JSON");
+            let prerendered = Prerendered {
+                response: &parts,
+                json: &json,
+                layout: Some(&layout),
+            };
+            for snapshot in ["queued", "in_progress", "cancelled"] {
+                let (mut spliced, mut expected) = (Vec::new(), Vec::new());
+                prerendered.write(&mut spliced, Some(snapshot));
+                value.write(&mut expected, Some(snapshot));
+                assert_eq!(
+                    String::from_utf8(spliced).unwrap(),
+                    String::from_utf8(expected).unwrap(),
+                    "{status:?} as {snapshot}"
+                );
+            }
+        }
+    }
+}
