@@ -186,10 +186,13 @@ pub struct Fields<'o, 's> {
     set: &'s [(&'s str, Set<'s>)],
     /// Which of `set` were written in place, one bit each.
     placed: u64,
+    /// Whether keys may need escaping (they come from a value), or are plain words.
+    escaped_keys: bool,
 }
 
 impl<'o, 's> Fields<'o, 's> {
-    /// Opens the object.
+    /// Opens an object whose keys are plain words (no escaping), as the typed writers'
+    /// keys are.
     pub fn new(out: &'o mut Vec<u8>, set: &'s [(&'s str, Set<'s>)]) -> Self {
         assert!(set.len() <= 64, "at most 64 fields are set at once");
         out.push(b'{');
@@ -197,6 +200,15 @@ impl<'o, 's> Fields<'o, 's> {
             out,
             set,
             placed: 0,
+            escaped_keys: false,
+        }
+    }
+
+    /// Opens an object whose keys are any text, escaped as JSON needs.
+    fn with_any_keys(out: &'o mut Vec<u8>, set: &'s [(&'s str, Set<'s>)]) -> Self {
+        Self {
+            escaped_keys: true,
+            ..Self::new(out, set)
         }
     }
 
@@ -205,7 +217,14 @@ impl<'o, 's> Fields<'o, 's> {
         if self.out.last() != Some(&b'{') {
             self.out.push(b',');
         }
-        value_to(self.out, key);
+        if self.escaped_keys {
+            value_to(self.out, key);
+        } else {
+            debug_assert!(is_plain(key.as_bytes()), "{key:?} is not a plain word");
+            self.out.push(b'"');
+            self.out.extend_from_slice(key.as_bytes());
+            self.out.push(b'"');
+        }
         self.out.push(b':');
     }
 
@@ -246,7 +265,7 @@ pub fn object_with(out: &mut Vec<u8>, value: &Value, set: &[(&str, Set<'_>)]) {
         Value::Null => None,
         other => return value_to(out, other),
     };
-    let mut writer = Fields::new(out, set);
+    let mut writer = Fields::with_any_keys(out, set);
     for (key, field) in fields.into_iter().flatten() {
         writer.put(key, field);
     }

@@ -77,21 +77,25 @@ struct Builder<'a> {
 }
 
 /// Where a delta or part event belongs: `item_id`, `output_index` and, for a part, its
-/// `summary_index` or `content_index`.
-struct At<'a, I> {
-    item: &'a I,
-    output_index: usize,
-    part: Option<(&'static str, usize)>,
+/// `summary_index` or `content_index`. Written once and copied into each of its events.
+struct At {
+    fields: Vec<u8>,
 }
 
-impl<I: StreamedItem> At<'_, I> {
-    fn write(&self, out: &mut Vec<u8>) {
-        raw_field(out, "item_id", b"");
-        self.item.write_id(out);
-        field(out, "output_index", &self.output_index);
-        if let Some((key, index)) = self.part {
-            field(out, key, &index);
+impl At {
+    fn new(item: &impl StreamedItem, output_index: usize, part: Option<(&str, usize)>) -> Self {
+        let mut fields = Vec::with_capacity(96);
+        raw_field(&mut fields, "item_id", b"");
+        item.write_id(&mut fields);
+        field(&mut fields, "output_index", &output_index);
+        if let Some((key, index)) = part {
+            field(&mut fields, key, &index);
         }
+        Self { fields }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.fields);
     }
 }
 
@@ -125,13 +129,7 @@ impl Builder<'_> {
     }
 
     /// `{"type": kind, "delta": piece, <at>}` as the API orders it.
-    fn delta<I: StreamedItem>(
-        &mut self,
-        kind: &'static str,
-        piece: &str,
-        at: &At<'_, I>,
-        logprobs: bool,
-    ) {
+    fn delta(&mut self, kind: &'static str, piece: &str, at: &At, logprobs: bool) {
         let out = self.start(kind);
         field(out, "delta", piece);
         if logprobs {
@@ -213,7 +211,8 @@ pub fn plan(
     let mut b = Builder {
         response,
         out: Vec::with_capacity(8192),
-        ends: Vec::new(),
+        // Room for a typical stream's events without growing.
+        ends: Vec::with_capacity(32),
         ids,
         obfuscate,
         call_done: HashMap::new(),
@@ -301,11 +300,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 added.push(("summary", Set::EmptyArray));
                 b.item("response.output_item.added", index, item, &added);
                 for (s, text) in item.summary().into_iter().enumerate() {
-                    let at = At {
-                        item,
-                        output_index: index,
-                        part: Some(("summary_index", s)),
-                    };
+                    let at = At::new(item, index, Some(("summary_index", s)));
                     let out = b.start("response.reasoning_summary_part.added");
                     raw_field(out, "part", br#"{"type":"summary_text","text":""}"#);
                     at.write(out);
@@ -332,11 +327,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 ];
                 b.item("response.output_item.added", index, item, &added);
                 for (c, part) in item.content().iter().enumerate() {
-                    let at = At {
-                        item,
-                        output_index: index,
-                        part: Some(("content_index", c)),
-                    };
+                    let at = At::new(item, index, Some(("content_index", c)));
                     let text = part.text;
                     if part.refusal {
                         let out = b.start("response.content_part.added");
@@ -378,11 +369,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
             "function_call" => {
                 b.item("response.output_item.added", index, item, &CALL_ADDED);
                 let arguments = item.arguments();
-                let at = At {
-                    item,
-                    output_index: index,
-                    part: None,
-                };
+                let at = At::new(item, index, None);
                 for piece in split(arguments, size, &spec.split_at) {
                     b.delta("response.function_call_arguments.delta", piece, &at, false);
                 }
@@ -411,7 +398,7 @@ fn interleave_calls<I: StreamedItem>(
     calls: std::ops::Range<usize>,
     size: usize,
 ) {
-    let mut pieces = Vec::new();
+    let (mut pieces, mut ats) = (Vec::new(), Vec::new());
     for index in calls.clone() {
         b.item(
             "response.output_item.added",
@@ -420,27 +407,18 @@ fn interleave_calls<I: StreamedItem>(
             &CALL_ADDED,
         );
         pieces.push(split(output[index].arguments(), size, &[]));
+        ats.push(At::new(&output[index], index, None));
     }
     let turns = pieces.iter().map(Vec::len).max().unwrap_or(0);
     for turn in 0..turns {
-        for (index, call) in calls.clone().zip(&pieces) {
+        for (call, at) in pieces.iter().zip(&ats) {
             if let Some(piece) = call.get(turn) {
-                let at = At {
-                    item: &output[index],
-                    output_index: index,
-                    part: None,
-                };
-                b.delta("response.function_call_arguments.delta", piece, &at, false);
+                b.delta("response.function_call_arguments.delta", piece, at, false);
             }
         }
     }
-    for index in calls {
+    for (index, at) in calls.zip(&ats) {
         let item = &output[index];
-        let at = At {
-            item,
-            output_index: index,
-            part: None,
-        };
         let out = b.start("response.function_call_arguments.done");
         raw_field(out, "arguments", b"");
         item.write_arguments(out);
