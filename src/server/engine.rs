@@ -227,7 +227,7 @@ impl Session {
 
     /// Handles one request.
     pub fn handle(&self, request: EngineRequest) -> EngineReply {
-        let to_tools = match segments(&request.path).as_slice() {
+        let to_tools = match Segments::of(&request.path).as_slice() {
             ["tools", "call", name] if request.method == "POST" => {
                 return self.tool_request(&request, Some(name));
             }
@@ -244,7 +244,7 @@ impl Session {
         }
         self.model_exchange(request, |store, request| {
             self.check_auth(request)?;
-            let segments = segments(&request.path);
+            let segments = Segments::of(&request.path);
             let route = match segments.as_slice() {
                 ["v1", route @ ..] | route => route,
             };
@@ -276,9 +276,6 @@ impl Session {
         request: EngineRequest,
         handler: impl FnOnce(&mut Store, &EngineRequest) -> Result<Handled, ApiError>,
     ) -> EngineReply {
-        // Only checked here: each route parses the body into what it reads.
-        let body_unparsed = !request.body.is_empty()
-            && serde_json::from_slice::<serde::de::IgnoredAny>(&request.body).is_err();
         let mut store = lock(&self.store);
         let (handled, rejected_by) = match handler(&mut store, &request) {
             Ok(handled) => (handled, None),
@@ -287,6 +284,11 @@ impl Session {
                 Some(err.rule.to_owned()),
             ),
         };
+        // A create that served a turn has parsed its body as JSON already; any other
+        // request's body is checked here (each route parses only what it reads).
+        let body_unparsed = handled.turn.is_none()
+            && !request.body.is_empty()
+            && serde_json::from_slice::<serde::de::IgnoredAny>(&request.body).is_err();
         let request_id = match handled.request_id {
             Some(id) => id,
             None => store.ids.request_id(),
@@ -406,9 +408,36 @@ impl Session {
     }
 }
 
-/// A path's segments, without empty ones.
-fn segments(path: &str) -> Vec<&str> {
-    path.split('/').filter(|s| !s.is_empty()).collect()
+/// A path's segments, without empty ones, held without an allocation.
+struct Segments<'p> {
+    parts: [&'p str; MAX_SEGMENTS],
+    len: usize,
+}
+
+/// More segments than any route has. A longer path keeps its first ones and an empty
+/// last one (no segment is empty otherwise), which no route takes.
+const MAX_SEGMENTS: usize = 8;
+
+impl<'p> Segments<'p> {
+    fn of(path: &'p str) -> Self {
+        let mut segments = Self {
+            parts: [""; MAX_SEGMENTS],
+            len: 0,
+        };
+        for part in path.split('/').filter(|s| !s.is_empty()) {
+            if segments.len == MAX_SEGMENTS {
+                segments.parts[MAX_SEGMENTS - 1] = "";
+                break;
+            }
+            segments.parts[segments.len] = part;
+            segments.len += 1;
+        }
+        segments
+    }
+
+    fn as_slice(&self) -> &[&'p str] {
+        &self.parts[..self.len]
+    }
 }
 
 /// Request headers as transcripts keep them: names lowercase, secrets redacted.
@@ -437,4 +466,21 @@ enum Reply {
     },
     Stream(StreamFrames),
     Drop,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_skip_empty_parts_and_a_long_path_matches_no_route() {
+        assert_eq!(
+            Segments::of("//v1/responses/resp_1/").as_slice(),
+            ["v1", "responses", "resp_1"]
+        );
+        assert!(Segments::of("/").as_slice().is_empty());
+        let long = Segments::of("/v1/conversations/c/items/a/b/c/d/e");
+        assert_eq!(long.as_slice().len(), MAX_SEGMENTS);
+        assert_eq!(long.as_slice().last(), Some(&""));
+    }
 }

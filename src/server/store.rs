@@ -218,18 +218,29 @@ pub(super) fn with_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str
     item
 }
 
-/// The id an input item gets when it is stored, if it has none: drawn whether or not the
-/// item is kept, so later ids do not depend on what the store keeps.
-pub(super) fn new_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str) -> Option<String> {
+/// The id an input item gets when it is stored, if it has none.
+fn new_id(item: &Value, ids: &mut IdGen, created_at: u64, tail: &str) -> Option<String> {
+    Some(ids.item_id(id_prefix(item)?, created_at, tail))
+}
+
+/// Draws the id an input item that is not kept would have got: ids are drawn whether or
+/// not the item is kept, so later ids do not depend on what the store keeps.
+pub(super) fn skip_new_id(item: &Value, ids: &mut IdGen) {
+    if id_prefix(item).is_some() {
+        ids.skip_item_id();
+    }
+}
+
+/// The prefix of the id an input item gets when it is stored, if it has none.
+fn id_prefix(item: &Value) -> Option<&'static str> {
     let keys = ItemKeys::of(item);
     if keys.id.is_some() || !item.is_object() {
         return None;
     }
-    let prefix = match keys.kind {
+    Some(match keys.kind {
         "message" => "msg",
         "function_call_output" => "fco",
         "function_call" => "fc",
         _ => "item",
-    };
-    Some(ids.item_id(prefix, created_at, tail))
+    })
 }

@@ -11,6 +11,10 @@ pub struct IdGen {
     state: u64,
 }
 
+/// The random hex digits of an item id, and the words they take.
+const ITEM_ID_RANDOM_HEX: usize = 24;
+const ITEM_ID_WORDS: usize = ITEM_ID_RANDOM_HEX.div_ceil(16);
+
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 impl IdGen {
@@ -93,9 +97,16 @@ impl IdGen {
         id.push(b'_');
         // The low 32 bits of `created_at`, as 8 hex digits.
         id.extend_from_slice(&hex_digits(u64::from(created_at as u32) << 32)[..8]);
-        self.push_hex(&mut id, 24);
+        self.push_hex(&mut id, ITEM_ID_RANDOM_HEX);
         id.extend_from_slice(tail.as_bytes());
         text(id)
+    }
+
+    /// Advances the generator as [`IdGen::item_id`] does, for an id that is not kept.
+    pub fn skip_item_id(&mut self) {
+        for _ in 0..ITEM_ID_WORDS {
+            self.next_u64();
+        }
     }
 
     /// A model call id: `call_` + 24 base62.
@@ -126,14 +137,27 @@ impl IdGen {
     }
 }
 
-/// The 16 lowercase hex digits of `word`, most significant first.
+/// The 16 lowercase hex digits of `word`, most significant first. Each half's nibbles
+/// are spread into the bytes of a word and turned into digits all at once: ids take
+/// about 150 hex digits per response.
 fn hex_digits(word: u64) -> [u8; 16] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut digits = [0u8; 16];
-    for (index, digit) in digits.iter_mut().enumerate() {
-        *digit = HEX[((word >> (60 - 4 * index)) & 0xf) as usize];
-    }
-    digits
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // Nibble k of `half` (from the least significant) into byte k of the word.
+    let spread = |half: u32| {
+        let x = u64::from(half);
+        let x = ((x & 0xffff_0000) << 16) | (x & 0xffff);
+        let x = ((x & 0x0000_ff00_0000_ff00) << 8) | (x & 0x0000_00ff_0000_00ff);
+        ((x & 0x00f0_00f0_00f0_00f0) << 4) | (x & 0x000f_000f_000f_000f)
+    };
+    // `0`..`9` from 0..9; 10..15 (those that reach 16 when 6 is added) skip to `a`..`f`.
+    let digits = |nibbles: u64| {
+        let letters = ((nibbles + 6 * ONES) >> 4) & ONES;
+        (nibbles + u64::from(b'0') * ONES + letters * u64::from(b'a' - b'0' - 10)).to_be_bytes()
+    };
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&digits(spread((word >> 32) as u32)));
+    out[8..].copy_from_slice(&digits(spread(word as u32)));
+    out
 }
 
 /// An id as text: its bytes are ASCII, checked once per id (pushing char by char would
@@ -174,6 +198,23 @@ mod tests {
         assert_eq!(IdGen::new(3).hex(32), expected);
         assert_eq!(IdGen::new(3).hex(24), expected[..24]);
         assert_eq!(IdGen::new(3).hex(7), expected[..7]);
+    }
+
+    #[test]
+    fn hex_digits_are_the_words_formatted() {
+        let mut words = IdGen::new(11);
+        let edges = [0, 1, 9, 10, 15, 16, u64::MAX, 0x0123_4567_89ab_cdef];
+        for word in edges.into_iter().chain((0..1000).map(|_| words.next_u64())) {
+            assert_eq!(hex_digits(word), format!("{word:016x}").as_bytes());
+        }
+    }
+
+    #[test]
+    fn a_skipped_item_id_draws_what_an_item_id_draws() {
+        let (mut drawn, mut skipped) = (IdGen::new(5), IdGen::new(5));
+        drawn.item_id("msg", 1, "0123456789abcdef");
+        skipped.skip_item_id();
+        assert_eq!(drawn.next_u64(), skipped.next_u64());
     }
 
     #[test]

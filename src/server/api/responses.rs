@@ -11,7 +11,7 @@ use crate::scenario::{Fault, Scenario};
 use crate::server::engine::EngineRequest;
 use crate::server::script;
 use crate::server::script::ExpandedTurn;
-use crate::server::store::{Background, Store, StoredResponse, new_id, with_id};
+use crate::server::store::{Background, Store, StoredResponse, skip_new_id, with_id};
 use crate::server::stream::{self, Prerendered, StreamFrames, StreamedResponse};
 use crate::server::validate;
 use crate::transcript::{FaultRecord, LazyJson};
@@ -171,7 +171,7 @@ pub(super) fn create(
             .collect(),
         false => {
             for item in &input {
-                new_id(item, &mut store.ids, created_at, &tail);
+                skip_new_id(item, &mut store.ids);
             }
             Vec::new()
         }
