@@ -14,7 +14,7 @@
 //! events are reported written, as a front end would, so the transcript is complete.
 
 use loopcheck::scenario::StateMode;
-use loopcheck::server::{EngineRequest, ReplyBody, Session};
+use loopcheck::server::{EngineRequest, HeaderMap, ReplyBody, Session};
 use serde_json::json;
 
 #[path = "support/bench_scenario.rs"]
@@ -37,16 +37,15 @@ fn main() {
     let body = bytes::Bytes::from(serde_json::to_vec(&create).expect("body"));
     let session = Session::new(scenario, StateMode::Stateless);
     // The headers an HTTP client sends, as the front end hands them over.
-    let headers = vec![
-        (
-            "authorization".to_owned(),
-            format!("Bearer {}", session.api_key()),
-        ),
-        ("content-type".to_owned(), "application/json".to_owned()),
-        ("accept".to_owned(), "*/*".to_owned()),
-        ("host".to_owned(), "127.0.0.1:4000".to_owned()),
-        ("content-length".to_owned(), body.len().to_string()),
-    ];
+    let mut headers = HeaderMap::new();
+    let mut header = |name: &'static str, value: String| {
+        headers.insert(name, value.parse().expect("a header value"));
+    };
+    header("authorization", format!("Bearer {}", session.api_key()));
+    header("content-type", "application/json".to_owned());
+    header("accept", "*/*".to_owned());
+    header("host", "127.0.0.1:4000".to_owned());
+    header("content-length", body.len().to_string());
     let started = std::time::Instant::now();
     for _ in 0..requests {
         let reply = session.handle(EngineRequest {
@@ -58,9 +57,7 @@ fn main() {
         });
         assert_eq!(reply.status, 200, "the bench scenario answers every create");
         if let ReplyBody::Stream { events, progress } = reply.body {
-            for index in 0..events.len() {
-                progress.event_sent(index, events.call_done(index));
-            }
+            progress.events_sent(0..events.len(), &events);
             progress.ended();
         }
     }

@@ -33,7 +33,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use loopcheck::scenario::{Scenario, StateMode};
-use loopcheck::server::{EngineRequest, RunningServer, Session};
+use loopcheck::server::{EngineRequest, HeaderMap, RunningServer, Session};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -241,13 +241,10 @@ fn engine_alone(
     let (mut done, mut freeing) = (0, Duration::ZERO);
     while done < requests {
         let session = Session::new(scenario.clone(), StateMode::Stateless);
-        let headers = vec![
-            (
-                "authorization".to_owned(),
-                format!("Bearer {}", session.api_key()),
-            ),
-            ("content-type".to_owned(), "application/json".to_owned()),
-        ];
+        let mut headers = HeaderMap::new();
+        let key = format!("Bearer {}", session.api_key());
+        headers.insert("authorization", key.parse().expect("a header value"));
+        headers.insert("content-type", "application/json".parse().expect("a value"));
         for _ in 0..per_session.min(requests - done) {
             let reply = session.handle(EngineRequest {
                 method: "POST".to_owned(),

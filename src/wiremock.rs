@@ -61,7 +61,6 @@ use crate::oracle::{CaseVerdict, CheckVerdict};
 use crate::report::CaseReport;
 use crate::runner::{ControllerEnv, finish, task::task_json};
 use crate::scenario::{Scenario, StateMode};
-use crate::server::http::engine_headers;
 use crate::server::{EngineReply, EngineRequest, ReplyBody, Session};
 use crate::transcript::{ControllerResult, Unfinished};
 
@@ -419,7 +418,7 @@ impl Respond for EngineResponder {
             method: request.method.as_str().to_owned(),
             path: request.url.path().to_owned(),
             query: request.url.query().map(str::to_owned),
-            headers: engine_headers(&request.headers),
+            headers: request.headers.clone(),
             body: request.body.clone().into(),
         });
         template(reply)
@@ -449,9 +448,7 @@ fn template(reply: EngineReply) -> ResponseTemplate {
         ReplyBody::Stream { events, progress } => {
             // The whole body is handed over now, so every event counts as sent now.
             let written = events.written();
-            for index in 0..written {
-                progress.event_sent(index, events.call_done(index));
-            }
+            progress.events_sent(0..written, &events);
             progress.ended();
             template.set_body_raw(
                 events.frames(0, written).to_vec(),

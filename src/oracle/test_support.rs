@@ -21,8 +21,9 @@ use serde_json::{Value, json};
 use super::{CheckResult, CheckVerdict, Judgement, judge};
 use crate::runner::task::task_json;
 use crate::scenario::{Scenario, StateMode, catalogue, final_message_text};
-use crate::server::{EngineRequest, ReplyBody, Session};
+use crate::server::{EngineRequest, HeaderMap, ReplyBody, Session};
 use crate::transcript::{ControllerResult, Transcript, Unfinished};
+use hyper::header::HeaderName;
 
 /// One case run, built request by request.
 pub struct Run {
@@ -117,11 +118,13 @@ expect: {outcome: completed}
         headers: &[(&str, &str)],
         during: &mut dyn FnMut(&Run, usize, &Value),
     ) -> (u16, Value) {
-        let mut all = vec![(
-            "authorization".to_owned(),
-            format!("Bearer {}", self.session.api_key()),
-        )];
-        all.extend(headers.iter().map(|(n, v)| (n.to_string(), v.to_string())));
+        let mut all = HeaderMap::new();
+        let key = format!("Bearer {}", self.session.api_key());
+        all.insert("authorization", key.parse().expect("a header value"));
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).expect("a header name");
+            all.append(name, value.parse().expect("a header value"));
+        }
         let (path, query) = match path.split_once('?') {
             Some((path, query)) => (path, Some(query.to_owned())),
             None => (path, None),
@@ -139,7 +142,7 @@ expect: {outcome: completed}
             ReplyBody::Stream { events, progress } => {
                 let written: Vec<Value> = (0..events.written()).map(|i| events.event(i)).collect();
                 for (index, event) in written.iter().enumerate() {
-                    progress.event_sent(index, events.call_done(index));
+                    progress.events_sent(index..index + 1, &events);
                     during(self, index, event);
                 }
                 progress.ended();

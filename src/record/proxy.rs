@@ -213,8 +213,8 @@ impl Proxy {
             .method(request.method.as_str())
             .uri(url.as_str());
         for (name, value) in &request.headers {
-            if !HOP_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
-                forwarded = forwarded.header(name.as_str(), value.as_str());
+            if !HOP_HEADERS.contains(&name.as_str()) {
+                forwarded = forwarded.header(name, value);
             }
         }
         let sent = match forwarded.body(http_body_util::Full::new(request.body.clone())) {

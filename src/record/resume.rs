@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use hyper::Response;
+use hyper::header::{AUTHORIZATION, HeaderValue};
 use serde_json::Value;
 
 use super::proxy::Proxy;
@@ -62,13 +63,9 @@ impl Resume {
             // The command carries the caller's real key, for the upstream; the cassette's
             // engine takes its own.
             let mut request = request;
-            request
-                .headers
-                .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
-            request.headers.push((
-                "authorization".to_owned(),
-                format!("Bearer {}", self.session.api_key()),
-            ));
+            let key = format!("Bearer {}", self.session.api_key());
+            let key = HeaderValue::try_from(key).expect("a generated key is a valid header value");
+            request.headers.insert(AUTHORIZATION, key);
             return send(self.session.handle(request)).await;
         }
         if self.replaying.swap(false, Ordering::SeqCst) {

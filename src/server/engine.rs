@@ -3,11 +3,12 @@
 //! tool backend, records the exchange, and returns a reply for a front end to send.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+pub use hyper::HeaderMap;
+use hyper::header::{AUTHORIZATION, AsHeaderName};
 use serde_json::{Value, json};
 
 use super::api::{self, Answer, Handled};
@@ -18,7 +19,8 @@ use super::stream::StreamFrames;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{BackendReply, ToolBackend};
 use crate::transcript::{
-    LazyJson, ModelExchange, StreamRecord, ToolExchange, ToolRequestKind, Transcript,
+    LazyJson, ModelExchange, RecordedHeaders, StreamRecord, ToolExchange, ToolRequestKind,
+    Transcript,
 };
 use crate::wire::{ApiError, IdGen};
 
@@ -31,8 +33,8 @@ pub struct EngineRequest {
     pub path: String,
     /// Raw query string, if any.
     pub query: Option<String>,
-    /// Headers (names in any case).
-    pub headers: Vec<(String, String)>,
+    /// Headers, as HTTP front ends read them.
+    pub headers: HeaderMap,
     /// Body bytes (shared, not copied, by the transcript and the retry check).
     pub body: Bytes,
 }
@@ -61,7 +63,7 @@ impl EngineRequest {
                 Some(q) => format!("{}?{q}", self.path),
                 None => self.path,
             },
-            headers: redacted_headers(self.headers),
+            headers: RecordedHeaders::record(&self.headers, |name| SECRET_HEADERS.contains(&name)),
             body,
             body_unparsed,
             status: 0,
@@ -86,12 +88,12 @@ impl EngineRequest {
         self.into_exchange(body, body_unparsed)
     }
 
-    /// A header's value (case-insensitive name).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    /// A header's first value as text (invalid UTF-8 replaced). The name is a
+    /// `HeaderName` or text in any case; a known `HeaderName` is found fastest.
+    pub fn header(&self, name: impl AsHeaderName) -> Option<Cow<'_, str>> {
         self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .get(name)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()))
     }
 
     /// A query parameter's value.
@@ -253,8 +255,9 @@ impl Session {
     }
 
     fn check_auth(&self, request: &EngineRequest) -> Result<(), ApiError> {
-        let key = request
-            .header("authorization")
+        let value = request.header(&AUTHORIZATION);
+        let key = value
+            .as_deref()
             .map(str::trim)
             .and_then(|value| {
                 value
@@ -438,23 +441,6 @@ impl<'p> Segments<'p> {
     fn as_slice(&self) -> &[&'p str] {
         &self.parts[..self.len]
     }
-}
-
-/// Request headers as transcripts keep them: names lowercase, secrets redacted.
-fn redacted_headers(headers: Vec<(String, String)>) -> BTreeMap<String, String> {
-    // Inserted one by one: collecting would sort a buffer first, for a handful of
-    // headers. A repeated name keeps its last value either way.
-    let mut redacted = BTreeMap::new();
-    for (mut name, value) in headers {
-        name.make_ascii_lowercase();
-        let value = if SECRET_HEADERS.contains(&name.as_str()) {
-            "[redacted]".to_owned()
-        } else {
-            value
-        };
-        redacted.insert(name, value);
-    }
-    redacted
 }
 
 /// A reply's body between rendering and the front end's handle on its progress.

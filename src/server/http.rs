@@ -142,7 +142,7 @@ pub(crate) async fn read_request(request: Request<Incoming>) -> EngineRequest {
         method: parts.method.as_str().to_owned(),
         path: parts.uri.path().to_owned(),
         query: parts.uri.query().map(str::to_owned),
-        headers: engine_headers(&parts.headers),
+        headers: parts.headers,
         body,
     }
 }
@@ -162,19 +162,6 @@ async fn read_body(body: &mut Incoming) -> Option<Bytes> {
         }
     }
     Some(Bytes::from(buffer))
-}
-
-/// Headers as the engine takes them: each name with its value as text.
-pub(crate) fn engine_headers(headers: &hyper::HeaderMap) -> Vec<(String, String)> {
-    headers
-        .iter()
-        .map(|(name, value)| {
-            (
-                name.as_str().to_owned(),
-                String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            )
-        })
-        .collect()
 }
 
 async fn serve(
@@ -363,9 +350,7 @@ impl EventWriter {
                         end += 1;
                     }
                     let data = self.frames.frames(self.next, end);
-                    while self.next < end {
-                        self.event_written();
-                    }
+                    self.events_written(end);
                     data
                 }
                 Some(size) => {
@@ -374,7 +359,7 @@ impl EventWriter {
                     let data = frame.slice(self.offset..end);
                     self.offset = end;
                     if end == frame.len() {
-                        self.event_written();
+                        self.events_written(self.next + 1);
                     }
                     data
                 }
@@ -387,11 +372,10 @@ impl EventWriter {
         self.sleep = Some(Box::pin(tokio::time::sleep(pause)));
     }
 
-    fn event_written(&mut self) {
-        let index = self.next;
-        self.progress
-            .event_sent(index, self.frames.call_done(index));
-        self.next += 1;
+    /// Every event before `end` is handed to hyper.
+    fn events_written(&mut self, end: usize) {
+        self.progress.events_sent(self.next..end, &self.frames);
+        self.next = end;
         self.offset = 0;
         self.waited = false;
     }

@@ -17,6 +17,6 @@ mod store;
 pub mod stream;
 pub mod validate;
 
-pub use engine::{EngineReply, EngineRequest, ReplyBody, Session, SessionOptions};
+pub use engine::{EngineReply, EngineRequest, HeaderMap, ReplyBody, Session, SessionOptions};
 pub use http::RunningServer;
 pub use recorder::{Observer, Recorded, StreamProgress};

@@ -3,8 +3,11 @@
 //! a [`StreamProgress`] handle. Any front end (the hyper server, a wiremock responder)
 //! records the same transcript this way.
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
+
+use super::stream::StreamFrames;
 
 use crate::transcript::{ModelExchange, StreamRecord, ToolExchange, Transcript};
 
@@ -115,15 +118,18 @@ impl StreamProgress {
         lock(&self.recorder)
     }
 
-    /// Event `index` of the stream was written; `call_done` names the call whose
-    /// `output_item.done` it was, if it was one.
-    pub fn event_sent(&self, index: usize, call_done: Option<&str>) {
-        self.lock().update_stream(self.exchange, |record, seq| {
-            record.sent = record.sent.max(index + 1);
-            if let Some(call_id) = call_done {
-                record.call_done_seq.insert(call_id.to_owned(), seq);
-            }
-        });
+    /// Events `sent` of `frames` were written, in order, each taking its own order
+    /// number; one lock for all of them (a frame carries every event up to a pause).
+    pub fn events_sent(&self, sent: Range<usize>, frames: &StreamFrames) {
+        let mut recorder = self.lock();
+        for index in sent {
+            recorder.update_stream(self.exchange, |record, seq| {
+                record.sent = record.sent.max(index + 1);
+                if let Some(call_id) = frames.call_done(index) {
+                    record.call_done_seq.insert(call_id.to_owned(), seq);
+                }
+            });
+        }
     }
 
     /// The stream ended (written whole, cut on purpose, or closed by the client).

@@ -2,9 +2,11 @@
 //! result, in order. It is the one record every later stage (oracle, reports) reads.
 
 pub mod drift;
+mod headers;
 mod lazy;
 pub mod normalize;
 
+pub use headers::{REDACTED, RecordedHeaders};
 pub use lazy::LazyJson;
 pub(crate) use lazy::event_data;
 
@@ -59,7 +61,7 @@ pub struct ModelExchange {
     /// Request path (with query).
     pub path: String,
     /// Request headers, lowercase names, secrets redacted.
-    pub headers: BTreeMap<String, String>,
+    pub headers: RecordedHeaders,
     /// The request body: JSON when it parsed, else the raw text as a string.
     pub body: LazyJson,
     /// True when `body` holds raw text that was not JSON.

@@ -13,10 +13,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::header::AUTHORIZATION;
 use loopcheck::fuzz::strategy::{Profile, plans};
 use loopcheck::oracle::CaseVerdict;
 use loopcheck::scenario::{Case, StateMode, parse};
-use loopcheck::server::{EngineRequest, ReplyBody, Session};
+use loopcheck::server::{EngineRequest, HeaderMap, ReplyBody, Session};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
@@ -209,10 +210,12 @@ fn send(session: &Session, body: &Value) -> (u16, Value) {
         method: "POST".to_owned(),
         path: "/v1/responses".to_owned(),
         query: None,
-        headers: vec![(
-            "authorization".to_owned(),
-            format!("Bearer {}", session.api_key()),
-        )],
+        headers: HeaderMap::from_iter([(
+            AUTHORIZATION,
+            format!("Bearer {}", session.api_key())
+                .parse()
+                .expect("a header value"),
+        )]),
         body: body.to_string().into(),
     });
     match reply.body {
@@ -383,19 +386,17 @@ fn arbitrary_requests_get_an_api_shaped_error_never_a_panic_or_a_hang() {
             &(method, path, auth, body(), any::<bool>()),
             |(method, path, auth, body, retry)| {
                 let session = Arc::new(Session::new(scenario.clone(), StateMode::Stateless));
-                let mut headers = Vec::new();
-                match auth {
-                    Some(true) => headers.push((
-                        "authorization".to_owned(),
-                        format!("Bearer {}", session.api_key()),
-                    )),
-                    Some(false) => {
-                        headers.push(("authorization".to_owned(), "Bearer sk-wrong-key".to_owned()))
-                    }
-                    None => {}
+                let mut headers = HeaderMap::new();
+                let key = match auth {
+                    Some(true) => Some(format!("Bearer {}", session.api_key())),
+                    Some(false) => Some("Bearer sk-wrong-key".to_owned()),
+                    None => None,
+                };
+                if let Some(key) = key {
+                    headers.insert("authorization", key.parse().expect("a header value"));
                 }
                 if retry {
-                    headers.push(("x-stainless-retry-count".to_owned(), "1".to_owned()));
+                    headers.insert("x-stainless-retry-count", "1".parse().expect("a value"));
                 }
                 let request = EngineRequest {
                     method: method.to_owned(),

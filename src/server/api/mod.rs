@@ -8,6 +8,7 @@ mod responses;
 use std::borrow::Cow;
 use std::time::Duration;
 
+use hyper::header::HeaderName;
 use serde_json::{Value, json};
 
 use super::engine::EngineRequest;
@@ -63,6 +64,9 @@ impl Handled {
     }
 }
 
+/// The OpenAI SDKs' count of the retries before this attempt.
+static RETRY_COUNT: HeaderName = HeaderName::from_static("x-stainless-retry-count");
+
 /// Routes an authenticated API request (`route` is its path below `/v1`).
 pub(super) fn route(
     scenario: &Scenario,
@@ -75,7 +79,7 @@ pub(super) fn route(
     match (method, route) {
         ("POST", ["responses"]) => {
             let retry = request
-                .header("x-stainless-retry-count")
+                .header(&RETRY_COUNT)
                 .and_then(|n| n.trim().parse::<u32>().ok())
                 .is_some_and(|n| n > 0);
             responses::create(scenario, store, &request.body, retry)

@@ -1,0 +1,133 @@
+//! A request's headers as a transcript keeps them: names lowercase, secrets redacted.
+//! Recording writes them as one block of text; they become a sorted map the first time
+//! something reads them, as bodies are parsed only when read ([`super::LazyJson`]).
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use hyper::HeaderMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Request headers, read as a map from lowercase name to value (a name sent twice keeps
+/// its last value).
+#[derive(Clone, Default)]
+pub struct RecordedHeaders {
+    /// `name:value` lines, as recorded.
+    text: String,
+    map: OnceLock<BTreeMap<String, String>>,
+}
+
+/// What a secret's value is recorded as.
+pub const REDACTED: &str = "[redacted]";
+
+impl RecordedHeaders {
+    /// Records `headers`; the values of names `secret` picks are kept as [`REDACTED`].
+    /// Values are text (invalid UTF-8 replaced). A header map's names are lowercase and
+    /// its values have no line break, so each header takes one line.
+    pub fn record(headers: &HeaderMap, secret: impl Fn(&str) -> bool) -> Self {
+        let mut text = String::with_capacity(256);
+        for (name, value) in headers {
+            text.push_str(name.as_str());
+            text.push(':');
+            if secret(name.as_str()) {
+                text.push_str(REDACTED);
+            } else {
+                match std::str::from_utf8(value.as_bytes()) {
+                    Ok(value) => text.push_str(value),
+                    Err(_) => text.push_str(&String::from_utf8_lossy(value.as_bytes())),
+                }
+            }
+            text.push('\n');
+        }
+        Self {
+            text,
+            map: OnceLock::new(),
+        }
+    }
+
+    fn map(&self) -> &BTreeMap<String, String> {
+        self.map.get_or_init(|| {
+            self.text
+                .lines()
+                .filter_map(|line| line.split_once(':'))
+                .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                .collect()
+        })
+    }
+}
+
+impl std::ops::Deref for RecordedHeaders {
+    type Target = BTreeMap<String, String>;
+
+    fn deref(&self) -> &Self::Target {
+        self.map()
+    }
+}
+
+impl<'a> IntoIterator for &'a RecordedHeaders {
+    type Item = (&'a String, &'a String);
+    type IntoIter = std::collections::btree_map::Iter<'a, String, String>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.map().iter()
+    }
+}
+
+impl From<BTreeMap<String, String>> for RecordedHeaders {
+    fn from(map: BTreeMap<String, String>) -> Self {
+        Self {
+            text: String::new(),
+            map: OnceLock::from(map),
+        }
+    }
+}
+
+impl std::fmt::Debug for RecordedHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.map().fmt(f)
+    }
+}
+
+impl Serialize for RecordedHeaders {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.map().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RecordedHeaders {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        BTreeMap::deserialize(deserializer).map(Self::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::header::HeaderValue;
+
+    #[test]
+    fn recorded_headers_read_as_a_sorted_map_with_secrets_redacted() {
+        let mut sent = HeaderMap::new();
+        sent.append("x-b", "two".parse().unwrap());
+        sent.append("authorization", "Bearer sk-secret".parse().unwrap());
+        sent.append("x-a", "one: with a colon".parse().unwrap());
+        sent.append("x-b", "last wins".parse().unwrap());
+        sent.append("x-odd", HeaderValue::from_bytes(b"bytes \xff").unwrap());
+        let headers = RecordedHeaders::record(&sent, |name| name == "authorization");
+        let expected: BTreeMap<String, String> = [
+            ("authorization", REDACTED),
+            ("x-a", "one: with a colon"),
+            ("x-b", "last wins"),
+            ("x-odd", "bytes \u{fffd}"),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(*headers, expected);
+        assert!(!format!("{headers:?}").contains("sk-secret"));
+        let json = serde_json::to_string(&headers).unwrap();
+        assert_eq!(json, serde_json::to_string(&expected).unwrap());
+        let back: RecordedHeaders = serde_json::from_str(&json).unwrap();
+        assert_eq!(*back, expected);
+    }
+}
