@@ -22,6 +22,10 @@
 //!
 //! Run: `cargo run --release --example throughput [REQUESTS] [CONCURRENCY]` (requests
 //! per case and per side, split over the rounds; default 30000 over 16 connections).
+//!
+//! `throughput --only fake|bare json|sse REQUESTS` runs one side's load alone, for
+//! callgrind: the ratio of the two sides' instruction counts is the same ratio in
+//! instructions, which a noisy machine does not move.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -264,6 +268,37 @@ fn engine_alone(
     (cpu_time() - started - freeing).as_secs_f64() * 1e6 / requests as f64
 }
 
+/// What the fake server answers to a first `request`: the bare server's answer.
+async fn sample(scenario: &Arc<Scenario>, request: &Value) -> Sample {
+    let (server, session) = fake_server(scenario).await;
+    let sample = reqwest::Client::new()
+        .post(format!("{}/v1/responses", server.base_url()))
+        .bearer_auth(session.api_key())
+        .json(request)
+        .send()
+        .await
+        .expect("sample");
+    let headers = sample.headers().clone();
+    let sample = Sample::of(&headers, sample.bytes().await.expect("sample body"));
+    server.shutdown().await;
+    sample
+}
+
+/// One side's load alone, without rounds, for an instruction count under callgrind:
+/// the same setup on both sides (a session, the sample), then `requests` requests to
+/// the fake server or to the bare one.
+async fn one_side(scenario: &Arc<Scenario>, side: &str, request: Value, requests: usize) {
+    let sample = sample(scenario, &request).await;
+    let (server, session) = fake_server(scenario).await;
+    let url = match side {
+        "fake" => format!("{}/v1/responses", server.base_url()),
+        "bare" => format!("http://{}/v1/responses", bare_server(sample).await),
+        other => panic!("--only takes fake or bare, not {other:?}"),
+    };
+    load(&url, session.api_key(), &request, requests, 16).await;
+    server.shutdown().await;
+}
+
 /// Measures one case: fake against bare hyper answering the fake's own bytes.
 async fn measure(
     scenario: &Arc<Scenario>,
@@ -273,17 +308,7 @@ async fn measure(
     concurrency: usize,
 ) {
     // The baseline answers with the bytes and content type the fake server really sends.
-    let (server, session) = fake_server(scenario).await;
-    let sample = reqwest::Client::new()
-        .post(format!("{}/v1/responses", server.base_url()))
-        .bearer_auth(session.api_key())
-        .json(&request)
-        .send()
-        .await
-        .expect("sample");
-    let headers = sample.headers().clone();
-    let sample = Sample::of(&headers, sample.bytes().await.expect("sample body"));
-    server.shutdown().await;
+    let sample = sample(scenario, &request).await;
     let bare_url = format!("http://{}/v1/responses", bare_server(sample.clone()).await);
 
     let per_round = requests / ROUNDS;
@@ -365,16 +390,24 @@ async fn measure(
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    let only = args.next_if_eq("--only").map(|_| {
+        let side = args.next().expect("--only fake|bare json|sse");
+        (side, args.next().expect("--only fake|bare json|sse"))
+    });
     let requests: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(30_000);
     let concurrency: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(16);
     let scenario = bench_scenario();
-    println!(
-        "{requests} requests per case and side over {concurrency} connections, {ROUNDS} alternating rounds (medians)"
-    );
     let create = json!({"model": "gpt-5", "store": false, "input": "hi", "tools": []});
     let mut streamed = create.clone();
     streamed["stream"] = json!(true);
+    if let Some((side, case)) = only {
+        let request = if case == "sse" { streamed } else { create };
+        return one_side(&scenario, &side, request, requests).await;
+    }
+    println!(
+        "{requests} requests per case and side over {concurrency} connections, {ROUNDS} alternating rounds (medians)"
+    );
     measure(&scenario, "json", create, requests, concurrency).await;
     measure(&scenario, "sse", streamed, requests, concurrency).await;
     if let Some(mb) = peak_memory_mb() {

@@ -11,6 +11,9 @@ use super::stream::StreamFrames;
 
 use crate::transcript::{ModelExchange, StreamRecord, ToolExchange, Transcript};
 
+/// Model exchanges per chunk of the recorder's list.
+const CHUNK: usize = 32;
+
 /// What was just recorded, as an observer sees it.
 #[derive(Debug, Clone, Copy)]
 pub enum Recorded<'a> {
@@ -25,7 +28,11 @@ pub enum Recorded<'a> {
 pub type Observer = Arc<dyn Fn(Recorded<'_>) + Send + Sync>;
 
 pub(super) struct Recorder {
+    /// The transcript but for its model exchanges, which `model` holds.
     transcript: Transcript,
+    /// Model exchanges in chunks that stay where they are once allocated: a single
+    /// growing list of exchanges this large would copy them all at every doubling.
+    model: Vec<Vec<ModelExchange>>,
     seq: u64,
     started: Instant,
     observer: Option<Observer>,
@@ -35,6 +42,7 @@ impl Recorder {
     pub fn new(observer: Option<Observer>) -> Self {
         Self {
             transcript: Transcript::default(),
+            model: Vec::new(),
             seq: 0,
             started: Instant::now(),
             observer,
@@ -56,12 +64,16 @@ impl Recorder {
     pub fn model(&mut self, mut exchange: ModelExchange) -> usize {
         exchange.seq = self.next_seq();
         exchange.at_ms = self.elapsed_ms();
-        self.transcript.model.push(exchange);
-        let index = self.transcript.model.len() - 1;
-        if let Some(observe) = &self.observer {
-            observe(Recorded::Model(&self.transcript.model[index]));
+        if self.model.last().is_none_or(|chunk| chunk.len() == CHUNK) {
+            self.model.push(Vec::with_capacity(CHUNK));
         }
-        index
+        let full_chunks = self.model.len() - 1;
+        let chunk = self.model.last_mut().expect("a chunk with room");
+        chunk.push(exchange);
+        if let (Some(observe), Some(last)) = (&self.observer, chunk.last()) {
+            observe(Recorded::Model(last));
+        }
+        full_chunks * CHUNK + chunk.len() - 1
     }
 
     /// Records a tool-backend exchange (its `seq` and `at_ms` are set here).
@@ -78,9 +90,9 @@ impl Recorder {
     fn update_stream(&mut self, exchange: usize, update: impl FnOnce(&mut StreamRecord, u64)) {
         let seq = self.next_seq();
         if let Some(record) = self
-            .transcript
             .model
-            .get_mut(exchange)
+            .get_mut(exchange / CHUNK)
+            .and_then(|chunk| chunk.get_mut(exchange % CHUNK))
             .and_then(|m| m.stream.as_mut())
         {
             update(record, seq);
@@ -88,7 +100,10 @@ impl Recorder {
     }
 
     pub fn transcript(&self) -> Transcript {
-        self.transcript.clone()
+        Transcript {
+            model: self.model.concat(),
+            ..self.transcript.clone()
+        }
     }
 }
 
