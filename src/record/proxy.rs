@@ -205,7 +205,7 @@ impl Proxy {
         request: EngineRequest,
     ) -> Result<Response<ReplyStream>, DropConnection> {
         if request.path.starts_with("/tools/") {
-            return send(self.session.handle(request)).await;
+            return send(self.session.handle_async(request).await).await;
         }
         let started = Instant::now();
         let url = self.upstream.url(&request.path, request.query.as_deref());

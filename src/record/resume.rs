@@ -57,7 +57,7 @@ impl Resume {
         request: EngineRequest,
     ) -> Result<Response<ReplyStream>, DropConnection> {
         if request.path.starts_with("/tools/") {
-            return send(self.session.handle(request)).await;
+            return send(self.session.handle_async(request).await).await;
         }
         if self.replaying.load(Ordering::SeqCst) && self.recorded_next(&request) {
             // The command carries the caller's real key, for the upstream; the cassette's
@@ -66,7 +66,7 @@ impl Resume {
             let key = format!("Bearer {}", self.session.api_key());
             let key = HeaderValue::try_from(key).expect("a generated key is a valid header value");
             request.headers.insert(AUTHORIZATION, key);
-            return send(self.session.handle(request)).await;
+            return send(self.session.handle_async(request).await).await;
         }
         if self.replaying.swap(false, Ordering::SeqCst) {
             eprintln!(

@@ -193,7 +193,7 @@ impl Front {
         let reply = match self.registry.admit(id, request.body.len()) {
             Ok(Admission::Serve(session)) => {
                 request.path = format!("/{}", rest.join("/"));
-                session.handle(request)
+                session.handle_async(request).await
             }
             Ok(Admission::Refuse(why)) => {
                 let (status, body) = error(400, format!("loopcheck serve: {why}"));

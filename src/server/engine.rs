@@ -163,6 +163,9 @@ pub struct Session {
     backend: ToolBackend,
     store: Mutex<Store>,
     recorder: Arc<Mutex<Recorder>>,
+    /// Where requests from async front ends wait their turn (see
+    /// [`Session::handle_async`]).
+    turns: tokio::sync::Mutex<()>,
 }
 
 /// Headers kept out of transcripts (secrets never reach disk).
@@ -198,6 +201,7 @@ impl Session {
             api_key,
             store: Mutex::new(Store::new(ids, Clock::seeded(options.seed))),
             recorder: Arc::new(Mutex::new(Recorder::new(options.observer))),
+            turns: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -225,6 +229,15 @@ impl Session {
     /// requests upstream); its order number is taken now. Returns its index.
     pub(crate) fn record_model(&self, exchange: ModelExchange) -> usize {
         lock(&self.recorder).model(exchange)
+    }
+
+    /// Handles one request in an async front end. A session handles its requests one
+    /// at a time (its store is behind a lock); a request that comes while another is
+    /// handled waits here, as a task, where [`Session::handle`] would block its worker
+    /// thread on that lock, with other connections' work waiting behind it.
+    pub async fn handle_async(&self, request: EngineRequest) -> EngineReply {
+        let _turn = self.turns.lock().await;
+        self.handle(request)
     }
 
     /// Handles one request.

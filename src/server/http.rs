@@ -168,7 +168,7 @@ async fn serve(
     session: Arc<Session>,
     request: Request<Incoming>,
 ) -> Result<Response<ReplyStream>, DropConnection> {
-    let reply = session.handle(read_request(request).await);
+    let reply = session.handle_async(read_request(request).await).await;
     send(reply).await
 }
 
