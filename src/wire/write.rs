@@ -29,21 +29,20 @@ impl WriteJson for str {
 /// Whether `text` goes into a JSON string as it is: no control character, quote or
 /// backslash. Checked sixteen bytes at a time, without branches, so it vectorizes.
 fn is_plain(text: &[u8]) -> bool {
-    let escaped = |chunk: &[u8; 16]| {
-        chunk.iter().fold(false, |any, &b| {
-            any | (b < 0x20) | (b == b'"') | (b == b'\\')
-        })
-    };
+    let escaped_byte = |b: u8| (b < 0x20) | (b == b'"') | (b == b'\\');
+    let escaped = |chunk: &[u8; 16]| chunk.iter().fold(false, |any, &b| any | escaped_byte(b));
+    if text.len() < 16 {
+        return !text.iter().any(|&b| escaped_byte(b));
+    }
     let mut chunks = text.chunks_exact(16);
     for chunk in &mut chunks {
         if escaped(chunk.try_into().expect("sixteen bytes")) {
             return false;
         }
     }
-    // The rest, padded with a plain byte to a whole chunk.
-    let mut last = [b'a'; 16];
-    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    !escaped(&last)
+    // The rest, within the last sixteen bytes (checking some twice changes nothing).
+    chunks.remainder().is_empty()
+        || !escaped(text[text.len() - 16..].try_into().expect("sixteen bytes"))
 }
 
 impl WriteJson for String {
@@ -212,6 +211,7 @@ impl<'o, 's> Fields<'o, 's> {
         }
     }
 
+    #[inline]
     fn key(&mut self, key: &str) {
         // Only the opening brace ends in `{`: no JSON value does.
         if self.out.last() != Some(&b'{') {
@@ -284,6 +284,22 @@ mod tests {
             value[*key] = field.clone();
         }
         value.to_string()
+    }
+
+    #[test]
+    fn a_byte_to_escape_is_found_wherever_it_is() {
+        for len in 0..50 {
+            for at in 0..len {
+                for special in ['"', '\\', '\n', '\u{1f}'] {
+                    let mut text: Vec<char> = vec!['a'; len];
+                    text[at] = special;
+                    let text: String = text.into_iter().collect();
+                    let mut out = Vec::new();
+                    text.write_json(&mut out);
+                    assert_eq!(out, serde_json::to_vec(&text).unwrap(), "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]

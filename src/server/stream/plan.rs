@@ -102,6 +102,7 @@ impl At {
 impl Builder<'_> {
     /// Starts event `kind` (a plain word: it needs no escaping): its frame up to the
     /// `type` field; fields follow with [`field`], and [`Builder::end`] closes it.
+    #[inline]
     fn start(&mut self, kind: &'static str) -> &mut Vec<u8> {
         let out = &mut self.out;
         out.extend_from_slice(b"event: ");
