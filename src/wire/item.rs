@@ -3,11 +3,10 @@
 //! stream's planner).
 
 use std::borrow::Cow;
-use std::ops::Range;
 
 use serde_json::Value;
 
-use super::write::{Fields, Set, value_to};
+use super::write::{FieldSpans, Fields, Set, value_to};
 
 /// One generated output item; strings the scenario gives are borrowed from it.
 #[derive(Debug, Clone)]
@@ -104,7 +103,16 @@ impl OutputItem<'_> {
     /// Writes the item with some fields set (as a stream announces it before it is done):
     /// each keeps its place, and one the item lacks comes last.
     pub fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]) {
-        let mut fields = Fields::new(out, set);
+        self.write_fields(Fields::new(out, set));
+    }
+
+    /// Writes the item, noting where it and each of its fields' values went, so it can
+    /// be copied with some fields set instead of written again ([`FieldSpans::write_with`]).
+    pub fn write_noting(&self, out: &mut Vec<u8>, spans: &mut FieldSpans) {
+        self.write_fields(Fields::noting(out, spans));
+    }
+
+    fn write_fields(&self, mut fields: Fields<'_, '_>) {
         let kind = self.kind();
         match self {
             OutputItem::Reasoning {
@@ -223,21 +231,25 @@ pub fn write_refusal(out: &mut Vec<u8>, text: &str) {
     out.push(b'}');
 }
 
-/// Writes items as a JSON array; with `spans`, notes where each item was written.
+/// Writes items as a JSON array; with `spans`, notes where each item and its fields'
+/// values were written.
 pub fn write_all(
     out: &mut Vec<u8>,
     items: &[OutputItem<'_>],
-    mut spans: Option<&mut Vec<Range<usize>>>,
+    mut spans: Option<&mut Vec<FieldSpans>>,
 ) {
     out.push(b'[');
     for (index, item) in items.iter().enumerate() {
         if index > 0 {
             out.push(b',');
         }
-        let start = out.len();
-        item.write(out);
-        if let Some(spans) = spans.as_deref_mut() {
-            spans.push(start..out.len());
+        match spans.as_deref_mut() {
+            Some(spans) => {
+                let mut noted = FieldSpans::default();
+                item.write_noting(out, &mut noted);
+                spans.push(noted);
+            }
+            None => item.write(out),
         }
     }
     out.push(b']');
@@ -305,6 +317,44 @@ mod tests {
                 String::from_utf8(typed).unwrap(),
                 String::from_utf8(from_value).unwrap()
             );
+        }
+    }
+
+    #[test]
+    fn an_item_copied_with_fields_set_is_the_item_written_with_them() {
+        let sets: [&[(&str, Set<'_>)]; 5] = [
+            &[
+                ("status", Set::Str("in_progress")),
+                ("arguments", Set::Str("")),
+            ],
+            &[
+                ("encrypted_content", Set::Str("gA")),
+                ("summary", Set::EmptyArray),
+            ],
+            &[
+                ("content", Set::EmptyArray),
+                ("status", Set::Str("in_progress")),
+            ],
+            &[],
+            &[("status", Set::Null), ("not_a_field", Set::Bool(true))],
+        ];
+        for item in every_kind() {
+            let mut json = b"[".to_vec();
+            let mut spans = FieldSpans::default();
+            item.write_noting(&mut json, &mut spans);
+            for set in sets {
+                let mut copied = Vec::new();
+                let whole = item.to_value();
+                let has_all = set.iter().all(|(key, _)| whole.get(key).is_some());
+                assert_eq!(spans.write_with(&json, set, &mut copied), has_all);
+                if has_all {
+                    let mut written = Vec::new();
+                    item.write_with(&mut written, set);
+                    assert_eq!(String::from_utf8(copied), String::from_utf8(written));
+                } else {
+                    assert!(copied.is_empty(), "nothing written when it cannot copy");
+                }
+            }
         }
     }
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::item::{self, OutputItem};
 use super::request::CreateRequest;
-use super::write::{Set, field, object_with, raw_field, value_to};
+use super::write::{FieldSpans, Set, field, object_with, raw_field, value_to};
 
 /// `Response.status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +122,7 @@ impl ResponseParts<'_> {
     /// snapshot changes).
     pub fn write_spanned(&self, out: &mut Vec<u8>) -> Layout {
         let mut layout = Layout {
-            items: Vec::with_capacity(self.output.len()),
+            items: Vec::new(),
             outcome: Default::default(),
         };
         let outcome = &mut layout.outcome;
@@ -177,7 +177,12 @@ impl ResponseParts<'_> {
         );
         raw_field(out, "output", b"");
         let output_start = out.len();
-        item::write_all(out, self.output, Some(&mut layout.items));
+        // Where each item's fields are, for a stream to copy them from.
+        let note_items = request.stream || request.background;
+        if note_items {
+            layout.items.reserve_exact(self.output.len());
+        }
+        item::write_all(out, self.output, note_items.then_some(&mut layout.items));
         let output_len = out.len() - output_start;
         let outcome = &mut layout.outcome;
         outcome[Outcome::Output as usize] = output_start..out.len();
@@ -275,8 +280,8 @@ impl Outcome {
 /// snapshot of it replaces.
 #[derive(Debug, Default)]
 pub struct Layout {
-    /// Each output item.
-    pub items: Vec<Range<usize>>,
+    /// Each output item, and its fields' values.
+    pub items: Vec<FieldSpans>,
     /// The values of the [`Outcome`] fields, in order.
     outcome: [Range<usize>; 6],
 }

@@ -2,6 +2,8 @@
 //! key order (the real API's) and go out as they are written: no tree of values is built
 //! for them and thrown away.
 
+use std::ops::Range;
+
 use serde_json::Value;
 
 /// A value written as compact JSON, byte for byte as `serde_json` writes it. Strings
@@ -187,6 +189,55 @@ pub struct Fields<'o, 's> {
     placed: u64,
     /// Whether keys may need escaping (they come from a value), or are plain words.
     escaped_keys: bool,
+    /// Where each field's value goes, when asked.
+    noted: Option<&'o mut FieldSpans>,
+}
+
+/// Where an object's fields were written: its whole text, and each field's value (up to
+/// [`FieldSpans::MAX`] fields), so the object can be copied later with some values
+/// replaced ([`FieldSpans::write_with`]) instead of written again.
+#[derive(Debug, Clone, Default)]
+pub struct FieldSpans {
+    /// The whole object.
+    pub whole: Range<usize>,
+    fields: [(&'static str, Range<usize>); FieldSpans::MAX],
+    len: usize,
+}
+
+impl FieldSpans {
+    /// The fields noted; an object with more has the rest unnoted.
+    pub const MAX: usize = 7;
+
+    /// Writes the object noted in `json` with the fields `set` names written as set, as
+    /// [`Fields`] writes them: false (and nothing written) when a field set is not among
+    /// those noted, as when the object lacks it.
+    pub fn write_with(&self, json: &[u8], set: &[(&str, Set<'_>)], out: &mut Vec<u8>) -> bool {
+        // The field each set value replaces, by where its value is, at most MAX of them.
+        let mut replaced = [((0, 0), Set::Null); FieldSpans::MAX];
+        if set.len() > FieldSpans::MAX {
+            return false;
+        }
+        for (slot, (key, value)) in replaced.iter_mut().zip(set) {
+            // Lengths first: most keys differ in length, and that is one comparison.
+            let noted = self.fields[..self.len]
+                .iter()
+                .find(|(name, _)| name.len() == key.len() && name == key);
+            match noted {
+                Some((_, span)) => *slot = ((span.start, span.end), *value),
+                None => return false,
+            }
+        }
+        let replaced = &mut replaced[..set.len()];
+        replaced.sort_unstable_by_key(|((start, _), _)| *start);
+        let mut from = self.whole.start;
+        for ((start, end), value) in replaced.iter() {
+            out.extend_from_slice(&json[from..*start]);
+            value.write(out);
+            from = *end;
+        }
+        out.extend_from_slice(&json[from..self.whole.end]);
+        true
+    }
 }
 
 impl<'o, 's> Fields<'o, 's> {
@@ -200,6 +251,20 @@ impl<'o, 's> Fields<'o, 's> {
             set,
             placed: 0,
             escaped_keys: false,
+            noted: None,
+        }
+    }
+
+    /// Opens an object with plain-word keys, nothing set, noting where each field's
+    /// value goes in `spans` (the object's end is noted by [`Fields::finish`]).
+    pub fn noting(out: &'o mut Vec<u8>, spans: &'o mut FieldSpans) -> Self {
+        *spans = FieldSpans {
+            whole: out.len()..out.len(),
+            ..FieldSpans::default()
+        };
+        Self {
+            noted: Some(spans),
+            ..Self::new(out, &[])
         }
     }
 
@@ -228,14 +293,32 @@ impl<'o, 's> Fields<'o, 's> {
         self.out.push(b':');
     }
 
-    /// Writes field `key` with `value`, or as set.
-    pub fn put(&mut self, key: &str, value: &(impl WriteJson + ?Sized)) {
+    /// Writes field `key` (a plain word) with `value`, or as set.
+    pub fn put(&mut self, key: &'static str, value: &(impl WriteJson + ?Sized)) {
         self.put_with(key, |out| value_to(out, value));
     }
 
-    /// Writes field `key` with what `write` writes, or as set.
-    pub fn put_with(&mut self, key: &str, write: impl FnOnce(&mut Vec<u8>)) {
+    /// Writes field `key` (a plain word) with what `write` writes, or as set.
+    pub fn put_with(&mut self, key: &'static str, write: impl FnOnce(&mut Vec<u8>)) {
         self.key(key);
+        let start = self.out.len();
+        self.value(key, write);
+        if let Some(spans) = self.noted.as_deref_mut()
+            && spans.len < FieldSpans::MAX
+        {
+            spans.fields[spans.len] = (key, start..self.out.len());
+            spans.len += 1;
+        }
+    }
+
+    /// Writes field `key`, any text, with `value`, or as set.
+    fn put_any(&mut self, key: &str, value: &Value) {
+        self.key(key);
+        self.value(key, |out| value_to(out, value));
+    }
+
+    /// Writes the value of field `key`: as set, or what `write` writes.
+    fn value(&mut self, key: &str, write: impl FnOnce(&mut Vec<u8>)) {
         match self.set.iter().position(|(name, _)| *name == key) {
             Some(index) => {
                 self.placed |= 1 << index;
@@ -254,6 +337,9 @@ impl<'o, 's> Fields<'o, 's> {
             }
         }
         self.out.push(b'}');
+        if let Some(spans) = self.noted {
+            spans.whole.end = self.out.len();
+        }
     }
 }
 
@@ -267,7 +353,7 @@ pub fn object_with(out: &mut Vec<u8>, value: &Value, set: &[(&str, Set<'_>)]) {
     };
     let mut writer = Fields::with_any_keys(out, set);
     for (key, field) in fields.into_iter().flatten() {
-        writer.put(key, field);
+        writer.put_any(key, field);
     }
     writer.finish();
 }

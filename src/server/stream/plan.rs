@@ -168,10 +168,13 @@ impl Builder<'_> {
         item: &I,
         set: &[(&str, Set<'_>)],
     ) {
+        let response = self.response;
         let out = self.start(kind);
         field(out, "output_index", &index);
         raw_field(out, "item", b"");
-        item.write_with(out, set);
+        if !response.write_item_with(index, set, out) {
+            item.write_with(out, set);
+        }
         self.end(false);
     }
 

@@ -27,6 +27,11 @@ pub trait StreamedResponse {
     fn item_json(&self, _index: usize) -> Option<&[u8]> {
         None
     }
+    /// Writes output item `index` with some fields set, copied from where it was
+    /// written already; false (and nothing written) when it cannot be.
+    fn write_item_with(&self, _index: usize, _set: &[(&str, Set<'_>)], _out: &mut Vec<u8>) -> bool {
+        false
+    }
 }
 
 /// A response's output items: recorded values or generated items.
@@ -133,7 +138,13 @@ impl StreamedResponse for Prerendered<'_> {
     }
 
     fn item_json(&self, index: usize) -> Option<&[u8]> {
-        self.json.get(self.layout?.items.get(index)?.clone())
+        self.json.get(self.layout?.items.get(index)?.whole.clone())
+    }
+
+    fn write_item_with(&self, index: usize, set: &[(&str, Set<'_>)], out: &mut Vec<u8>) -> bool {
+        self.layout
+            .and_then(|layout| layout.items.get(index))
+            .is_some_and(|item| item.write_with(self.json, set, out))
     }
 }
 
