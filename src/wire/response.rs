@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::item::{self, OutputItem};
 use super::request::CreateRequest;
-use super::write::{FieldSpans, Set, field, object_with, raw_field, value_to};
+use super::write::{FieldSpans, Set, field, object_with, raw_field, splice, value_to};
 
 /// `Response.status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,16 +291,17 @@ impl Layout {
     /// this layout is of): as the API shows it while it has that status, with no output,
     /// no usage and no outcome. Only those values change.
     pub fn write_snapshot(&self, json: &[u8], status: &str, out: &mut Vec<u8>) {
-        let mut from = 0;
-        for (field, range) in Outcome::ALL.into_iter().zip(&self.outcome) {
-            out.extend_from_slice(&json[from..range.start]);
-            match field {
-                Outcome::Status => value_to(out, status),
-                Outcome::Output => out.extend_from_slice(b"[]"),
-                _ => out.extend_from_slice(b"null"),
-            }
-            from = range.end;
-        }
-        out.extend_from_slice(&json[from..]);
+        let replaced = Outcome::ALL
+            .into_iter()
+            .zip(&self.outcome)
+            .map(|(field, span)| {
+                let value = match field {
+                    Outcome::Status => Set::Str(status),
+                    Outcome::Output => Set::EmptyArray,
+                    _ => Set::Null,
+                };
+                (span.clone(), value)
+            });
+        splice(json, 0..json.len(), replaced, out);
     }
 }

@@ -187,8 +187,6 @@ pub struct Fields<'o, 's> {
     set: &'s [(&'s str, Set<'s>)],
     /// Which of `set` were written in place, one bit each.
     placed: u64,
-    /// Whether keys may need escaping (they come from a value), or are plain words.
-    escaped_keys: bool,
     /// Where each field's value goes, when asked.
     noted: Option<&'o mut FieldSpans>,
 }
@@ -229,20 +227,33 @@ impl FieldSpans {
         }
         let replaced = &mut replaced[..set.len()];
         replaced.sort_unstable_by_key(|((start, _), _)| *start);
-        let mut from = self.whole.start;
-        for ((start, end), value) in replaced.iter() {
-            out.extend_from_slice(&json[from..*start]);
-            value.write(out);
-            from = *end;
-        }
-        out.extend_from_slice(&json[from..self.whole.end]);
+        let replaced = replaced
+            .iter()
+            .map(|(span, value)| (span.0..span.1, *value));
+        splice(json, self.whole.clone(), replaced, out);
         true
     }
 }
 
+/// Copies `json[whole]` with each of the `replaced` values (spans within it, in order)
+/// written as set instead.
+pub fn splice<'v>(
+    json: &[u8],
+    whole: Range<usize>,
+    replaced: impl IntoIterator<Item = (Range<usize>, Set<'v>)>,
+    out: &mut Vec<u8>,
+) {
+    let mut from = whole.start;
+    for (span, value) in replaced {
+        out.extend_from_slice(&json[from..span.start]);
+        value.write(out);
+        from = span.end;
+    }
+    out.extend_from_slice(&json[from..whole.end]);
+}
+
 impl<'o, 's> Fields<'o, 's> {
-    /// Opens an object whose keys are plain words (no escaping), as the typed writers'
-    /// keys are.
+    /// Opens an object.
     pub fn new(out: &'o mut Vec<u8>, set: &'s [(&'s str, Set<'s>)]) -> Self {
         assert!(set.len() <= 64, "at most 64 fields are set at once");
         out.push(b'{');
@@ -250,7 +261,6 @@ impl<'o, 's> Fields<'o, 's> {
             out,
             set,
             placed: 0,
-            escaped_keys: false,
             noted: None,
         }
     }
@@ -268,27 +278,21 @@ impl<'o, 's> Fields<'o, 's> {
         }
     }
 
-    /// Opens an object whose keys are any text, escaped as JSON needs.
-    fn with_any_keys(out: &'o mut Vec<u8>, set: &'s [(&'s str, Set<'s>)]) -> Self {
-        Self {
-            escaped_keys: true,
-            ..Self::new(out, set)
-        }
-    }
-
+    /// Writes `"key":`, after a comma unless it is the first field: escaped as JSON
+    /// needs, or as it is when it is a `plain` word (a typed writer's key).
     #[inline]
-    fn key(&mut self, key: &str) {
+    fn key(&mut self, key: &str, plain: bool) {
         // Only the opening brace ends in `{`: no JSON value does.
         if self.out.last() != Some(&b'{') {
             self.out.push(b',');
         }
-        if self.escaped_keys {
-            value_to(self.out, key);
-        } else {
+        if plain {
             debug_assert!(is_plain(key.as_bytes()), "{key:?} is not a plain word");
             self.out.push(b'"');
             self.out.extend_from_slice(key.as_bytes());
             self.out.push(b'"');
+        } else {
+            value_to(self.out, key);
         }
         self.out.push(b':');
     }
@@ -300,7 +304,7 @@ impl<'o, 's> Fields<'o, 's> {
 
     /// Writes field `key` (a plain word) with what `write` writes, or as set.
     pub fn put_with(&mut self, key: &'static str, write: impl FnOnce(&mut Vec<u8>)) {
-        self.key(key);
+        self.key(key, true);
         let start = self.out.len();
         self.value(key, write);
         if let Some(spans) = self.noted.as_deref_mut()
@@ -313,7 +317,7 @@ impl<'o, 's> Fields<'o, 's> {
 
     /// Writes field `key`, any text, with `value`, or as set.
     fn put_any(&mut self, key: &str, value: &Value) {
-        self.key(key);
+        self.key(key, false);
         self.value(key, |out| value_to(out, value));
     }
 
@@ -332,7 +336,7 @@ impl<'o, 's> Fields<'o, 's> {
     pub fn finish(mut self) {
         for (index, (key, value)) in self.set.iter().enumerate() {
             if self.placed & (1 << index) == 0 {
-                self.key(key);
+                self.key(key, false);
                 value.write(self.out);
             }
         }
@@ -351,7 +355,7 @@ pub fn object_with(out: &mut Vec<u8>, value: &Value, set: &[(&str, Set<'_>)]) {
         Value::Null => None,
         other => return value_to(out, other),
     };
-    let mut writer = Fields::with_any_keys(out, set);
+    let mut writer = Fields::new(out, set);
     for (key, field) in fields.into_iter().flatten() {
         writer.put_any(key, field);
     }
