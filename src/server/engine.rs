@@ -93,7 +93,11 @@ impl EngineRequest {
     pub fn header(&self, name: impl AsHeaderName) -> Option<Cow<'_, str>> {
         self.headers
             .get(name)
-            .map(|value| String::from_utf8_lossy(value.as_bytes()))
+            .map(|value| match std::str::from_utf8(value.as_bytes()) {
+                // Valid text is the rule, checked a word at a time; only the rest is mended.
+                Ok(text) => Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(value.as_bytes()),
+            })
     }
 
     /// A query parameter's value.

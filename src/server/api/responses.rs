@@ -293,7 +293,7 @@ impl Served<'_> {
 fn hold_calls_open(frames: &mut StreamFrames, hold: Duration) {
     frames.pauses = (0..frames.len())
         .map(|index| {
-            if frames.call_done.contains_key(&index) {
+            if frames.call_done(index).is_some() {
                 hold
             } else {
                 frames.delay
@@ -461,7 +461,7 @@ mod tests {
             .collect();
         assert_eq!(held, ["call_1", "call_2"]);
         for (i, event) in events.iter().enumerate() {
-            if !planned.call_done.contains_key(&i) {
+            if planned.call_done(i).is_none() {
                 assert_eq!(planned.pause(i), Duration::from_millis(2), "{event}");
             } else {
                 assert_eq!(event["type"], "response.output_item.done");

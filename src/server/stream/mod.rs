@@ -7,7 +7,6 @@
 mod plan;
 mod source;
 
-use foldhash::{HashMap, HashMapExt};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -35,8 +34,9 @@ pub struct StreamFrames {
     pub pauses: Vec<Duration>,
     /// Write this many bytes at a time.
     pub chunk_bytes: Option<usize>,
-    /// Event index of each function call's `output_item.done`, by call_id.
-    pub call_done: HashMap<usize, String>,
+    /// Each function call's `output_item.done`: its event index and the call's
+    /// `call_id`, in event order (a stream has a few, so a list beats a map).
+    pub call_done: Vec<(usize, String)>,
 }
 
 impl StreamFrames {
@@ -105,7 +105,10 @@ impl StreamFrames {
 
     /// The `call_id` whose `output_item.done` event `index` is, if it is one.
     pub fn call_done(&self, index: usize) -> Option<&str> {
-        self.call_done.get(&index).map(String::as_str)
+        self.call_done
+            .iter()
+            .find(|(at, _)| *at == index)
+            .map(|(_, call_id)| call_id.as_str())
     }
 
     /// The stream without its first `start` events (a stream resumed after them).
@@ -122,7 +125,7 @@ impl StreamFrames {
             call_done: self
                 .call_done
                 .iter()
-                .filter(|(i, _)| **i >= start)
+                .filter(|(i, _)| *i >= start)
                 .map(|(i, c)| (i - start, c.clone()))
                 .collect(),
         }
@@ -160,7 +163,7 @@ const MAX_REPLAYED_PAUSE: Duration = Duration::from_millis(100);
 pub fn replay(recorded: &[RecordedEvent]) -> StreamFrames {
     let mut out = Vec::new();
     let mut ends = Vec::with_capacity(recorded.len());
-    let mut call_done = HashMap::new();
+    let mut call_done = Vec::new();
     for (index, RecordedEvent { event, .. }) in recorded.iter().enumerate() {
         write_frame(&mut out, event);
         ends.push(out.len());
@@ -168,7 +171,7 @@ pub fn replay(recorded: &[RecordedEvent]) -> StreamFrames {
             && event["item"]["type"] == "function_call"
             && let Some(call_id) = event["item"]["call_id"].as_str()
         {
-            call_done.insert(index, call_id.to_owned());
+            call_done.push((index, call_id.to_owned()));
         }
     }
     let terminal = recorded

@@ -1,7 +1,6 @@
 //! Planning a response's stream: the exact event sequence the Responses API sends, written
 //! event by event into the frames a front end delivers.
 
-use foldhash::{HashMap, HashMapExt};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -70,8 +69,8 @@ struct Builder<'a> {
     ends: Vec<usize>,
     ids: &'a mut IdGen,
     obfuscate: bool,
-    /// Event index of each function call's `output_item.done`, by call_id.
-    call_done: HashMap<usize, String>,
+    /// Event index and call_id of each function call's `output_item.done`.
+    call_done: Vec<(usize, String)>,
     /// The last snapshot of the response written, and where.
     last_snapshot: Option<(&'static str, std::ops::Range<usize>)>,
 }
@@ -181,7 +180,7 @@ impl Builder<'_> {
     /// A function call's `output_item.done`, remembered for the oracle.
     fn call_done<I: StreamedItem>(&mut self, index: usize, item: &I) {
         self.call_done
-            .insert(self.ends.len(), item.call_id().to_owned());
+            .push((self.ends.len(), item.call_id().to_owned()));
         self.done(index, item);
     }
 
@@ -219,7 +218,7 @@ pub fn plan(
         ends: Vec::with_capacity(32),
         ids,
         obfuscate,
-        call_done: HashMap::new(),
+        call_done: Vec::new(),
         last_snapshot: None,
     };
     let background = response.background();
@@ -261,7 +260,7 @@ pub fn plan(
             }
         }
         b.end(false);
-        b.call_done.retain(|index, _| *index < after);
+        b.call_done.retain(|(index, _)| *index < after);
     }
     let events = b.ends.len();
     StreamFrames {
@@ -470,7 +469,10 @@ mod tests {
                 .all(|e| e["obfuscation"].is_string())
         );
         assert_eq!(
-            frames.call_done.values().next().map(String::as_str),
+            frames
+                .call_done
+                .first()
+                .map(|(_, call_id)| call_id.as_str()),
             Some("call_1")
         );
     }
