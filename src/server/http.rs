@@ -199,10 +199,24 @@ pub(crate) async fn send(reply: EngineReply) -> Result<Response<ReplyStream>, Dr
             Cow::Owned(text) => HeaderValue::try_from(text),
         };
         if let Ok(value) = value {
-            headers.insert(HeaderName::from_static(name), value);
+            headers.insert(header_name(name), value);
         }
     }
     Ok(response)
+}
+
+/// The name of a header the engine sends: its usual ones are built once (`from_static`
+/// checks each byte of a name, on every reply).
+fn header_name(name: &'static str) -> HeaderName {
+    static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+    static OPENAI_VERSION: HeaderName = HeaderName::from_static("openai-version");
+    static PROCESSING_MS: HeaderName = HeaderName::from_static("openai-processing-ms");
+    match name {
+        "x-request-id" => X_REQUEST_ID.clone(),
+        "openai-version" => OPENAI_VERSION.clone(),
+        "openai-processing-ms" => PROCESSING_MS.clone(),
+        other => HeaderName::from_static(other),
+    }
 }
 
 /// A response body: a whole body at once, events as the engine planned their delivery,

@@ -89,14 +89,17 @@ impl Recorder {
     /// Takes the next order number and updates the stream record of an exchange with it.
     fn update_stream(&mut self, exchange: usize, update: impl FnOnce(&mut StreamRecord, u64)) {
         let seq = self.next_seq();
-        if let Some(record) = self
-            .model
+        if let Some(record) = self.stream_record(exchange) {
+            update(record, seq);
+        }
+    }
+
+    /// The stream record of model exchange `exchange`, if it has one.
+    fn stream_record(&mut self, exchange: usize) -> Option<&mut StreamRecord> {
+        self.model
             .get_mut(exchange / CHUNK)
             .and_then(|chunk| chunk.get_mut(exchange % CHUNK))
             .and_then(|m| m.stream.as_mut())
-        {
-            update(record, seq);
-        }
     }
 
     pub fn transcript(&self) -> Transcript {
@@ -137,13 +140,21 @@ impl StreamProgress {
     /// number; one lock for all of them (a frame carries every event up to a pause).
     pub fn events_sent(&self, sent: Range<usize>, frames: &StreamFrames) {
         let mut recorder = self.lock();
-        for index in sent {
-            recorder.update_stream(self.exchange, |record, seq| {
-                record.sent = record.sent.max(index + 1);
-                if let Some(call_id) = frames.call_done(index) {
-                    record.call_done_seq.insert(call_id.to_owned(), seq);
-                }
-            });
+        // Each event takes its own order number, as if reported one by one; the record
+        // is found once for all of them.
+        let first_seq = recorder.seq + 1;
+        recorder.seq += sent.len() as u64;
+        let Some(record) = recorder.stream_record(self.exchange) else {
+            return;
+        };
+        if let Some(last) = sent.clone().last() {
+            record.sent = record.sent.max(last + 1);
+        }
+        for (index, call_id) in &frames.call_done {
+            if sent.contains(index) {
+                let seq = first_seq + (index - sent.start) as u64;
+                record.call_done_seq.insert(call_id.clone(), seq);
+            }
         }
     }
 

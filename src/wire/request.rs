@@ -1,6 +1,8 @@
 //! The `POST /v1/responses` request body.
 
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
@@ -42,56 +44,55 @@ impl CreateRequest {
     /// read in one pass: the known keys go straight to their fields and only the others
     /// into `extra`, without a map of the whole body built first and taken apart.
     pub fn from_json(body: &[u8]) -> Result<Self, ApiError> {
-        match serde_json::from_slice(body) {
+        let mut known = Known::slots();
+        let mut reader = serde_json::Deserializer::from_slice(body);
+        let top = TopLevelSeed { known: &mut known }
+            .deserialize(&mut reader)
+            .and_then(|top| reader.end().map(|()| top));
+        match top {
             Err(_) => Err(ApiError::unparsable_body()),
             Ok(TopLevel::NotAnObject) => Err(ApiError::invalid_type("body", "an object")),
-            Ok(TopLevel::Object { known, extra }) => Self::from_fields(known, extra),
+            Ok(TopLevel::Object { extra }) => Self::from_fields(known, extra),
         }
     }
 
-    /// The request from its known keys (in [`KNOWN`]'s order) and the rest.
-    fn from_fields(
-        mut known: [Option<Value>; KNOWN.len()],
-        extra: Map<String, Value>,
-    ) -> Result<Self, ApiError> {
-        let mut take = |key: &str| {
-            let slot = KNOWN.iter().position(|k| *k == key).expect("a known key");
-            known[slot].take().filter(|v| !v.is_null())
-        };
+    /// The request from its known keys' values (by [`Known`] slot) and the rest.
+    fn from_fields(mut known: KnownSlots, extra: Map<String, Value>) -> Result<Self, ApiError> {
+        let mut take = |key: Known| known[key as usize].take().filter(|v| !v.is_null());
 
-        let model = match take("model") {
+        let model = match take(Known::Model) {
             None => None,
             Some(Value::String(s)) => Some(s),
             Some(_) => return Err(ApiError::invalid_type("model", "a string")),
         };
-        let (input, input_was_string) = match take("input") {
+        let (input, input_was_string) = match take(Known::Input) {
             None => (Vec::new(), false),
             Some(Value::String(text)) => (vec![json!({"role": "user", "content": text})], true),
             Some(Value::Array(items)) => (items, false),
             Some(_) => return Err(ApiError::invalid_type("input", "a string or an array")),
         };
-        let instructions = match take("instructions") {
+        let instructions = match take(Known::Instructions) {
             None => None,
             Some(Value::String(s)) => Some(s),
             Some(_) => return Err(ApiError::invalid_type("instructions", "a string")),
         };
-        let tools = match take("tools") {
+        let tools = match take(Known::Tools) {
             None => Vec::new(),
             Some(Value::Array(tools)) => tools,
             Some(_) => return Err(ApiError::invalid_type("tools", "an array")),
         };
-        let tool_choice = take("tool_choice").unwrap_or_else(|| json!("auto"));
+        let tool_choice = take(Known::ToolChoice).unwrap_or_else(|| json!("auto"));
         let parallel_tool_calls =
-            bool_field(take("parallel_tool_calls"), "parallel_tool_calls", true)?;
-        let previous_response_id = match take("previous_response_id") {
+            bool_field(take(Known::ParallelToolCalls), "parallel_tool_calls", true)?;
+        let previous_response_id = match take(Known::PreviousResponseId) {
             None => None,
             Some(Value::String(s)) => Some(s),
             Some(_) => return Err(ApiError::invalid_type("previous_response_id", "a string")),
         };
-        let store = bool_field(take("store"), "store", true)?;
-        let stream = bool_field(take("stream"), "stream", false)?;
-        let background = bool_field(take("background"), "background", false)?;
-        let include = match take("include") {
+        let store = bool_field(take(Known::Store), "store", true)?;
+        let stream = bool_field(take(Known::Stream), "stream", false)?;
+        let background = bool_field(take(Known::Background), "background", false)?;
+        let include = match take(Known::Include) {
             None => Vec::new(),
             Some(Value::Array(values)) => values
                 .into_iter()
@@ -118,44 +119,76 @@ impl CreateRequest {
     }
 }
 
-/// The top-level keys [`CreateRequest`] reads into typed fields.
-const KNOWN: [&str; 11] = [
-    "model",
-    "input",
-    "instructions",
-    "tools",
-    "tool_choice",
-    "parallel_tool_calls",
-    "previous_response_id",
-    "store",
-    "stream",
-    "background",
-    "include",
-];
+/// The top-level keys [`CreateRequest`] reads into typed fields; each is the slot its
+/// value is read into.
+#[derive(Clone, Copy)]
+enum Known {
+    Model,
+    Input,
+    Instructions,
+    Tools,
+    ToolChoice,
+    ParallelToolCalls,
+    PreviousResponseId,
+    Store,
+    Stream,
+    Background,
+    Include,
+}
 
-/// A create body's top level, as [`CreateRequest::from_json`] reads it.
-// Returned once per request and taken apart at once: boxing the large variant would only
-// add an allocation.
-#[allow(clippy::large_enum_variant)]
+/// A value slot for each [`Known`] key.
+type KnownSlots = [Option<Value>; Known::COUNT];
+
+impl Known {
+    const COUNT: usize = Known::Include as usize + 1;
+
+    /// The known key `key` is, if any: one match on the text, nothing allocated.
+    fn of(key: &str) -> Option<Known> {
+        Some(match key {
+            "model" => Known::Model,
+            "input" => Known::Input,
+            "instructions" => Known::Instructions,
+            "tools" => Known::Tools,
+            "tool_choice" => Known::ToolChoice,
+            "parallel_tool_calls" => Known::ParallelToolCalls,
+            "previous_response_id" => Known::PreviousResponseId,
+            "store" => Known::Store,
+            "stream" => Known::Stream,
+            "background" => Known::Background,
+            "include" => Known::Include,
+            _ => return None,
+        })
+    }
+
+    fn slots() -> KnownSlots {
+        Default::default()
+    }
+}
+
+/// A create body's top level, as [`CreateRequest::from_json`] reads it. The known keys'
+/// values go straight into the caller's slots, so the eleven of them are not moved
+/// through the parser's return values.
 enum TopLevel {
-    /// An object: its known keys' values by [`KNOWN`] slot, and the other keys.
-    Object {
-        known: [Option<Value>; KNOWN.len()],
-        extra: Map<String, Value>,
-    },
+    /// An object: the keys that are not [`Known`] (theirs are in the slots).
+    Object { extra: Map<String, Value> },
     /// Valid JSON, but not an object.
     NotAnObject,
 }
 
-impl<'de> Deserialize<'de> for TopLevel {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(TopLevelVisitor)
+/// Reads a [`TopLevel`], putting the known keys' values into `known`.
+struct TopLevelSeed<'k> {
+    known: &'k mut KnownSlots,
+}
+
+impl<'de> DeserializeSeed<'de> for TopLevelSeed<'_> {
+    type Value = TopLevel;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<TopLevel, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
-struct TopLevelVisitor;
-
-impl<'de> Visitor<'de> for TopLevelVisitor {
+impl<'de> Visitor<'de> for TopLevelSeed<'_> {
     type Value = TopLevel;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -163,19 +196,17 @@ impl<'de> Visitor<'de> for TopLevelVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel, A::Error> {
-        let mut known: [Option<Value>; KNOWN.len()] = Default::default();
         let mut extra = Map::new();
         // A key sent twice counts once, with its last value, as in a parsed map.
         while let Some(key) = map.next_key::<Key>()? {
-            let value: Value = map.next_value()?;
             match key {
-                Key::Known(slot) => known[slot] = Some(value),
+                Key::Known(slot) => self.known[slot as usize] = Some(map.next_value()?),
                 Key::Other(name) => {
-                    extra.insert(name, value);
+                    extra.insert(name, map.next_value()?);
                 }
             }
         }
-        Ok(TopLevel::Object { known, extra })
+        Ok(TopLevel::Object { extra })
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
@@ -208,9 +239,9 @@ impl<'de> Visitor<'de> for TopLevelVisitor {
     }
 }
 
-/// A top-level key: a known one by its [`KNOWN`] slot (nothing allocated), or another.
+/// A top-level key: a known one (nothing allocated), or another.
 enum Key {
-    Known(usize),
+    Known(Known),
     Other(String),
 }
 
@@ -225,8 +256,8 @@ impl<'de> Deserialize<'de> for Key {
             }
 
             fn visit_str<E>(self, key: &str) -> Result<Key, E> {
-                Ok(match KNOWN.iter().position(|k| *k == key) {
-                    Some(slot) => Key::Known(slot),
+                Ok(match Known::of(key) {
+                    Some(known) => Key::Known(known),
                     None => Key::Other(key.to_owned()),
                 })
             }

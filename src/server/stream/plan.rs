@@ -11,28 +11,22 @@ use crate::scenario::{ErrorShape, StreamSpec};
 use crate::wire::IdGen;
 use crate::wire::write::{Set, field, raw_field, value_to};
 
-/// Splits `text` into pieces of `size` characters, or at the given character offsets.
-fn split<'t>(text: &'t str, size: usize, at: &[usize]) -> Vec<&'t str> {
-    if !at.is_empty() {
-        return split_at(text, at);
-    }
-    // Every `size` characters: the common case, on every delta of every stream, walked
-    // once without a table of character offsets.
+/// The pieces of `text` of `size` characters each (an empty text is one empty piece): the
+/// common case, on every delta of every stream, walked once without a table of character
+/// offsets and without a list.
+fn pieces(text: &str, size: usize) -> impl Iterator<Item = &str> {
     let size = size.max(1);
-    let mut pieces = Vec::with_capacity(text.len() / size + 1);
-    let mut rest = text;
-    while !rest.is_empty() {
-        let end = rest
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        let end = current
             .char_indices()
             .nth(size)
-            .map_or(rest.len(), |(at, _)| at);
-        pieces.push(&rest[..end]);
-        rest = &rest[end..];
-    }
-    if pieces.is_empty() {
-        pieces.push("");
-    }
-    pieces
+            .map_or(current.len(), |(at, _)| at);
+        let (piece, after) = current.split_at(end);
+        rest = (!after.is_empty()).then_some(after);
+        Some(piece)
+    })
 }
 
 /// Splits `text` at the given character offsets (out of range ones ignored).
@@ -76,25 +70,40 @@ struct Builder<'a> {
 }
 
 /// Where a delta or part event belongs: `item_id`, `output_index` and, for a part, its
-/// `summary_index` or `content_index`. Written once and copied into each of its events.
-struct At {
-    fields: Vec<u8>,
+/// `summary_index` or `content_index`. Written into the first of its events, and copied
+/// from there into the others.
+struct At<'i, I> {
+    item: &'i I,
+    output_index: usize,
+    part: Option<(&'static str, usize)>,
+    /// Where the fields were first written in the stream's bytes.
+    written: Option<std::ops::Range<usize>>,
 }
 
-impl At {
-    fn new(item: &impl StreamedItem, output_index: usize, part: Option<(&str, usize)>) -> Self {
-        let mut fields = Vec::with_capacity(96);
-        raw_field(&mut fields, "item_id", b"");
-        item.write_id(&mut fields);
-        field(&mut fields, "output_index", &output_index);
-        if let Some((key, index)) = part {
-            field(&mut fields, key, &index);
+impl<'i, I: StreamedItem> At<'i, I> {
+    fn new(item: &'i I, output_index: usize, part: Option<(&'static str, usize)>) -> Self {
+        Self {
+            item,
+            output_index,
+            part,
+            written: None,
         }
-        Self { fields }
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.fields);
+    /// Writes the fields at the end of `out`, the bytes of the stream being planned.
+    fn write(&mut self, out: &mut Vec<u8>) {
+        if let Some(written) = self.written.clone() {
+            out.extend_from_within(written);
+            return;
+        }
+        let start = out.len();
+        raw_field(out, "item_id", b"");
+        self.item.write_id(out);
+        field(out, "output_index", &self.output_index);
+        if let Some((key, index)) = self.part {
+            field(out, key, &index);
+        }
+        self.written = Some(start..out.len());
     }
 }
 
@@ -129,7 +138,13 @@ impl Builder<'_> {
     }
 
     /// `{"type": kind, "delta": piece, <at>}` as the API orders it.
-    fn delta(&mut self, kind: &'static str, piece: &str, at: &At, logprobs: bool) {
+    fn delta<I: StreamedItem>(
+        &mut self,
+        kind: &'static str,
+        piece: &str,
+        at: &mut At<'_, I>,
+        logprobs: bool,
+    ) {
         let out = self.start(kind);
         field(out, "delta", piece);
         if logprobs {
@@ -303,13 +318,18 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 added.push(("summary", Set::EmptyArray));
                 b.item("response.output_item.added", index, item, &added);
                 for (s, text) in item.summary().into_iter().enumerate() {
-                    let at = At::new(item, index, Some(("summary_index", s)));
+                    let mut at = At::new(item, index, Some(("summary_index", s)));
                     let out = b.start("response.reasoning_summary_part.added");
                     raw_field(out, "part", br#"{"type":"summary_text","text":""}"#);
                     at.write(out);
                     b.end(false);
-                    for piece in split(text, size, &[]) {
-                        b.delta("response.reasoning_summary_text.delta", piece, &at, false);
+                    for piece in pieces(text, size) {
+                        b.delta(
+                            "response.reasoning_summary_text.delta",
+                            piece,
+                            &mut at,
+                            false,
+                        );
                     }
                     let out = b.start("response.reasoning_summary_text.done");
                     field(out, "text", text);
@@ -330,15 +350,15 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 ];
                 b.item("response.output_item.added", index, item, &added);
                 for (c, part) in item.content().iter().enumerate() {
-                    let at = At::new(item, index, Some(("content_index", c)));
+                    let mut at = At::new(item, index, Some(("content_index", c)));
                     let text = part.text;
                     if part.refusal {
                         let out = b.start("response.content_part.added");
                         raw_field(out, "part", br#"{"type":"refusal","refusal":""}"#);
                         at.write(out);
                         b.end(false);
-                        for piece in split(text, size, &[]) {
-                            b.delta("response.refusal.delta", piece, &at, false);
+                        for piece in pieces(text, size) {
+                            b.delta("response.refusal.delta", piece, &mut at, false);
                         }
                         let out = b.start("response.refusal.done");
                         field(out, "refusal", text);
@@ -353,8 +373,8 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         );
                         at.write(out);
                         b.end(false);
-                        for piece in split(text, size, &[]) {
-                            b.delta("response.output_text.delta", piece, &at, true);
+                        for piece in pieces(text, size) {
+                            b.delta("response.output_text.delta", piece, &mut at, true);
                         }
                         let out = b.start("response.output_text.done");
                         field(out, "text", text);
@@ -372,9 +392,21 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
             "function_call" => {
                 b.item("response.output_item.added", index, item, &CALL_ADDED);
                 let arguments = item.arguments();
-                let at = At::new(item, index, None);
-                for piece in split(arguments, size, &spec.split_at) {
-                    b.delta("response.function_call_arguments.delta", piece, &at, false);
+                let mut at = At::new(item, index, None);
+                let mut delta = |piece| {
+                    b.delta(
+                        "response.function_call_arguments.delta",
+                        piece,
+                        &mut at,
+                        false,
+                    );
+                };
+                if spec.split_at.is_empty() {
+                    pieces(arguments, size).for_each(&mut delta);
+                } else {
+                    split_at(arguments, &spec.split_at)
+                        .into_iter()
+                        .for_each(delta);
                 }
                 let out = b.start("response.function_call_arguments.done");
                 field(out, "arguments", arguments);
@@ -401,7 +433,7 @@ fn interleave_calls<I: StreamedItem>(
     calls: std::ops::Range<usize>,
     size: usize,
 ) {
-    let (mut pieces, mut ats) = (Vec::new(), Vec::new());
+    let (mut calls_pieces, mut ats) = (Vec::new(), Vec::new());
     for index in calls.clone() {
         b.item(
             "response.output_item.added",
@@ -409,18 +441,18 @@ fn interleave_calls<I: StreamedItem>(
             &output[index],
             &CALL_ADDED,
         );
-        pieces.push(split(output[index].arguments(), size, &[]));
+        calls_pieces.push(pieces(output[index].arguments(), size).collect::<Vec<_>>());
         ats.push(At::new(&output[index], index, None));
     }
-    let turns = pieces.iter().map(Vec::len).max().unwrap_or(0);
+    let turns = calls_pieces.iter().map(Vec::len).max().unwrap_or(0);
     for turn in 0..turns {
-        for (call, at) in pieces.iter().zip(&ats) {
+        for (call, at) in calls_pieces.iter().zip(&mut ats) {
             if let Some(piece) = call.get(turn) {
                 b.delta("response.function_call_arguments.delta", piece, at, false);
             }
         }
     }
-    for (index, at) in calls.zip(&ats) {
+    for (index, at) in calls.zip(&mut ats) {
         let item = &output[index];
         let out = b.start("response.function_call_arguments.done");
         raw_field(out, "arguments", b"");
@@ -438,15 +470,19 @@ mod tests {
 
     #[test]
     fn split_keeps_every_character_once() {
+        let split = |text, size| pieces(text, size).collect::<Vec<_>>();
         assert_eq!(
-            split("{\"city\":\"Zürich\"}", 4, &[]).concat(),
+            split("{\"city\":\"Zürich\"}", 4).concat(),
             "{\"city\":\"Zürich\"}"
         );
-        assert_eq!(split("abcdef", 100, &[1, 3]), vec!["a", "bc", "def"]);
-        assert_eq!(split("", 8, &[]), vec![""]);
+        assert_eq!(split_at("abcdef", &[1, 3]), vec!["a", "bc", "def"]);
+        assert_eq!(split_at("abcdef", &[0, 9, 3, 3]), vec!["abc", "def"]);
+        assert_eq!(split("", 8), vec![""]);
+        assert_eq!(split_at("", &[1]), vec![""]);
         // Pieces count characters, not bytes.
-        assert_eq!(split("aüb€cde", 2, &[]), vec!["aü", "b€", "cd", "e"]);
-        assert_eq!(split("abc", 0, &[]), vec!["a", "b", "c"]);
+        assert_eq!(split("aüb€cde", 2), vec!["aü", "b€", "cd", "e"]);
+        assert_eq!(split("abcd", 2), vec!["ab", "cd"]);
+        assert_eq!(split("abc", 0), vec!["a", "b", "c"]);
     }
 
     #[test]
