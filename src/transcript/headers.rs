@@ -12,8 +12,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// its last value).
 #[derive(Clone, Default)]
 pub struct RecordedHeaders {
-    /// `name:value` lines, as recorded.
-    text: String,
+    /// `name:value` lines, as recorded: bytes, made text (invalid UTF-8 replaced) only
+    /// when read.
+    text: Vec<u8>,
     map: OnceLock<BTreeMap<String, String>>,
 }
 
@@ -22,22 +23,19 @@ pub const REDACTED: &str = "[redacted]";
 
 impl RecordedHeaders {
     /// Records `headers`; the values of names `secret` picks are kept as [`REDACTED`].
-    /// Values are text (invalid UTF-8 replaced). A header map's names are lowercase and
-    /// its values have no line break, so each header takes one line.
+    /// Values are read as text (invalid UTF-8 replaced). A header map's names are
+    /// lowercase and its values have no line break, so each header takes one line.
     pub fn record(headers: &HeaderMap, secret: impl Fn(&str) -> bool) -> Self {
-        let mut text = String::with_capacity(256);
+        let mut text = Vec::with_capacity(256);
         for (name, value) in headers {
-            text.push_str(name.as_str());
-            text.push(':');
+            text.extend_from_slice(name.as_str().as_bytes());
+            text.push(b':');
             if secret(name.as_str()) {
-                text.push_str(REDACTED);
+                text.extend_from_slice(REDACTED.as_bytes());
             } else {
-                match std::str::from_utf8(value.as_bytes()) {
-                    Ok(value) => text.push_str(value),
-                    Err(_) => text.push_str(&String::from_utf8_lossy(value.as_bytes())),
-                }
+                text.extend_from_slice(value.as_bytes());
             }
-            text.push('\n');
+            text.push(b'\n');
         }
         Self {
             text,
@@ -47,10 +45,13 @@ impl RecordedHeaders {
 
     fn map(&self) -> &BTreeMap<String, String> {
         self.map.get_or_init(|| {
+            let text = |bytes| String::from_utf8_lossy(bytes).into_owned();
             self.text
-                .lines()
-                .filter_map(|line| line.split_once(':'))
-                .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                .split(|&byte| byte == b'\n')
+                .filter_map(|line| {
+                    let colon = line.iter().position(|&byte| byte == b':')?;
+                    Some((text(&line[..colon]), text(&line[colon + 1..])))
+                })
                 .collect()
         })
     }
@@ -76,7 +77,7 @@ impl<'a> IntoIterator for &'a RecordedHeaders {
 impl From<BTreeMap<String, String>> for RecordedHeaders {
     fn from(map: BTreeMap<String, String>) -> Self {
         Self {
-            text: String::new(),
+            text: Vec::new(),
             map: OnceLock::from(map),
         }
     }

@@ -67,7 +67,7 @@ impl CreateRequest {
         };
         let (input, input_was_string) = match take(Known::Input) {
             None => (Vec::new(), false),
-            Some(Value::String(text)) => (vec![json!({"role": "user", "content": text})], true),
+            Some(Value::String(text)) => (vec![user_message(text)], true),
             Some(Value::Array(items)) => (items, false),
             Some(_) => return Err(ApiError::invalid_type("input", "a string or an array")),
         };
@@ -117,6 +117,15 @@ impl CreateRequest {
             extra,
         })
     }
+}
+
+/// A string `input` as the user message it stands for (built directly: the `json!`
+/// macro goes through a serializer for each key and value).
+fn user_message(text: String) -> Value {
+    let mut message = Map::with_capacity(2);
+    message.insert("role".to_owned(), Value::String("user".to_owned()));
+    message.insert("content".to_owned(), Value::String(text));
+    Value::Object(message)
 }
 
 /// The top-level keys [`CreateRequest`] reads into typed fields; each is the slot its

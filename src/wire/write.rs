@@ -380,7 +380,9 @@ mod tests {
     fn a_byte_to_escape_is_found_wherever_it_is() {
         for len in 0..50 {
             for at in 0..len {
-                for special in ['"', '\\', '\n', '\u{1f}'] {
+                for special in [
+                    '"', '\\', '\n', '\r', '\t', '\u{0}', '\u{8}', '\u{c}', '\u{1f}',
+                ] {
                     let mut text: Vec<char> = vec!['a'; len];
                     text[at] = special;
                     let text: String = text.into_iter().collect();
