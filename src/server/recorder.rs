@@ -147,8 +147,8 @@ impl StreamProgress {
         let Some(record) = recorder.stream_record(self.exchange) else {
             return;
         };
-        if let Some(last) = sent.clone().last() {
-            record.sent = record.sent.max(last + 1);
+        if !sent.is_empty() {
+            record.sent = record.sent.max(sent.end);
         }
         for (index, call_id) in &frames.call_done {
             if sent.contains(index) {
