@@ -395,6 +395,16 @@ mod tests {
     }
 
     #[test]
+    fn every_ascii_character_is_escaped_as_serde_json_escapes_it() {
+        let every: String = (0u8..=0x7f).map(char::from).collect();
+        for text in [every.clone(), format!("é{every}😀"), every.repeat(3)] {
+            let mut out = Vec::new();
+            text.write_json(&mut out);
+            assert_eq!(out, serde_json::to_vec(&text).unwrap());
+        }
+    }
+
+    #[test]
     fn values_are_written_byte_for_byte_as_serde_json_writes_them() {
         let long_plain = "gAAAAABo".repeat(40);
         let escaped_late = format!("{}\"{}", "a".repeat(37), "\\");
