@@ -53,10 +53,10 @@ pub struct ResponseParts<'a> {
 
 /// The served model name for a requested alias (the real API answers with a dated
 /// snapshot name).
-pub fn served_model(requested: &str) -> String {
+pub fn served_model(requested: &str) -> &str {
     match requested {
-        "gpt-5" => "gpt-5-2025-08-07".to_owned(),
-        other => other.to_owned(),
+        "gpt-5" => "gpt-5-2025-08-07",
+        other => other,
     }
 }
 
@@ -173,7 +173,7 @@ impl ResponseParts<'_> {
         field(
             out,
             "model",
-            &served_model(request.model.as_deref().unwrap_or("gpt-5")),
+            served_model(request.model.as_deref().unwrap_or("gpt-5")),
         );
         raw_field(out, "output", b"");
         let output_start = out.len();

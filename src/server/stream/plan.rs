@@ -311,12 +311,18 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
         match item.item_type() {
             "reasoning" => {
                 // The added event's content "may be incomplete".
-                let mut added = Vec::with_capacity(2);
-                if let Some(content) = item.encrypted_content() {
-                    added.push(("encrypted_content", Set::Str(&content[..content.len() / 2])));
-                }
-                added.push(("summary", Set::EmptyArray));
-                b.item("response.output_item.added", index, item, &added);
+                let content = item.encrypted_content();
+                let half = content.map_or("", |content| &content[..content.len() / 2]);
+                let added = [
+                    ("encrypted_content", Set::Str(half)),
+                    ("summary", Set::EmptyArray),
+                ];
+                let added = if content.is_some() {
+                    &added[..]
+                } else {
+                    &added[1..]
+                };
+                b.item("response.output_item.added", index, item, added);
                 for (s, text) in item.summary().into_iter().enumerate() {
                     let mut at = At::new(item, index, Some(("summary_index", s)));
                     let out = b.start("response.reasoning_summary_part.added");
