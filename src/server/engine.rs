@@ -246,17 +246,17 @@ impl Session {
 
     /// Handles one request.
     pub fn handle(&self, request: EngineRequest) -> EngineReply {
-        let to_tools = match Segments::of(&request.path).as_slice() {
-            ["tools", "call", name] if request.method == "POST" => {
-                return self.tool_request(&request, Some(name));
+        // Only a path under `/tools` is split here: an API path is split once, below.
+        if Segments::first(&request.path) == Some("tools") {
+            match Segments::of(&request.path).as_slice() {
+                ["tools", "call", name] if request.method == "POST" => {
+                    return self.tool_request(&request, Some(name));
+                }
+                ["tools", "approvals"] if request.method == "POST" => {
+                    return self.tool_request(&request, None);
+                }
+                _ => {}
             }
-            ["tools", "approvals"] if request.method == "POST" => {
-                return self.tool_request(&request, None);
-            }
-            ["tools", ..] => true,
-            _ => false,
-        };
-        if to_tools {
             return self.model_exchange(request, |_, request| {
                 Err(ApiError::invalid_url(&request.method, &request.path))
             });
@@ -455,6 +455,11 @@ impl<'p> Segments<'p> {
         segments
     }
 
+    /// The first segment alone, as [`Segments::of`] would have it.
+    fn first(path: &str) -> Option<&str> {
+        path.split('/').find(|s| !s.is_empty())
+    }
+
     fn as_slice(&self) -> &[&'p str] {
         &self.parts[..self.len]
     }
@@ -482,6 +487,8 @@ mod tests {
             ["v1", "responses", "resp_1"]
         );
         assert!(Segments::of("/").as_slice().is_empty());
+        assert_eq!(Segments::first("//tools/call/f"), Some("tools"));
+        assert_eq!(Segments::first("/"), None);
         let long = Segments::of("/v1/conversations/c/items/a/b/c/d/e");
         assert_eq!(long.as_slice().len(), MAX_SEGMENTS);
         assert_eq!(long.as_slice().last(), Some(&""));

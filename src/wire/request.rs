@@ -44,7 +44,7 @@ impl CreateRequest {
     /// read in one pass: the known keys go straight to their fields and only the others
     /// into `extra`, without a map of the whole body built first and taken apart.
     pub fn from_json(body: &[u8]) -> Result<Self, ApiError> {
-        let mut known = Known::slots();
+        let mut known = KnownSlots::default();
         let mut reader = serde_json::Deserializer::from_slice(body);
         let top = TopLevelSeed { known: &mut known }
             .deserialize(&mut reader)
@@ -167,10 +167,6 @@ impl Known {
             "include" => Known::Include,
             _ => return None,
         })
-    }
-
-    fn slots() -> KnownSlots {
-        Default::default()
     }
 }
 
