@@ -23,7 +23,7 @@ use bench_scenario::bench_scenario;
 
 /// The allocator the `loopcheck` binary uses, so the profile sees what ships.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -17,7 +17,7 @@ mod serve_client;
 
 /// The allocator the `loopcheck` binary uses, so the bench measures what ships.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
 
 /// Areas whose cases finish quickly (no scripted waits), so the soak measures sessions,
 /// not sleeps.

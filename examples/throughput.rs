@@ -47,7 +47,7 @@ use bench_scenario::bench_scenario;
 
 /// The allocator the `loopcheck` binary uses, so the bench measures what ships.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
 
 /// Rounds per side and case; odd, for a true median. Many short rounds keep each
 /// round's session (and its transcript, tens of KB per streamed exchange) small.

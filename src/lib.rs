@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+pub mod allocator;
 pub mod baseline;
 pub mod cli;
 pub mod config;

@@ -3,7 +3,7 @@
 /// mimalloc, not the system allocator: the fake server serves faster with it (README,
 /// "Benchmark").
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
 
 fn main() -> std::process::ExitCode {
     loopcheck::cli::main()

@@ -1,0 +1,111 @@
+//! The allocator the `loopcheck` binary (and the benches, so they measure what ships)
+//! uses: mimalloc, asked for memory the way the system allocator is.
+//!
+//! The `mimalloc` crate passes every request to `mi_malloc_aligned`, even with the
+//! alignment of a byte or a word. mimalloc 3 serves that on its fast path only for small
+//! blocks whose free slot happens to be aligned; any other size (a response body, a
+//! transcript entry) takes its aligned slow path, which over-allocates unless the size is
+//! a power of two. Every block `mi_malloc` returns is aligned to 16 bytes, or to its own
+//! size below that, as std's `System` allocator assumes of `malloc`: so a request that
+//! asks no more than that goes to `mi_malloc`, and only a larger alignment to the aligned
+//! entry points.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::ffi::c_void;
+
+use libmimalloc_sys as ffi;
+
+/// The alignment every `mi_malloc` block has (`MI_MAX_ALIGN_SIZE`), for sizes at least as
+/// large.
+const MALLOC_ALIGN: usize = 16;
+
+/// mimalloc as a [`GlobalAlloc`]; declare it with `#[global_allocator]`.
+pub struct Mimalloc;
+
+/// Whether `mi_malloc` of `size` bytes is aligned enough for `align` (a Rust layout's size
+/// is a multiple of its alignment, so `align <= size` unless the size is zero).
+fn malloc_aligns(align: usize, size: usize) -> bool {
+    align <= MALLOC_ALIGN && align <= size
+}
+
+// SAFETY: every block comes from mimalloc and goes back to it (`mi_free` takes blocks from
+// any of its entry points); `malloc_aligns` sends a request to the unaligned entry points
+// only when their blocks are aligned enough for it.
+unsafe impl GlobalAlloc for Mimalloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: plain FFI calls; a null result is passed on as failure.
+        unsafe {
+            if malloc_aligns(layout.align(), layout.size()) {
+                ffi::mi_malloc(layout.size()).cast()
+            } else {
+                ffi::mi_malloc_aligned(layout.size(), layout.align()).cast()
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as in `alloc`.
+        unsafe {
+            if malloc_aligns(layout.align(), layout.size()) {
+                ffi::mi_zalloc(layout.size()).cast()
+            } else {
+                ffi::mi_zalloc_aligned(layout.size(), layout.align()).cast()
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        // SAFETY: `ptr` came from this allocator (the caller's contract).
+        unsafe { ffi::mi_free(ptr.cast::<c_void>()) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` came from this allocator with `layout` (the caller's contract).
+        unsafe {
+            if malloc_aligns(layout.align(), new_size) {
+                ffi::mi_realloc(ptr.cast::<c_void>(), new_size).cast()
+            } else {
+                ffi::mi_realloc_aligned(ptr.cast::<c_void>(), new_size, layout.align()).cast()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every block is aligned as its layout asks, through allocation, zeroed allocation and
+    /// growth, for the alignments Rust types use and a few larger ones.
+    #[test]
+    fn blocks_are_aligned_as_their_layouts_ask() {
+        let allocator = Mimalloc;
+        for align in [1, 2, 4, 8, 16, 32, 64, 4096] {
+            for size in [
+                1, 3, 8, 12, 16, 24, 40, 48, 56, 72, 100, 1000, 1025, 5000, 70_000,
+            ] {
+                let size = size.max(align) / align * align;
+                let layout = Layout::from_size_align(size, align).expect("a layout");
+                // SAFETY: non-zero sizes; every block is freed with its own layout.
+                unsafe {
+                    let block = allocator.alloc(layout);
+                    assert!(!block.is_null());
+                    assert_eq!(block as usize % align, 0, "alloc {size} aligned {align}");
+                    block.write_bytes(7, size);
+                    let grown = allocator.realloc(block, layout, size * 3);
+                    assert_eq!(grown as usize % align, 0, "realloc {size} aligned {align}");
+                    assert_eq!(*grown.add(size - 1), 7, "realloc keeps the contents");
+                    allocator.dealloc(grown, Layout::from_size_align(size * 3, align).unwrap());
+                    let zeroed = allocator.alloc_zeroed(layout);
+                    assert_eq!(zeroed as usize % align, 0, "zalloc {size} aligned {align}");
+                    assert!((0..size).all(|i| *zeroed.add(i) == 0));
+                    allocator.dealloc(zeroed, layout);
+                }
+            }
+        }
+    }
+}
