@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::item::{self, OutputItem};
 use super::request::CreateRequest;
-use super::write::{FieldSpans, Set, field, object_with, raw_field, splice, value_to};
+use super::write::{FieldSpans, Set, array_len, field, object_with, raw_field, splice, value_to};
 
 /// `Response.status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,22 +83,6 @@ fn write_tools(out: &mut Vec<u8>, tools: &[Value]) {
         }
     }
     out.push(b']');
-}
-
-/// The length of `value` as compact JSON, without building the text.
-fn json_len(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
 }
 
 impl ResponseParts<'_> {
@@ -221,7 +205,7 @@ impl ResponseParts<'_> {
     /// A token count that looks plausible for the items and stays deterministic (from
     /// the length of the input and of the output as written): the `usage` value.
     fn write_usage(&self, out: &mut Vec<u8>, output_len: usize) {
-        let input_tokens = 20 + json_len(&self.request.input) / 4;
+        let input_tokens = 20 + array_len(&self.request.input) / 4;
         let reasoning = self
             .output
             .iter()

@@ -29,12 +29,19 @@ impl WriteJson for str {
 }
 
 /// Whether `text` goes into a JSON string as it is: no control character, quote or
-/// backslash. Checked sixteen bytes at a time, without branches, so it vectorizes.
+/// backslash. A short text (most ids and words) is checked in one or two machine words;
+/// a longer one sixteen bytes at a time, without branches, so it vectorizes.
 fn is_plain(text: &[u8]) -> bool {
     let escaped_byte = |b: u8| (b < 0x20) | (b == b'"') | (b == b'\\');
     let escaped = |chunk: &[u8; 16]| chunk.iter().fold(false, |any, &b| any | escaped_byte(b));
-    if text.len() < 16 {
-        return !text.iter().any(|&b| escaped_byte(b));
+    let word = |at: usize| u64::from_le_bytes(text[at..at + 8].try_into().expect("8 bytes"));
+    let half = |at: usize| u32::from_le_bytes(text[at..at + 4].try_into().expect("4 bytes"));
+    match text.len() {
+        0..4 => return !text.iter().any(|&b| escaped_byte(b)),
+        // Two words (or half words) that overlap when the text is shorter than both.
+        4..8 => return escapes(u64::from(half(0)) | u64::from(half(text.len() - 4)) << 32) == 0,
+        8..=16 => return escapes(word(0)) | escapes(word(text.len() - 8)) == 0,
+        _ => {}
     }
     let mut chunks = text.chunks_exact(16);
     for chunk in &mut chunks {
@@ -45,6 +52,18 @@ fn is_plain(text: &[u8]) -> bool {
     // The rest, within the last sixteen bytes (checking some twice changes nothing).
     chunks.remainder().is_empty()
         || !escaped(text[text.len() - 16..].try_into().expect("sixteen bytes"))
+}
+
+/// Non-zero when a byte of `word` needs escaping (below 0x20, `"` or `\\`). Each test is
+/// the classic "has a byte below n": a borrow can only mark a byte above one that is
+/// marked rightly, so the word as a whole is judged exactly.
+fn escapes(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x;
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    (below(word, 0x20) | below(quote, 1) | below(backslash, 1)) & HIGH
 }
 
 impl WriteJson for String {
@@ -127,6 +146,42 @@ macro_rules! unsigned {
     )*};
 }
 unsigned!(u32, u64, usize);
+
+/// The length of `value` as compact JSON, as it is written, without writing it.
+pub fn json_len(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        // Numbers are rare in what is measured; they are written as serde_json writes them.
+        Value::Number(number) => number.to_string().len(),
+        Value::String(text) => string_len(text),
+        Value::Array(items) => array_len(items),
+        Value::Object(fields) => {
+            let fields_len = fields
+                .iter()
+                .map(|(key, field)| string_len(key) + 1 + json_len(field));
+            2 + fields.len().saturating_sub(1) + fields_len.sum::<usize>()
+        }
+    }
+}
+
+/// The length of `items` as a compact JSON array.
+pub fn array_len(items: &[Value]) -> usize {
+    2 + items.len().saturating_sub(1) + items.iter().map(json_len).sum::<usize>()
+}
+
+/// The length of `text` as a JSON string, quotes and escapes included.
+fn string_len(text: &str) -> usize {
+    if is_plain(text.as_bytes()) {
+        return text.len() + 2;
+    }
+    let escaped_len = |byte: u8| match byte {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+        0..0x20 => 6,
+        _ => 1,
+    };
+    2 + text.bytes().map(escaped_len).sum::<usize>()
+}
 
 fn serde_to(out: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
     serde_json::to_writer(&mut *out, value).expect("writing JSON to memory cannot fail");
@@ -378,17 +433,22 @@ mod tests {
 
     #[test]
     fn a_byte_to_escape_is_found_wherever_it_is() {
-        for len in 0..50 {
-            for at in 0..len {
-                for special in [
-                    '"', '\\', '\n', '\r', '\t', '\u{0}', '\u{8}', '\u{c}', '\u{1f}',
-                ] {
-                    let mut text: Vec<char> = vec!['a'; len];
-                    text[at] = special;
-                    let text: String = text.into_iter().collect();
-                    let mut out = Vec::new();
-                    text.write_json(&mut out);
-                    assert_eq!(out, serde_json::to_vec(&text).unwrap(), "{text:?}");
+        let needs_escape = |text: &str| text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+        // Around it, characters next to the ones to escape, and bytes above 0x7f.
+        for background in ['a', ' ', '!', '#', '[', ']', '\u{7f}', 'é', '"'] {
+            for len in 0..50 {
+                for at in 0..len {
+                    for special in [
+                        '"', '\\', '\n', '\r', '\t', '\u{0}', '\u{8}', '\u{c}', '\u{1f}', 'x',
+                    ] {
+                        let mut text: Vec<char> = vec![background; len];
+                        text[at] = special;
+                        let text: String = text.into_iter().collect();
+                        assert_eq!(is_plain(text.as_bytes()), !needs_escape(&text), "{text:?}");
+                        let mut out = Vec::new();
+                        text.write_json(&mut out);
+                        assert_eq!(out, serde_json::to_vec(&text).unwrap(), "{text:?}");
+                    }
                 }
             }
         }
@@ -439,6 +499,30 @@ mod tests {
         same_as_serde(usize::MAX);
         same_as_serde(true);
         same_as_serde(false);
+    }
+
+    #[test]
+    fn a_values_length_is_the_length_it_is_written_with() {
+        let every: String = (0u8..=0x7f).map(char::from).collect();
+        let values = [
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(""),
+            json!(every),
+            json!("é😀 \u{7f}"),
+            json!([]),
+            json!({}),
+            json!([1, -2, 3.5, 1e300, 0.1, u64::MAX, i64::MIN, null]),
+            json!([{"role": "user", "content": "hi"}, {"k\"ey\n": {"": [[], {}]}}]),
+        ];
+        for value in values {
+            assert_eq!(
+                json_len(&value),
+                serde_json::to_vec(&value).unwrap().len(),
+                "{value}"
+            );
+        }
     }
 
     #[test]
