@@ -226,7 +226,14 @@ pub(super) fn create(
         }
         _ => StreamFrames::default(),
     };
-    let final_response = LazyJson::json(json.clone());
+    // A stream's final response is the one its terminal event carries: the same bytes,
+    // kept once.
+    let final_response = LazyJson::json(frames.terminal_response().unwrap_or_else(|| json.clone()));
+    debug_assert!(
+        frames
+            .terminal_response()
+            .is_none_or(|terminal| terminal == json)
+    );
     let (answer, final_response) = if request.background {
         let polls = if request.stream {
             0

@@ -7,6 +7,7 @@
 mod plan;
 mod source;
 
+use std::ops::Range;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -37,6 +38,9 @@ pub struct StreamFrames {
     /// Each function call's `output_item.done`: its event index and the call's
     /// `call_id`, in event order (a stream has a few, so a list beats a map).
     pub call_done: Vec<(usize, String)>,
+    /// Where the terminal event's Response object is in `bytes`, when the stream has one
+    /// (one that ends in an error event has none): the final response, kept once.
+    pub terminal_response: Option<Range<usize>>,
 }
 
 impl StreamFrames {
@@ -111,6 +115,12 @@ impl StreamFrames {
             .map(|(_, call_id)| call_id.as_str())
     }
 
+    /// The terminal event's Response object, as it was written into the stream.
+    pub fn terminal_response(&self) -> Option<Bytes> {
+        let range = self.terminal_response.clone()?;
+        (range.end <= self.bytes.len()).then(|| self.bytes.slice(range))
+    }
+
     /// The stream without its first `start` events (a stream resumed after them).
     pub fn resumed_after(&self, start: usize) -> StreamFrames {
         let start = start.min(self.ends.len());
@@ -128,6 +138,11 @@ impl StreamFrames {
                 .filter(|(i, _)| *i >= start)
                 .map(|(i, c)| (i - start, c.clone()))
                 .collect(),
+            terminal_response: self
+                .terminal_response
+                .clone()
+                .filter(|range| range.start >= offset)
+                .map(|range| range.start - offset..range.end - offset),
         }
     }
 }

@@ -67,6 +67,8 @@ struct Builder<'a> {
     call_done: Vec<(usize, String)>,
     /// The last snapshot of the response written, and where.
     last_snapshot: Option<(&'static str, std::ops::Range<usize>)>,
+    /// Where the terminal event's response was written.
+    terminal_response: Option<std::ops::Range<usize>>,
 }
 
 /// Where a delta or part event belongs: `item_id`, `output_index` and, for a part, its
@@ -168,8 +170,10 @@ impl Builder<'_> {
             }
             _ => response.write(out, snapshot),
         }
-        if let Some(status) = snapshot {
-            self.last_snapshot = Some((status, start..self.out.len()));
+        let written = start..self.out.len();
+        match snapshot {
+            Some(status) => self.last_snapshot = Some((status, written)),
+            None => self.terminal_response = Some(written),
         }
         self.end(false);
     }
@@ -235,6 +239,7 @@ pub fn plan(
         obfuscate,
         call_done: Vec::new(),
         last_snapshot: None,
+        terminal_response: None,
     };
     let background = response.background();
     let created = if background { "queued" } else { "in_progress" };
@@ -276,6 +281,8 @@ pub fn plan(
         }
         b.end(false);
         b.call_done.retain(|(index, _)| *index < after);
+        // The terminal event is gone with the rest after `after`.
+        b.terminal_response = None;
     }
     let events = b.ends.len();
     StreamFrames {
@@ -286,6 +293,7 @@ pub fn plan(
         pauses: Vec::new(),
         chunk_bytes: spec.chunk_bytes.filter(|&n| n > 0),
         call_done: b.call_done,
+        terminal_response: b.terminal_response,
     }
 }
 
@@ -517,6 +525,34 @@ mod tests {
                 .map(|(_, call_id)| call_id.as_str()),
             Some("call_1")
         );
+    }
+
+    #[test]
+    fn the_terminal_events_response_is_noted_and_follows_a_resumed_stream() {
+        let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [
+            {"id": "fc_1", "type": "function_call", "status": "completed", "arguments": "{}", "call_id": "call_1", "name": "f"}
+        ]});
+        let frames = plan(&response, &StreamSpec::default(), &mut IdGen::new(1), true);
+        let terminal = frames.terminal_response().expect("a terminal response");
+        assert_eq!(
+            serde_json::from_slice::<Value>(&terminal).unwrap(),
+            response
+        );
+        let resumed = frames.resumed_after(3);
+        assert_eq!(resumed.terminal_response(), Some(terminal));
+        // A stream that breaks off with an error event has no terminal response.
+        let spec = StreamSpec {
+            error: Some(crate::scenario::StreamError {
+                after: 2,
+                shape: ErrorShape::Flat,
+                code: "server_error".into(),
+                message: "boom".into(),
+            }),
+            ..StreamSpec::default()
+        };
+        let broken = plan(&response, &spec, &mut IdGen::new(1), true);
+        assert_eq!(broken.last_type(), Some("error"));
+        assert_eq!(broken.terminal_response(), None);
     }
 
     #[test]
