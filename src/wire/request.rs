@@ -3,7 +3,7 @@
 use serde::de::{
     Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::error::ApiError;
 
@@ -21,8 +21,8 @@ pub struct CreateRequest {
     pub instructions: Option<String>,
     /// `tools`.
     pub tools: Vec<Value>,
-    /// `tool_choice` (default `"auto"`).
-    pub tool_choice: Value,
+    /// `tool_choice`, when sent (the API's default is `"auto"`).
+    pub tool_choice: Option<Value>,
     /// `parallel_tool_calls` (default true).
     pub parallel_tool_calls: bool,
     /// `previous_response_id`.
@@ -45,10 +45,12 @@ impl CreateRequest {
     /// into `extra`, without a map of the whole body built first and taken apart.
     pub fn from_json(body: &[u8]) -> Result<Self, ApiError> {
         let mut known = KnownSlots::default();
-        let mut reader = serde_json::Deserializer::from_slice(body);
-        let top = TopLevelSeed { known: &mut known }
-            .deserialize(&mut reader)
-            .and_then(|top| reader.end().map(|()| top));
+        // Text checked as UTF-8 once is not checked again string by string; a body that is
+        // not UTF-8 is read as bytes, to fail where its first bad string is.
+        let top = match std::str::from_utf8(body) {
+            Ok(text) => read_top_level(serde_json::Deserializer::from_str(text), &mut known),
+            Err(_) => read_top_level(serde_json::Deserializer::from_slice(body), &mut known),
+        };
         match top {
             Err(_) => Err(ApiError::unparsable_body()),
             Ok(TopLevel::NotAnObject) => Err(ApiError::invalid_type("body", "an object")),
@@ -81,7 +83,7 @@ impl CreateRequest {
             Some(Value::Array(tools)) => tools,
             Some(_) => return Err(ApiError::invalid_type("tools", "an array")),
         };
-        let tool_choice = take(Known::ToolChoice).unwrap_or_else(|| json!("auto"));
+        let tool_choice = take(Known::ToolChoice);
         let parallel_tool_calls =
             bool_field(take(Known::ParallelToolCalls), "parallel_tool_calls", true)?;
         let previous_response_id = match take(Known::PreviousResponseId) {
@@ -119,12 +121,30 @@ impl CreateRequest {
     }
 }
 
-/// A string `input` as the user message it stands for (built directly: the `json!`
-/// macro goes through a serializer for each key and value).
+/// Reads a whole body: its known keys into `known`, the rest returned.
+fn read_top_level<'de, R: serde_json::de::Read<'de>>(
+    mut reader: serde_json::Deserializer<R>,
+    known: &mut KnownSlots,
+) -> serde_json::Result<TopLevel> {
+    let top = TopLevelSeed { known }.deserialize(&mut reader)?;
+    reader.end()?;
+    Ok(top)
+}
+
+/// A string `input` as the user message it stands for. The message is cloned from one
+/// built once: building it inserts each key into `serde_json`'s ordered map, which
+/// hashes it with SipHash, on every request.
 fn user_message(text: String) -> Value {
-    let mut message = Map::with_capacity(2);
-    message.insert("role".to_owned(), Value::String("user".to_owned()));
-    message.insert("content".to_owned(), Value::String(text));
+    static MESSAGE: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(|| {
+        let mut message = Map::with_capacity(2);
+        message.insert("role".to_owned(), Value::String("user".to_owned()));
+        message.insert("content".to_owned(), Value::String(String::new()));
+        message
+    });
+    let mut message = MESSAGE.clone();
+    if let Some(content) = message.values_mut().last() {
+        *content = Value::String(text);
+    }
     Value::Object(message)
 }
 
@@ -343,6 +363,7 @@ pub fn call_id(item: &Value) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_body_is_read_in_one_pass_with_the_apis_errors() {

@@ -183,7 +183,10 @@ impl ResponseParts<'_> {
             "text",
             br#"{"format":{"type":"text"},"verbosity":"medium"}"#,
         );
-        field(out, "tool_choice", &request.tool_choice);
+        match &request.tool_choice {
+            Some(choice) => field(out, "tool_choice", choice),
+            None => raw_field(out, "tool_choice", b"\"auto\""),
+        }
         raw_field(out, "tools", b"");
         write_tools(out, &request.tools);
         raw_field(out, "top_logprobs", b"0");

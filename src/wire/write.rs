@@ -261,6 +261,14 @@ impl FieldSpans {
     /// The fields noted; an object with more has the rest unnoted.
     pub const MAX: usize = 7;
 
+    /// The value of field `key` as it was written in `json`, if it was noted.
+    pub fn value<'j>(&self, json: &'j [u8], key: &str) -> Option<&'j [u8]> {
+        let (_, span) = self.fields[..self.len]
+            .iter()
+            .find(|(name, _)| *name == key)?;
+        json.get(span.clone())
+    }
+
     /// Writes the object noted in `json` with the fields `set` names written as set, as
     /// [`Fields`] writes them: false (and nothing written) when a field set is not among
     /// those noted, as when the object lacks it.

@@ -422,8 +422,13 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         .into_iter()
                         .for_each(delta);
                 }
+                let written = b.response.item_field_json(index, "arguments");
                 let out = b.start("response.function_call_arguments.done");
-                field(out, "arguments", arguments);
+                // Copied as the response wrote it: escaped once, not once per copy.
+                match written {
+                    Some(json) => raw_field(out, "arguments", json),
+                    None => field(out, "arguments", arguments),
+                }
                 at.write(out);
                 b.end(false);
             }

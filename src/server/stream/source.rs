@@ -32,6 +32,10 @@ pub trait StreamedResponse {
     fn write_item_with(&self, _index: usize, _set: &[(&str, Set<'_>)], _out: &mut Vec<u8>) -> bool {
         false
     }
+    /// The value of field `key` of output item `index`, as written already, if it was.
+    fn item_field_json(&self, _index: usize, _key: &str) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// A response's output items: recorded values or generated items.
@@ -145,6 +149,10 @@ impl StreamedResponse for Prerendered<'_> {
         self.layout
             .and_then(|layout| layout.items.get(index))
             .is_some_and(|item| item.write_with(self.json, set, out))
+    }
+
+    fn item_field_json(&self, index: usize, key: &str) -> Option<&[u8]> {
+        self.layout?.items.get(index)?.value(self.json, key)
     }
 }
 
@@ -319,8 +327,8 @@ impl StreamedItem for OutputItem<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::CreateRequest;
     use crate::wire::response::ResponseStatus;
+    use crate::wire::{CreateRequest, IdGen};
     use serde_json::json;
 
     /// A generated response's snapshot (spliced from its final bytes) is byte for byte
@@ -328,7 +336,7 @@ mod tests {
     #[test]
     fn a_spliced_snapshot_is_the_snapshot_of_the_response_as_a_value() {
         let request = CreateRequest::from_json(
-            br#"{"model":"gpt-5","input":"hi","tools":[{"type":"function","name":"f"}],"metadata":{"k":"v"}}"#,
+            br#"{"model":"gpt-5","input":"hi","stream":true,"tools":[{"type":"function","name":"f"}],"metadata":{"k":"v"}}"#,
         )
         .expect("a valid create");
         let summary = ["Thinking.".to_owned()];
@@ -342,6 +350,14 @@ mod tests {
                 id: "msg_1".into(),
                 status: "completed",
                 text: "Zürich \"quoted\"",
+            },
+            OutputItem::Call {
+                id: "fc_1".into(),
+                status: "completed",
+                arguments: "{\"city\":\"Zürich\"}".into(),
+                call_id: "call_1".into(),
+                name: "f",
+                caller_id: None,
             },
         ];
         let error = json!({"code": "server_error", "message": "boom"});
@@ -379,6 +395,15 @@ mod tests {
                     "{status:?} as {snapshot}"
                 );
             }
+            // Its stream, which copies parts of the final bytes, is the recorded one's.
+            let spec = crate::scenario::StreamSpec::default();
+            let generated = super::super::plan(&prerendered, &spec, &mut IdGen::new(1), true);
+            let recorded = super::super::plan(&value, &spec, &mut IdGen::new(1), true);
+            assert_eq!(
+                String::from_utf8_lossy(&generated.bytes),
+                String::from_utf8_lossy(&recorded.bytes),
+                "{status:?}"
+            );
         }
     }
 }
