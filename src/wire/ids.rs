@@ -20,6 +20,29 @@ const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop
 /// The URL-safe base64 alphabet of Fernet tokens (`encrypted_content`).
 const BASE64_URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/// What an event's `obfuscation` padding is cut from: base62 characters drawn once, at
+/// build time, from a fixed seed. Padding carries nothing (clients skip it), so each
+/// event's is a random cut of this pool rather than characters drawn one by one: that
+/// was a tenth of the work of a streamed text delta.
+const PADDING: [u8; 1024] = padding_pool(0x6f62_6675_7363_6174);
+
+/// [`PADDING`]: `seed` run through the same splitmix64 as [`IdGen::next_u64`], one
+/// character per word.
+const fn padding_pool(seed: u64) -> [u8; 1024] {
+    let mut pool = [0u8; 1024];
+    let mut state = seed;
+    let mut index = 0;
+    while index < pool.len() {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        pool[index] = BASE62[((z ^ (z >> 31)) % 62) as usize];
+        index += 1;
+    }
+    pool
+}
+
 /// Characters drawn from one random word: ten base-62 digits (62^10 < 2^64) or ten
 /// base-64 ones (60 bits).
 const CHARS_PER_WORD: usize = 10;
@@ -99,6 +122,15 @@ impl IdGen {
                 word /= BASE as u64;
             }
         }
+    }
+
+    /// An event's `obfuscation` padding: 3 to 16 base62 characters, cut from a random
+    /// place in a fixed pool of them (see [`PADDING`]).
+    pub fn padding(&mut self) -> &'static [u8] {
+        let word = self.next_u64();
+        let len = 3 + (word % 14) as usize;
+        let start = ((word >> 8) % (PADDING.len() - 16) as u64) as usize;
+        &PADDING[start..start + len]
     }
 
     /// A shared 16-hex tail for the items of one response.
@@ -242,6 +274,31 @@ mod tests {
         assert_eq!(content.len(), 160);
         assert!(content.starts_with("gAAAAABo") && content.ends_with("=="));
         assert!(content[8..158].bytes().all(|b| BASE64_URL.contains(&b)));
+    }
+
+    #[test]
+    fn padding_is_base62_of_3_to_16_characters_from_one_word_each() {
+        assert!(PADDING.iter().all(|b| BASE62.contains(b)));
+        // Every character of the alphabet is in the pool, near its share.
+        for c in BASE62 {
+            let count = PADDING.iter().filter(|b| *b == c).count();
+            assert!(
+                (5..=35).contains(&count),
+                "{} appears {count} times",
+                char::from(*c)
+            );
+        }
+        let (mut padding, mut words) = (IdGen::new(5), IdGen::new(5));
+        let mut lengths = std::collections::BTreeSet::new();
+        for _ in 0..2000 {
+            let cut = padding.padding();
+            words.next_u64();
+            assert!((3..=16).contains(&cut.len()));
+            lengths.insert(cut.len());
+        }
+        assert_eq!(lengths.len(), 14, "every length from 3 to 16 comes up");
+        // One word per padding: the draws after it are the same.
+        assert_eq!(padding.next_u64(), words.next_u64());
     }
 
     #[test]

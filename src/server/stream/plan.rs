@@ -127,10 +127,9 @@ impl Builder<'_> {
     /// its `sequence_number`.
     fn end(&mut self, delta: bool) {
         if delta && self.obfuscate {
-            // Base62 needs no escaping: drawn straight into the event.
-            let len = 3 + (self.ids.next_u64() % 14) as usize;
+            // Base62 needs no escaping: copied straight into the event.
             raw_field(&mut self.out, "obfuscation", b"\"");
-            self.ids.base62_to(&mut self.out, len);
+            self.out.extend_from_slice(self.ids.padding());
             self.out.push(b'"');
         }
         let number = self.ends.len();
