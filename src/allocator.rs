@@ -28,32 +28,41 @@ fn malloc_aligns(align: usize, size: usize) -> bool {
     align <= MALLOC_ALIGN && align <= size
 }
 
+/// A block of `layout` from `plain` when its blocks are aligned enough, else from
+/// `aligned`: mimalloc's plain and aligned entry points of one kind.
+///
+/// # Safety
+/// As [`GlobalAlloc::alloc`]: `layout` has a non-zero size.
+#[inline]
+unsafe fn allocate(
+    layout: Layout,
+    plain: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    // SAFETY: plain FFI calls; a null result is passed on as failure.
+    unsafe {
+        if malloc_aligns(layout.align(), layout.size()) {
+            plain(layout.size()).cast()
+        } else {
+            aligned(layout.size(), layout.align()).cast()
+        }
+    }
+}
+
 // SAFETY: every block comes from mimalloc and goes back to it (`mi_free` takes blocks from
 // any of its entry points); `malloc_aligns` sends a request to the unaligned entry points
 // only when their blocks are aligned enough for it.
 unsafe impl GlobalAlloc for Mimalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: plain FFI calls; a null result is passed on as failure.
-        unsafe {
-            if malloc_aligns(layout.align(), layout.size()) {
-                ffi::mi_malloc(layout.size()).cast()
-            } else {
-                ffi::mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        // SAFETY: the caller's contract is `allocate`'s.
+        unsafe { allocate(layout, ffi::mi_malloc, ffi::mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as in `alloc`.
-        unsafe {
-            if malloc_aligns(layout.align(), layout.size()) {
-                ffi::mi_zalloc(layout.size()).cast()
-            } else {
-                ffi::mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        // SAFETY: the caller's contract is `allocate`'s.
+        unsafe { allocate(layout, ffi::mi_zalloc, ffi::mi_zalloc_aligned) }
     }
 
     #[inline]
