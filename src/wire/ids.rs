@@ -33,14 +33,22 @@ const fn padding_pool(seed: u64) -> [u8; 1024] {
     let mut state = seed;
     let mut index = 0;
     while index < pool.len() {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        pool[index] = BASE62[((z ^ (z >> 31)) % 62) as usize];
+        let (next, word) = splitmix64(state);
+        state = next;
+        pool[index] = BASE62[(word % 62) as usize];
         index += 1;
     }
     pool
+}
+
+/// One step of splitmix64: the next state and the 64 random bits it gives. A `const fn`,
+/// so the padding pool is drawn at build time by the same generator as the ids.
+const fn splitmix64(state: u64) -> (u64, u64) {
+    let state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (state, z ^ (z >> 31))
 }
 
 /// Characters drawn from one random word: ten base-62 digits (62^10 < 2^64) or ten
@@ -66,11 +74,9 @@ impl IdGen {
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        let (state, word) = splitmix64(self.state);
+        self.state = state;
+        word
     }
 
     /// `n` lowercase hex characters.
