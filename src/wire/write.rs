@@ -148,7 +148,7 @@ macro_rules! unsigned {
 unsigned!(u32, u64, usize);
 
 /// The length of `value` as compact JSON, as it is written, without writing it.
-pub fn json_len(value: &Value) -> usize {
+fn json_len(value: &Value) -> usize {
     match value {
         Value::Null | Value::Bool(true) => 4,
         Value::Bool(false) => 5,

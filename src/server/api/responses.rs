@@ -228,12 +228,9 @@ pub(super) fn create(
     };
     // A stream's final response is the one its terminal event carries: the same bytes,
     // kept once.
-    let final_response = LazyJson::json(frames.terminal_response().unwrap_or_else(|| json.clone()));
-    debug_assert!(
-        frames
-            .terminal_response()
-            .is_none_or(|terminal| terminal == json)
-    );
+    let terminal = frames.terminal_response();
+    debug_assert!(terminal.as_ref().is_none_or(|terminal| *terminal == json));
+    let final_response = LazyJson::json(terminal.unwrap_or_else(|| json.clone()));
     let (answer, final_response) = if request.background {
         let polls = if request.stream {
             0

@@ -195,6 +195,25 @@ impl Builder<'_> {
         self.end(false);
     }
 
+    /// `response.function_call_arguments.done` for output item `index`: its arguments
+    /// copied as the response wrote them, escaped once, or written by `write` when the
+    /// response cannot give them.
+    fn arguments_done<I: StreamedItem>(
+        &mut self,
+        index: usize,
+        at: &mut At<'_, I>,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) {
+        let written = self.response.item_field_json(index, "arguments");
+        let out = self.start("response.function_call_arguments.done");
+        raw_field(out, "arguments", written.unwrap_or_default());
+        if written.is_none() {
+            write(out);
+        }
+        at.write(out);
+        self.end(false);
+    }
+
     /// A function call's `output_item.done`, remembered for the oracle.
     fn call_done<I: StreamedItem>(&mut self, index: usize, item: &I) {
         self.call_done
@@ -421,15 +440,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         .into_iter()
                         .for_each(delta);
                 }
-                let written = b.response.item_field_json(index, "arguments");
-                let out = b.start("response.function_call_arguments.done");
-                // Copied as the response wrote it: escaped once, not once per copy.
-                match written {
-                    Some(json) => raw_field(out, "arguments", json),
-                    None => field(out, "arguments", arguments),
-                }
-                at.write(out);
-                b.end(false);
+                b.arguments_done(index, &mut at, |out| value_to(out, arguments));
             }
             _ => b.item("response.output_item.added", index, item, &[]),
         }
@@ -472,11 +483,7 @@ fn interleave_calls<I: StreamedItem>(
     }
     for (index, at) in calls.zip(&mut ats) {
         let item = &output[index];
-        let out = b.start("response.function_call_arguments.done");
-        raw_field(out, "arguments", b"");
-        item.write_arguments(out);
-        at.write(out);
-        b.end(false);
+        b.arguments_done(index, at, |out| item.write_arguments(out));
         b.call_done(index, item);
     }
 }

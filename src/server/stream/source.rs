@@ -359,6 +359,14 @@ mod tests {
                 name: "f",
                 caller_id: None,
             },
+            OutputItem::Call {
+                id: "fc_2".into(),
+                status: "completed",
+                arguments: "{\"city\":\"Genève\"}".into(),
+                call_id: "call_2".into(),
+                name: "f",
+                caller_id: None,
+            },
         ];
         let error = json!({"code": "server_error", "message": "boom"});
         let outcomes = [
@@ -395,15 +403,21 @@ mod tests {
                     "{status:?} as {snapshot}"
                 );
             }
-            // Its stream, which copies parts of the final bytes, is the recorded one's.
-            let spec = crate::scenario::StreamSpec::default();
-            let generated = super::super::plan(&prerendered, &spec, &mut IdGen::new(1), true);
-            let recorded = super::super::plan(&value, &spec, &mut IdGen::new(1), true);
-            assert_eq!(
-                String::from_utf8_lossy(&generated.bytes),
-                String::from_utf8_lossy(&recorded.bytes),
-                "{status:?}"
-            );
+            // Its stream, which copies parts of the final bytes, is the recorded one's,
+            // with its calls one after the other or side by side.
+            for interleave in [false, true] {
+                let spec = crate::scenario::StreamSpec {
+                    interleave,
+                    ..Default::default()
+                };
+                let generated = super::super::plan(&prerendered, &spec, &mut IdGen::new(1), true);
+                let recorded = super::super::plan(&value, &spec, &mut IdGen::new(1), true);
+                assert_eq!(
+                    String::from_utf8_lossy(&generated.bytes),
+                    String::from_utf8_lossy(&recorded.bytes),
+                    "{status:?}, interleaved: {interleave}"
+                );
+            }
         }
     }
 }
