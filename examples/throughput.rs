@@ -284,19 +284,27 @@ async fn sample(scenario: &Arc<Scenario>, request: &Value) -> Sample {
     sample
 }
 
-/// One side's load alone, without rounds, for an instruction count under callgrind:
-/// the same setup on both sides (a session, the sample), then `requests` requests to
-/// the fake server or to the bare one.
+/// One side's load alone, for an instruction count under callgrind or a profile: the same
+/// setup on both sides (a session, the sample), then `requests` requests to the fake
+/// server or to the bare one, in [`ROUNDS`] rounds with a fresh fake session each, as
+/// the timed rounds have (one session of every request would grow a transcript the
+/// timed rounds never keep).
 async fn one_side(scenario: &Arc<Scenario>, side: &str, request: Value, requests: usize) {
     let sample = sample(scenario, &request).await;
-    let (server, session) = fake_server(scenario).await;
-    let url = match side {
-        "fake" => format!("{}/v1/responses", server.base_url()),
-        "bare" => format!("http://{}/v1/responses", bare_server(sample).await),
+    let bare_url = match side {
+        "fake" => None,
+        "bare" => Some(format!("http://{}/v1/responses", bare_server(sample).await)),
         other => panic!("--only takes fake or bare, not {other:?}"),
     };
-    load(&url, session.api_key(), &request, requests, 16).await;
-    server.shutdown().await;
+    for round in 0..ROUNDS {
+        let share = requests / ROUNDS + usize::from(round < requests % ROUNDS);
+        let (server, session) = fake_server(scenario).await;
+        let url = bare_url
+            .clone()
+            .unwrap_or_else(|| format!("{}/v1/responses", server.base_url()));
+        load(&url, session.api_key(), &request, share, 16).await;
+        server.shutdown().await;
+    }
 }
 
 /// Measures one case: fake against bare hyper answering the fake's own bytes.
@@ -390,6 +398,7 @@ async fn measure(
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
+    loopcheck::allocator::keep_freed_memory();
     let mut args = std::env::args().skip(1).peekable();
     let only = args.next_if_eq("--only").map(|_| {
         let side = args.next().expect("--only fake|bare json|sse");
