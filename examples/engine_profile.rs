@@ -26,6 +26,7 @@ use bench_scenario::bench_scenario;
 static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
 
 fn main() {
+    loopcheck::allocator::keep_freed_memory();
     let mut args = std::env::args().skip(1);
     let kind = args.next().unwrap_or_else(|| "json".to_owned());
     let requests: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(2000);

@@ -52,6 +52,7 @@ async fn session(client: reqwest::Client, url: String, case: String, state: Stri
 
 #[tokio::main]
 async fn main() {
+    loopcheck::allocator::keep_freed_memory();
     let mut args = std::env::args().skip(1);
     let rounds: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10);
     let per_round: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(500);

@@ -9,9 +9,11 @@
 //! size below that, as std's `System` allocator assumes of `malloc`: so a request that
 //! asks no more than that goes to `mi_malloc`, and only a larger alignment to the aligned
 //! entry points.
+//!
+//! A process that uses it calls [`keep_freed_memory`] first.
 
 use std::alloc::{GlobalAlloc, Layout};
-use std::ffi::c_void;
+use std::ffi::{c_int, c_long, c_void};
 
 use libmimalloc_sys as ffi;
 
@@ -84,9 +86,57 @@ unsafe impl GlobalAlloc for Mimalloc {
     }
 }
 
+/// `mi_option_purge_delay` in mimalloc's option enum (`mimalloc.h`; the sys crate names
+/// no constant for it).
+const PURGE_DELAY: c_int = 15;
+
+unsafe extern "C" {
+    /// An option's value, unless the environment (`MIMALLOC_<OPTION>`) set it.
+    fn mi_option_set_default(option: c_int, value: c_long);
+}
+
+/// Keeps the memory the process frees for its own reuse, instead of handing it back to
+/// the OS a second after it is freed (mimalloc's `purge_delay` of -1), unless
+/// `MIMALLOC_PURGE_DELAY` says otherwise.
+///
+/// A run frees each case's session, transcript and all, and the next case asks for as
+/// much again; a server frees each expired session. Memory handed back and taken again
+/// costs a page fault and a page zeroed by the kernel (2 MB of it under transparent huge
+/// pages), which took a quarter of the fake server's CPU time in a profile of sessions freed
+/// one after another. The process keeps the most it ever held instead, which it would
+/// hold again at its next peak.
+pub fn keep_freed_memory() {
+    // SAFETY: a plain FFI call with a valid option index; it only stores the value.
+    unsafe { mi_option_set_default(PURGE_DELAY, -1) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    unsafe extern "C" {
+        fn mi_option_get(option: c_int) -> c_long;
+    }
+
+    /// [`PURGE_DELAY`] is the purge delay: its default is mimalloc 3's 1000 ms (a newer
+    /// mimalloc that moves the option, or its default, fails here to be checked again),
+    /// and [`keep_freed_memory`] turns purging off.
+    #[test]
+    fn keep_freed_memory_turns_off_the_purge_delay() {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+            return; // the environment's value wins, by design
+        }
+        // SAFETY: plain FFI calls with a valid option index.
+        unsafe {
+            assert_eq!(
+                mi_option_get(PURGE_DELAY),
+                1000,
+                "mimalloc's default purge delay"
+            );
+            keep_freed_memory();
+            assert_eq!(mi_option_get(PURGE_DELAY), -1);
+        }
+    }
 
     /// Every block is aligned as its layout asks, through allocation, zeroed allocation and
     /// growth, for the alignments Rust types use and a few larger ones.

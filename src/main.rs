@@ -6,5 +6,6 @@
 static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
 
 fn main() -> std::process::ExitCode {
+    loopcheck::allocator::keep_freed_memory();
     loopcheck::cli::main()
 }
