@@ -53,6 +53,9 @@ static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimallo
 /// round's session (and its transcript, tens of KB per streamed exchange) small.
 const ROUNDS: usize = 15;
 
+/// Requests per case and side when the command line gives none.
+const DEFAULT_REQUESTS: usize = 30_000;
+
 /// What the fake server answered, to be answered again by the bare server: the same
 /// status line, headers and body, framed the same way (whole with a length, or chunked).
 #[derive(Clone)]
@@ -286,9 +289,9 @@ async fn sample(scenario: &Arc<Scenario>, request: &Value) -> Sample {
 
 /// One side's load alone, for an instruction count under callgrind or a profile: the same
 /// setup on both sides (a session, the sample), then `requests` requests to the fake
-/// server or to the bare one, in [`ROUNDS`] rounds with a fresh fake session each, as
-/// the timed rounds have (one session of every request would grow a transcript the
-/// timed rounds never keep).
+/// server or to the bare one, in rounds the size of the timed bench's own with a fresh
+/// fake session each (a longer session grows a transcript the timed rounds never keep,
+/// and a profile of it shows the pages it touches first).
 async fn one_side(scenario: &Arc<Scenario>, side: &str, request: Value, requests: usize) {
     let sample = sample(scenario, &request).await;
     let bare_url = match side {
@@ -296,14 +299,19 @@ async fn one_side(scenario: &Arc<Scenario>, side: &str, request: Value, requests
         "bare" => Some(format!("http://{}/v1/responses", bare_server(sample).await)),
         other => panic!("--only takes fake or bare, not {other:?}"),
     };
-    for round in 0..ROUNDS {
-        let share = requests / ROUNDS + usize::from(round < requests % ROUNDS);
+    let round = DEFAULT_REQUESTS / ROUNDS;
+    for start in (0..requests).step_by(round) {
         let (server, session) = fake_server(scenario).await;
         let url = bare_url
             .clone()
             .unwrap_or_else(|| format!("{}/v1/responses", server.base_url()));
+        let share = round.min(requests - start);
         load(&url, session.api_key(), &request, share, 16).await;
         server.shutdown().await;
+        // Freed before the next round, as in the timed rounds.
+        while Arc::strong_count(&session) > 1 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
 }
 
@@ -404,7 +412,10 @@ async fn main() {
         let side = args.next().expect("--only fake|bare json|sse");
         (side, args.next().expect("--only fake|bare json|sse"))
     });
-    let requests: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(30_000);
+    let requests: usize = args
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(DEFAULT_REQUESTS);
     let concurrency: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(16);
     let scenario = bench_scenario();
     let create = json!({"model": "gpt-5", "store": false, "input": "hi", "tools": []});
