@@ -235,6 +235,16 @@ async fn fake_server(scenario: &Arc<Scenario>) -> (RunningServer, Arc<Session>) 
     (server, session)
 }
 
+/// Stops a round's fake server and frees its session. The connections let go of the
+/// session as they close; its transcript is freed here, before the next round, not
+/// during it.
+async fn stop_and_free(server: RunningServer, session: Arc<Session>) {
+    server.shutdown().await;
+    while Arc::strong_count(&session) > 1 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// CPU microseconds per request of the engine alone (no HTTP, no client): the fake's own
 /// work, on fresh sessions of `per_session` requests each, as the HTTP rounds have.
 fn engine_alone(
@@ -307,11 +317,7 @@ async fn one_side(scenario: &Arc<Scenario>, side: &str, request: Value, requests
             .unwrap_or_else(|| format!("{}/v1/responses", server.base_url()));
         let share = round.min(requests - start);
         load(&url, session.api_key(), &request, share, 16).await;
-        server.shutdown().await;
-        // Freed before the next round, as in the timed rounds.
-        while Arc::strong_count(&session) > 1 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        stop_and_free(server, session).await;
     }
 }
 
@@ -343,13 +349,7 @@ async fn measure(
         )
         .await;
         let cpu = (cpu_time() - cpu).as_secs_f64() * 1e6 / per_round as f64;
-        server.shutdown().await;
-        // The connections let go of the session as they close; its transcript is freed
-        // here, before the next round, not during it.
-        while Arc::strong_count(&session) > 1 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        drop(session);
+        stop_and_free(server, session).await;
         if round > 0 {
             fake.rates.push(rate);
             fake.cpu_us.push(cpu);
