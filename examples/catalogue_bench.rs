@@ -16,15 +16,12 @@ use loopcheck::scenario::catalogue;
 mod binary;
 
 fn controller(name: &str, command: String) -> Controller {
-    Controller {
-        name: name.to_owned(),
-        command,
-        supports: CAPABILITIES
-            .iter()
-            .filter(|w| **w != "persistent")
-            .map(|w| w.to_string())
-            .collect::<BTreeSet<_>>(),
-    }
+    let supports = CAPABILITIES
+        .iter()
+        .filter(|w| **w != "persistent")
+        .map(|w| w.to_string())
+        .collect::<BTreeSet<_>>();
+    Controller::command(name, command, supports)
 }
 
 /// Wall time of one run of the whole catalogue.
@@ -60,10 +57,8 @@ async fn main() {
         "idle",
         r#"echo '{"status": "failed", "reason": "cancelled"}'"#.to_owned(),
     );
-    let reference = controller(
-        "reference",
-        format!("'{}' reference-controller", loopcheck.display()),
-    );
+    // As `loopcheck run` starts it.
+    let reference = Controller::reference("reference", loopcheck);
     let (mut idle_ms, mut one_ms, mut two_ms) = (Vec::new(), Vec::new(), Vec::new());
     let mut runs = 0;
     for round in 1..=rounds {

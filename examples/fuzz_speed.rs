@@ -83,11 +83,7 @@ async fn main() {
     println!("{cases} generated cases, seed 7, 2 jobs\n");
     for (name, command, supports) in controllers {
         let dir = tempfile::tempdir().expect("a temporary folder");
-        let controller = Controller {
-            name: name.to_owned(),
-            command,
-            supports: capabilities(&supports),
-        };
+        let controller = Controller::command(name, command, capabilities(&supports));
         let outcome = fuzz(
             &options(controller, cases, 7, 2, dir.path().join("found")),
             &mut |_| {},
@@ -103,15 +99,15 @@ async fn main() {
         }
     }
     let dir = tempfile::tempdir().expect("a temporary folder");
-    let mutant = Controller {
-        name: "first-call-only".to_owned(),
-        command: format!(
+    let mutant = Controller::command(
+        "first-call-only",
+        format!(
             "{} {}",
             python.display(),
             root.join("harness/mutants/first-call-only.py").display()
         ),
-        supports: capabilities("previous_response_id,stateless,persistent"),
-    };
+        capabilities("previous_response_id,stateless,persistent"),
+    );
     match fuzz(
         &options(mutant, cases, 1, 1, dir.path().join("found")),
         &mut |_| {},

@@ -351,10 +351,13 @@ struct LintArgs {
 /// Parses the arguments and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // The reference controller runs once per case: one thread starts faster than a
+    // pool, and its loop awaits one thing at a time (parallel calls run as futures).
+    let mut builder = match cli.command {
+        Command::ReferenceController => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("loopcheck: failed to start the async runtime: {err}");
@@ -436,23 +439,11 @@ fn parse_capabilities<S: AsRef<str>>(words: &[S]) -> Result<BTreeSet<String>, St
     }
 }
 
-/// The built-in Rust reference controller: this executable, which supports everything
-/// but persistent mode.
+/// The built-in Rust reference controller: this executable.
 fn reference_controller(name: &str) -> Result<Controller, String> {
     let exe = std::env::current_exe()
         .map_err(|err| format!("failed to find the loopcheck executable: {err}"))?;
-    Ok(Controller {
-        name: name.to_owned(),
-        command: format!(
-            "{} reference-controller",
-            shell_quote(&exe.to_string_lossy())
-        ),
-        supports: CAPABILITIES
-            .iter()
-            .filter(|c| **c != "persistent")
-            .map(|s| s.to_string())
-            .collect(),
-    })
+    Ok(Controller::reference(name, exe))
 }
 
 /// The capabilities in a controller manifest next to a file the command names
@@ -500,11 +491,8 @@ fn manifest_capabilities(command: &str) -> Result<Option<BTreeSet<String>>, Stri
 
 /// A controller given by command, with its capabilities from its manifest, if any.
 fn command_controller(name: &str, command: &str) -> Result<Controller, String> {
-    Ok(Controller {
-        name: name.to_owned(),
-        command: command.to_owned(),
-        supports: manifest_capabilities(command)?.unwrap_or_else(runner::default_capabilities),
-    })
+    let supports = manifest_capabilities(command)?.unwrap_or_else(runner::default_capabilities);
+    Ok(Controller::command(name, command.to_owned(), supports))
 }
 
 /// The controller a command names (the Rust reference when none), with what it
@@ -524,10 +512,6 @@ fn controller_from(
 }
 
 /// Single-quotes a word for `sh`.
-fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
-}
-
 fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, String> {
     if globs.is_empty() {
         return Ok(cases);

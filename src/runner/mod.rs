@@ -12,6 +12,7 @@ pub mod task;
 
 use std::collections::BTreeSet;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,7 @@ use crate::server::{Observer, RunningServer, Session, SessionOptions};
 use crate::snapshot::Snapshots;
 use crate::transcript::{ControllerResult, ProcessRecord, Transcript, Unfinished};
 use events::{ExchangeNote, RunEvent};
+pub use process::Direct;
 
 /// Capability words of docs/contract.md.
 pub const CAPABILITIES: &[&str] = &[
@@ -57,6 +59,45 @@ pub struct Controller {
     pub command: String,
     /// Declared capabilities.
     pub supports: BTreeSet<String>,
+    /// The same controller started without a shell, when it is a known program (the
+    /// built-in reference): `command` is then what reports show and what a persistent
+    /// worker or a replay runs.
+    pub direct: Option<Direct>,
+}
+
+impl Controller {
+    /// A controller run as a shell command.
+    pub fn command(name: &str, command: String, supports: BTreeSet<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            command,
+            supports,
+            direct: None,
+        }
+    }
+
+    /// The built-in Rust reference controller: `loopcheck reference-controller` of the
+    /// executable `exe`, which supports everything but persistent mode.
+    pub fn reference(name: &str, exe: PathBuf) -> Self {
+        // Single-quoted for `sh`.
+        let quoted = format!("'{}'", exe.to_string_lossy().replace('\'', r"'\''"));
+        let supports = CAPABILITIES
+            .iter()
+            .filter(|c| **c != "persistent")
+            .map(|c| c.to_string())
+            .collect();
+        Self {
+            direct: Some(Direct {
+                program: exe,
+                args: vec!["reference-controller".to_owned()],
+                // A run of a few milliseconds: mimalloc's arenas on transparent huge
+                // pages had the kernel zero 2 MB of memory before `main`, a fifth of the
+                // run's CPU time.
+                env: vec![("MIMALLOC_ALLOW_THP".to_owned(), "0".to_owned())],
+            }),
+            ..Self::command(name, format!("{quoted} reference-controller"), supports)
+        }
+    }
 }
 
 /// How cases are run.
@@ -331,7 +372,13 @@ async fn run_case_with(
         "LOOPCHECK_TASK".to_owned(),
         task_path.to_string_lossy().into_owned(),
     ));
-    let record = process::run(&controller.command, &prepared.vars, options.timeout).await;
+    let record = process::run(
+        &controller.command,
+        controller.direct.as_ref(),
+        &prepared.vars,
+        options.timeout,
+    )
+    .await;
     prepared.server.shutdown().await;
     match record {
         Ok((record, timed_out)) => {

@@ -1,6 +1,7 @@
 //! Running a controller command as a process: its own process group, the contract's
 //! environment, a timeout that kills the whole group, and capped output capture.
 
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -12,18 +13,41 @@ use crate::transcript::ProcessRecord;
 /// Most bytes kept of each of stdout and stderr.
 const OUTPUT_CAP: usize = 1024 * 1024;
 
-/// Runs `command` through `sh -c` with `env` added, for at most `timeout`; the record,
-/// and whether it was killed at the timeout.
+/// A program started as it is, without a shell: the built-in reference controller.
+#[derive(Debug, Clone)]
+pub struct Direct {
+    /// The executable.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Environment it gets beyond the contract's.
+    pub env: Vec<(String, String)>,
+}
+
+/// Runs `command` through `sh -c`, or `direct` as it is when given, with `env` added,
+/// for at most `timeout`; the record, and whether it was killed at the timeout.
 pub async fn run(
     command: &str,
+    direct: Option<&Direct>,
     env: &[(String, String)],
     timeout: Duration,
 ) -> std::io::Result<(ProcessRecord, bool)> {
     let started = Instant::now();
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    let mut cmd = match direct {
+        // A shell started for each case costs a process start of its own.
+        Some(direct) => {
+            let mut cmd = Command::new(&direct.program);
+            cmd.args(&direct.args)
+                .envs(direct.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c").arg(command);
+            cmd
+        }
+    };
+    cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -5,21 +5,10 @@ use loopcheck::report::CaseReport;
 use loopcheck::runner::{self, Controller, RunOptions};
 use loopcheck::transcript::normalize::normalize;
 
-use crate::support::{catalogue, loopcheck_bin, shell_quote};
+use crate::support::{catalogue, loopcheck_bin};
 
 fn reference() -> Controller {
-    Controller {
-        name: "reference".to_owned(),
-        command: format!(
-            "{} reference-controller",
-            shell_quote(&loopcheck_bin().to_string_lossy())
-        ),
-        supports: runner::CAPABILITIES
-            .iter()
-            .filter(|c| **c != "persistent")
-            .map(|c| c.to_string())
-            .collect(),
-    }
+    Controller::reference("reference", loopcheck_bin())
 }
 
 async fn run(seed: u64, only: Option<&str>) -> Vec<CaseReport> {
