@@ -18,7 +18,7 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::runner::task::task_json;
+use crate::runner::task::{task_json, write_task_file};
 use crate::scenario::{self, Expectation, Level, Outcome, Recorded, Scenario, StateMode};
 use crate::server::{RunningServer, Session};
 use crate::transcript::drift::{Comparison, ComparisonStatus};
@@ -180,8 +180,7 @@ fn environment(
     if let Some(key) = api_key {
         vars.push(("OPENAI_API_KEY".to_owned(), key.to_owned()));
     }
-    let path = task_dir.join("task.json");
-    crate::runner::write_atomic(&path, &task_json(scenario, session.state()))
+    let path = write_task_file(task_dir, &task_json(scenario, session.state()))
         .map_err(|err| RecordError::Failed(format!("failed to write the task file: {err}")))?;
     vars.push((
         "LOOPCHECK_TASK".to_owned(),

@@ -364,10 +364,12 @@ async fn run_case_with(
             );
         }
     };
-    let task_path = dir.path().join("task.json");
-    if let Err(err) = write_atomic(&task_path, &prepared.task) {
-        return error_report(case, state, format!("failed to write the task file: {err}"));
-    }
+    let task_path = match task::write_task_file(dir.path(), &prepared.task) {
+        Ok(path) => path,
+        Err(err) => {
+            return error_report(case, state, format!("failed to write the task file: {err}"));
+        }
+    };
     prepared.vars.push((
         "LOOPCHECK_TASK".to_owned(),
         task_path.to_string_lossy().into_owned(),
@@ -469,12 +471,6 @@ fn controller_env(server: &RunningServer, session: &Session, case: &str) -> Cont
         tools_url: format!("{}/tools", server.base_url()),
         case: case.to_owned(),
     }
-}
-
-/// Writes JSON to a temporary file beside `path`, then renames it into place.
-pub fn write_atomic(path: &std::path::Path, value: &Value) -> std::io::Result<()> {
-    let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
-    write_bytes_atomic(path, &text)
 }
 
 /// Writes bytes to a temporary file beside `path`, then renames it into place, so a

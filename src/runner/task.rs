@@ -1,5 +1,7 @@
 //! The task file handed to a controller (docs/contract.md).
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Value, json};
 
 use crate::scenario::{Scenario, StateMode, ToolRef};
@@ -19,6 +21,17 @@ pub const REASON_WORDS: &[&str] = &[
     "cancelled",
     "max_tool_calls",
 ];
+
+/// Writes `task` as `task.json` in `dir`, a run's own scratch folder, and returns its
+/// path. The file is written whole before the controller starts and goes with the folder
+/// after the run, so it is neither renamed into place nor synced to disk as a report is:
+/// a sync per case run held a worker thread for about a millisecond.
+pub fn write_task_file(dir: &Path, task: &Value) -> std::io::Result<PathBuf> {
+    let path = dir.join("task.json");
+    let text = serde_json::to_vec_pretty(task).map_err(std::io::Error::other)?;
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
 
 /// The task JSON for a scenario in one state mode.
 pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
