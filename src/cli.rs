@@ -72,7 +72,8 @@ enum Command {
     /// Serve sessions of the cases on one fake server, for a test framework to drive a
     /// tool loop that lives in its own process (docs/serve.md).
     Serve(ServeArgs),
-    /// Run the built-in Rust reference controller (contract v1, from the environment).
+    /// Run the built-in Rust reference controller (contract v1): the case the environment
+    /// names, or, without the contract's variables, persistent mode on standard input.
     #[command(hide = true)]
     ReferenceController,
 }
@@ -351,7 +352,7 @@ struct LintArgs {
 /// Parses the arguments and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The reference controller runs once per case: one thread starts faster than a
+    // The reference controller runs a case at a time: one thread starts faster than a
     // pool, and its loop awaits one thing at a time (parallel calls run as futures).
     let mut builder = match cli.command {
         Command::ReferenceController => tokio::runtime::Builder::new_current_thread(),
@@ -394,6 +395,15 @@ pub fn main() -> ExitCode {
             &args.cassette,
             &args.command,
         ))),
+        // A persistent worker is started without the contract's variables and reads its
+        // cases from standard input; a person at a terminal gets the one-case mode's
+        // error about the variables instead of a wait.
+        Command::ReferenceController
+            if std::env::var_os("LOOPCHECK_TASK").is_none() && !io::stdin().is_terminal() =>
+        {
+            runtime.block_on(loopcheck_reference::run_persistent());
+            exit::OK
+        }
         Command::ReferenceController => {
             let outcome = runtime.block_on(loopcheck_reference::run_from_env());
             println!("{}", loopcheck_reference::result_line(&outcome));

@@ -77,15 +77,12 @@ impl Controller {
     }
 
     /// The built-in Rust reference controller: `loopcheck reference-controller` of the
-    /// executable `exe`, which supports everything but persistent mode.
+    /// executable `exe`, which supports everything. It runs in persistent mode (a worker
+    /// per job): a process per case spent more on starting than on most cases.
     pub fn reference(name: &str, exe: PathBuf) -> Self {
         // Single-quoted for `sh`.
         let quoted = format!("'{}'", exe.to_string_lossy().replace('\'', r"'\''"));
-        let supports = CAPABILITIES
-            .iter()
-            .filter(|c| **c != "persistent")
-            .map(|c| c.to_string())
-            .collect();
+        let supports = CAPABILITIES.iter().map(|c| c.to_string()).collect();
         Self {
             direct: Some(Direct {
                 program: exe,

@@ -116,6 +116,21 @@ fn reference_controller_passes_every_case_and_matches_its_snapshots() {
     );
 }
 
+/// The reference runs persistent by default; given capabilities without `persistent`, it
+/// runs a process per case, from the contract's variables, and passes the same.
+#[test]
+fn reference_controller_passes_as_a_process_per_case() {
+    let output = Command::new(loopcheck_bin())
+        .args(["run", "--filter", "correlation/0[12]*"])
+        .args(["--supports", "previous_response_id,stateless"])
+        .current_dir(root())
+        .output()
+        .expect("loopcheck runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("4 cases: 4 passed"), "{stdout}");
+}
+
 #[test]
 fn list_prints_the_catalogue_as_json() {
     let output = Command::new(loopcheck_bin())

@@ -33,7 +33,7 @@ mod tools;
 use std::future::Future;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -85,6 +85,52 @@ pub async fn run_from_env() -> Outcome {
         Ok((env, task)) => run(&env, &task).await,
         Err(detail) => Outcome::failed("api_error", detail),
     }
+}
+
+/// Persistent mode (docs/contract.md, section 9): a case per non-empty line of standard
+/// input, `{"case", "env", "task"}`, each answered with its result line on standard
+/// output, until the input ends. Every case gets its own HTTP clients, as a process of
+/// its own would.
+pub async fn run_persistent() {
+    use std::io::{BufRead, Write};
+    // Read between cases only, when nothing else runs: a blocking read holds up nothing.
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let outcome = match case_of_line(&line) {
+            Ok((env, task)) => run(&env, &task).await,
+            Err(detail) => Outcome::failed("api_error", detail),
+        };
+        let mut stdout = std::io::stdout().lock();
+        if writeln!(stdout, "{}", result_line(&outcome))
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+}
+
+/// A persistent-mode line's environment and task.
+fn case_of_line(line: &str) -> Result<(ControllerEnv, Task), String> {
+    let request: Value =
+        serde_json::from_str(line).map_err(|e| format!("parsing the case line: {e}"))?;
+    let var = |name: &str| {
+        request["env"][name]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("the case line's env has no {name}"))
+    };
+    let env = ControllerEnv {
+        base_url: var("OPENAI_BASE_URL")?,
+        api_key: var("OPENAI_API_KEY")?,
+        tools_url: var("LOOPCHECK_TOOLS_URL")?,
+    };
+    let task = Task::deserialize(&request["task"])
+        .map_err(|e| format!("parsing the case line's task: {e}"))?;
+    Ok((env, task))
 }
 
 fn load_env() -> Result<(ControllerEnv, Task), String> {
