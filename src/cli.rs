@@ -521,7 +521,6 @@ fn controller_from(
     Ok(controller)
 }
 
-/// Single-quotes a word for `sh`.
 fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, String> {
     if globs.is_empty() {
         return Ok(cases);
