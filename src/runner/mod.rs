@@ -60,8 +60,8 @@ pub struct Controller {
     /// Declared capabilities.
     pub supports: BTreeSet<String>,
     /// The same controller started without a shell, when it is a known program (the
-    /// built-in reference): `command` is then what reports show and what a persistent
-    /// worker or a replay runs.
+    /// built-in reference): `command` is then what reports show and what a replay or a
+    /// reproduction runs.
     pub direct: Option<Direct>,
 }
 
@@ -87,9 +87,8 @@ impl Controller {
             direct: Some(Direct {
                 program: exe,
                 args: vec!["reference-controller".to_owned()],
-                // A run of a few milliseconds: mimalloc's arenas on transparent huge
-                // pages had the kernel zero 2 MB of memory before `main`, a fifth of the
-                // run's CPU time.
+                // mimalloc's arenas on transparent huge pages had the kernel zero 2 MB
+                // before `main`: a fifth of the CPU time of a process run for one case.
                 env: vec![("MIMALLOC_ALLOW_THP".to_owned(), "0".to_owned())],
             }),
             ..Self::command(name, format!("{quoted} reference-controller"), supports)
@@ -371,13 +370,7 @@ async fn run_case_with(
         "LOOPCHECK_TASK".to_owned(),
         task_path.to_string_lossy().into_owned(),
     ));
-    let record = process::run(
-        &controller.command,
-        controller.direct.as_ref(),
-        &prepared.vars,
-        options.timeout,
-    )
-    .await;
+    let record = process::run(controller, &prepared.vars, options.timeout).await;
     prepared.server.shutdown().await;
     match record {
         Ok((record, timed_out)) => {
@@ -420,7 +413,7 @@ async fn run_case_persistent(
         Err(report) => return *report,
     };
     if worker.is_none() {
-        match persistent::Worker::start(&controller.command).await {
+        match persistent::Worker::start(controller).await {
             Ok(started) => *worker = Some(started),
             Err(err) => {
                 prepared.server.shutdown().await;

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
-use super::process::kill_group;
+use super::Controller;
+use super::process::{kill_group, start_command};
 use crate::transcript::ProcessRecord;
 
 /// One running persistent controller.
@@ -35,16 +36,12 @@ pub(super) struct Answer {
 }
 
 impl Worker {
-    /// Starts `command` with `sh -c` in its own process group.
-    pub async fn start(command: &str) -> std::io::Result<Self> {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(command)
+    /// Starts `controller` in its own process group (see [`start_command`]).
+    pub async fn start(controller: &Controller) -> std::io::Result<Self> {
+        let mut child = start_command(controller)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
             .spawn()?;
         let group = child.id().map(|pid| pid as i32);
         let stdin = child

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
+use super::Controller;
 use crate::transcript::ProcessRecord;
 
 /// Most bytes kept of each of stdout and stderr.
@@ -24,17 +25,11 @@ pub struct Direct {
     pub env: Vec<(String, String)>,
 }
 
-/// Runs `command` through `sh -c`, or `direct` as it is when given, with `env` added,
-/// for at most `timeout`; the record, and whether it was killed at the timeout.
-pub async fn run(
-    command: &str,
-    direct: Option<&Direct>,
-    env: &[(String, String)],
-    timeout: Duration,
-) -> std::io::Result<(ProcessRecord, bool)> {
-    let started = Instant::now();
-    let mut cmd = match direct {
-        // A shell started for each case costs a process start of its own.
+/// The command that starts `controller`, in its own process group and killed when
+/// dropped: `direct` as it is when given, else its command through `sh -c` (a shell
+/// started for each case costs a process start of its own).
+pub(super) fn start_command(controller: &Controller) -> Command {
+    let mut cmd = match &controller.direct {
         Some(direct) => {
             let mut cmd = Command::new(&direct.program);
             cmd.args(&direct.args)
@@ -43,16 +38,27 @@ pub async fn run(
         }
         None => {
             let mut cmd = Command::new("sh");
-            cmd.arg("-c").arg(command);
+            cmd.arg("-c").arg(&controller.command);
             cmd
         }
     };
+    cmd.process_group(0).kill_on_drop(true);
+    cmd
+}
+
+/// Runs `controller` for one case with `env` added, for at most `timeout`; the record,
+/// and whether it was killed at the timeout.
+pub async fn run(
+    controller: &Controller,
+    env: &[(String, String)],
+    timeout: Duration,
+) -> std::io::Result<(ProcessRecord, bool)> {
+    let started = Instant::now();
+    let mut cmd = start_command(controller);
     cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn()?;
     let group = child.id().map(|pid| pid as i32);
     let stdout = tokio::spawn(read_capped(child.stdout.take()));

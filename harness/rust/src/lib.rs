@@ -54,6 +54,18 @@ pub struct ControllerEnv {
     pub tools_url: String,
 }
 
+impl ControllerEnv {
+    /// From the contract's variables, as `var` reads them (the process's environment, or
+    /// a persistent-mode line's `env`).
+    fn from_vars(var: impl Fn(&str) -> Result<String, String>) -> Result<Self, String> {
+        Ok(Self {
+            base_url: var("OPENAI_BASE_URL")?,
+            api_key: var("OPENAI_API_KEY")?,
+            tools_url: var("LOOPCHECK_TOOLS_URL")?,
+        })
+    }
+}
+
 /// The result of a case (docs/contract.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "lowercase")]
@@ -123,11 +135,7 @@ fn case_of_line(line: &str) -> Result<(ControllerEnv, Task), String> {
             .map(str::to_owned)
             .ok_or_else(|| format!("the case line's env has no {name}"))
     };
-    let env = ControllerEnv {
-        base_url: var("OPENAI_BASE_URL")?,
-        api_key: var("OPENAI_API_KEY")?,
-        tools_url: var("LOOPCHECK_TOOLS_URL")?,
-    };
+    let env = ControllerEnv::from_vars(var)?;
     let task = Task::deserialize(&request["task"])
         .map_err(|e| format!("parsing the case line's task: {e}"))?;
     Ok((env, task))
@@ -137,11 +145,7 @@ fn load_env() -> Result<(ControllerEnv, Task), String> {
     let var = |name: &str| {
         std::env::var(name).map_err(|_| format!("environment variable {name} is not set"))
     };
-    let env = ControllerEnv {
-        base_url: var("OPENAI_BASE_URL")?,
-        api_key: var("OPENAI_API_KEY")?,
-        tools_url: var("LOOPCHECK_TOOLS_URL")?,
-    };
+    let env = ControllerEnv::from_vars(var)?;
     let task = Task::load(&var("LOOPCHECK_TASK")?)?;
     Ok((env, task))
 }
