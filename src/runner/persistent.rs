@@ -16,6 +16,11 @@ use super::Controller;
 use super::process::{kill_group, start_command};
 use crate::transcript::ProcessRecord;
 
+/// The contract's variables that only a case gives. `OPENAI_API_KEY` and
+/// `OPENAI_BASE_URL` stay as the environment has them: an SDK client built when the
+/// worker starts may need a key before the first case brings one.
+const CASE_VARIABLES: [&str; 3] = ["LOOPCHECK_TASK", "LOOPCHECK_TOOLS_URL", "LOOPCHECK_CASE"];
+
 /// One running persistent controller.
 pub(super) struct Worker {
     child: Child,
@@ -36,9 +41,15 @@ pub(super) struct Answer {
 }
 
 impl Worker {
-    /// Starts `controller` in its own process group (see [`start_command`]).
+    /// Starts `controller` in its own process group (see [`start_command`]), without the
+    /// contract's `LOOPCHECK_` variables: each case brings its own, and a stale one
+    /// exported in the shell that ran loopcheck would name another task or server.
     pub async fn start(controller: &Controller) -> std::io::Result<Self> {
-        let mut child = start_command(controller)
+        let mut command = start_command(controller);
+        for name in CASE_VARIABLES {
+            command.env_remove(name);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

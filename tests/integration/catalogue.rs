@@ -131,6 +131,24 @@ fn reference_controller_passes_as_a_process_per_case() {
     assert!(stdout.contains("4 cases: 4 passed"), "{stdout}");
 }
 
+/// A persistent worker starts without the contract's `LOOPCHECK_` variables, whatever
+/// the shell that ran loopcheck exported: a stale `LOOPCHECK_TASK` would otherwise send
+/// the built-in reference into its one-case mode, to run a task that is not the case's.
+#[test]
+fn a_persistent_worker_does_not_inherit_the_shells_contract_variables() {
+    let output = Command::new(loopcheck_bin())
+        .args(["run", "--filter", "correlation/0[12]*"])
+        .env("LOOPCHECK_TASK", "/nonexistent/task.json")
+        .env("LOOPCHECK_CASE", "stale/case")
+        .env("LOOPCHECK_TOOLS_URL", "http://127.0.0.1:9/tools")
+        .current_dir(root())
+        .output()
+        .expect("loopcheck runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("4 cases: 4 passed"), "{stdout}");
+}
+
 #[test]
 fn list_prints_the_catalogue_as_json() {
     let output = Command::new(loopcheck_bin())
