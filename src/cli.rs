@@ -399,7 +399,8 @@ pub fn main() -> ExitCode {
         // cases from standard input; a person at a terminal gets the one-case mode's
         // error about the variables instead of a wait.
         Command::ReferenceController
-            if std::env::var_os("LOOPCHECK_TASK").is_none() && !io::stdin().is_terminal() =>
+            if std::env::var_os(runner::task::var::TASK).is_none()
+                && !io::stdin().is_terminal() =>
         {
             runtime.block_on(loopcheck_reference::run_persistent());
             exit::OK

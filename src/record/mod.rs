@@ -18,7 +18,7 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::runner::task::{task_json, write_task_file};
+use crate::runner::task::{task_json, var, write_task_file};
 use crate::scenario::{self, Expectation, Level, Outcome, Recorded, Scenario, StateMode};
 use crate::server::{RunningServer, Session};
 use crate::transcript::drift::{Comparison, ComparisonStatus};
@@ -168,24 +168,21 @@ fn environment(
     let scenario = session.scenario();
     let mut vars = vec![
         (
-            "OPENAI_BASE_URL".to_owned(),
+            var::BASE_URL.to_owned(),
             format!("{}/v1", server.base_url()),
         ),
         (
-            "LOOPCHECK_TOOLS_URL".to_owned(),
+            var::TOOLS_URL.to_owned(),
             format!("{}/tools", server.base_url()),
         ),
-        ("LOOPCHECK_CASE".to_owned(), scenario.id.clone()),
+        (var::CASE.to_owned(), scenario.id.clone()),
     ];
     if let Some(key) = api_key {
-        vars.push(("OPENAI_API_KEY".to_owned(), key.to_owned()));
+        vars.push((var::API_KEY.to_owned(), key.to_owned()));
     }
     let path = write_task_file(task_dir, &task_json(scenario, session.state()))
         .map_err(|err| RecordError::Failed(format!("failed to write the task file: {err}")))?;
-    vars.push((
-        "LOOPCHECK_TASK".to_owned(),
-        path.to_string_lossy().into_owned(),
-    ));
+    vars.push((var::TASK.to_owned(), path.to_string_lossy().into_owned()));
     Ok(vars)
 }
 

@@ -140,6 +140,21 @@ pub struct ControllerEnv {
     pub case: String,
 }
 
+impl ControllerEnv {
+    /// The variables, by name, as a controller process gets them.
+    pub fn vars(self) -> Vec<(String, String)> {
+        [
+            (task::var::BASE_URL, self.base_url),
+            (task::var::API_KEY, self.api_key),
+            (task::var::TOOLS_URL, self.tools_url),
+            (task::var::CASE, self.case),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect()
+    }
+}
+
 /// The capabilities a case needs in a state mode.
 pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'static str> {
     let mut needed = vec![state.as_str()];
@@ -305,13 +320,7 @@ async fn prepare(
 ) -> Result<Prepared, Box<CaseReport>> {
     let started = Instant::now();
     let (session, server) = start_session(case, state, session).await?;
-    let env = controller_env(&server, &session, &case.scenario.id);
-    let vars = vec![
-        ("OPENAI_BASE_URL".to_owned(), env.base_url),
-        ("OPENAI_API_KEY".to_owned(), env.api_key),
-        ("LOOPCHECK_TOOLS_URL".to_owned(), env.tools_url),
-        ("LOOPCHECK_CASE".to_owned(), env.case),
-    ];
+    let vars = controller_env(&server, &session, &case.scenario.id).vars();
     let task = task::task_json(&case.scenario, state);
     Ok(Prepared {
         session,
@@ -367,7 +376,7 @@ async fn run_case_with(
         }
     };
     prepared.vars.push((
-        "LOOPCHECK_TASK".to_owned(),
+        task::var::TASK.to_owned(),
         task_path.to_string_lossy().into_owned(),
     ));
     let record = process::run(controller, &prepared.vars, options.timeout).await;

@@ -14,12 +14,13 @@ use tokio::sync::mpsc;
 
 use super::Controller;
 use super::process::{kill_group, start_command};
+use super::task::var;
 use crate::transcript::ProcessRecord;
 
 /// The contract's variables that only a case gives. `OPENAI_API_KEY` and
 /// `OPENAI_BASE_URL` stay as the environment has them: an SDK client built when the
 /// worker starts may need a key before the first case brings one.
-const CASE_VARIABLES: [&str; 3] = ["LOOPCHECK_TASK", "LOOPCHECK_TOOLS_URL", "LOOPCHECK_CASE"];
+const CASE_VARIABLES: [&str; 3] = [var::TASK, var::TOOLS_URL, var::CASE];
 
 /// One running persistent controller.
 pub(super) struct Worker {

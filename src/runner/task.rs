@@ -7,6 +7,21 @@ use serde_json::{Value, json};
 use crate::scenario::{Scenario, StateMode, ToolRef};
 use crate::tools::fixtures;
 
+/// The names of the variables a controller is given for a case (docs/contract.md,
+/// section 1), defined once for every way loopcheck starts or serves a controller.
+pub mod var {
+    /// The fake Responses API's base URL.
+    pub const BASE_URL: &str = "OPENAI_BASE_URL";
+    /// The session's API key.
+    pub const API_KEY: &str = "OPENAI_API_KEY";
+    /// The fixture tool backend's URL.
+    pub const TOOLS_URL: &str = "LOOPCHECK_TOOLS_URL";
+    /// The case's id.
+    pub const CASE: &str = "LOOPCHECK_CASE";
+    /// The task file's path (a persistent controller gets the task inline instead).
+    pub const TASK: &str = "LOOPCHECK_TASK";
+}
+
 /// The contract version written into every task file.
 pub const CONTRACT_VERSION: u32 = 1;
 

@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use registry::Admission;
 pub use registry::{Limits, Registry, SessionError};
 
-use crate::runner::{self, task};
+use crate::runner::{self, ControllerEnv, task};
 use crate::scenario::{Case, StateMode};
 use crate::server::http::{self, DropConnection, ReplyStream, RunningServer};
 use crate::server::{EngineReply, EngineRequest, ReplyBody};
@@ -290,6 +290,16 @@ impl Front {
         let base_url = format!("{session_url}/v1");
         let tools_url = format!("{session_url}/tools");
         let api_key = created.session.api_key().to_owned();
+        let env: serde_json::Map<String, Value> = ControllerEnv {
+            base_url: base_url.clone(),
+            api_key: api_key.clone(),
+            tools_url: tools_url.clone(),
+            case: id.to_owned(),
+        }
+        .vars()
+        .into_iter()
+        .map(|(name, value)| (name, Value::String(value)))
+        .collect();
         (
             201,
             json!({
@@ -301,12 +311,7 @@ impl Front {
                 "tools_url": tools_url,
                 "api_key": api_key,
                 "task": task::task_json(&case.scenario, state),
-                "env": {
-                    "OPENAI_BASE_URL": base_url,
-                    "OPENAI_API_KEY": api_key,
-                    "LOOPCHECK_TOOLS_URL": tools_url,
-                    "LOOPCHECK_CASE": id,
-                },
+                "env": env,
                 "result_url": format!("{control_url}/result"),
                 "verdict_url": format!("{control_url}/verdict"),
                 "url": control_url,
