@@ -66,7 +66,8 @@ fn must() -> Level {
 }
 
 impl CaseReport {
-    /// Takes a snapshot comparison into the verdict (see [`CaseReport::fold`]).
+    /// Takes a snapshot comparison into the verdict: drift (or a snapshot missing under
+    /// CI) makes a passing case `drift`; a file that cannot be read makes it `error`.
     pub fn fold_snapshot(&mut self, note: Comparison) {
         self.fold(&note);
         self.snapshot = Some(note);

@@ -131,7 +131,7 @@ impl IdGen {
     }
 
     /// An event's `obfuscation` padding: 3 to 16 base62 characters, cut from a random
-    /// place in a fixed pool of them (see [`PADDING`]).
+    /// place in a fixed pool of them, drawn once at build time.
     pub fn padding(&mut self) -> &'static [u8] {
         let word = self.next_u64();
         let len = 3 + (word % 14) as usize;
