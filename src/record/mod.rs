@@ -18,6 +18,7 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::runner::controller_env;
 use crate::runner::task::{task_json, var, write_task_file};
 use crate::scenario::{self, Expectation, Level, Outcome, Recorded, Scenario, StateMode};
 use crate::server::{RunningServer, Session};
@@ -157,28 +158,19 @@ fn cassette_id(out: &Path) -> String {
     format!("recorded/{stem}")
 }
 
-/// The environment of a command run against a server: the contract's variables, and
-/// the task file when there is a task.
+/// The environment of a command run against a server: the contract's variables, as a
+/// run gives them, and the task file. Without `session_key` the command keeps the
+/// caller's own `OPENAI_API_KEY`, which goes through to the upstream.
 fn environment(
     server: &RunningServer,
     session: &Session,
-    api_key: Option<&str>,
+    session_key: bool,
     task_dir: &Path,
 ) -> Result<Vec<(String, String)>, RecordError> {
     let scenario = session.scenario();
-    let mut vars = vec![
-        (
-            var::BASE_URL.to_owned(),
-            format!("{}/v1", server.base_url()),
-        ),
-        (
-            var::TOOLS_URL.to_owned(),
-            format!("{}/tools", server.base_url()),
-        ),
-        (var::CASE.to_owned(), scenario.id.clone()),
-    ];
-    if let Some(key) = api_key {
-        vars.push((var::API_KEY.to_owned(), key.to_owned()));
+    let mut vars = controller_env(server, session, &scenario.id).vars();
+    if !session_key {
+        vars.retain(|(name, _)| name != var::API_KEY);
     }
     let path = write_task_file(task_dir, &task_json(scenario, session.state()))
         .map_err(|err| RecordError::Failed(format!("failed to write the task file: {err}")))?;
@@ -298,7 +290,7 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
     let dir = tempfile::tempdir()
         .map_err(|err| RecordError::Failed(format!("failed to create a task folder: {err}")))?;
     // The caller's own key goes through to the upstream; nothing here replaces it.
-    let env = environment(&server, &session, None, dir.path())?;
+    let env = environment(&server, &session, false, dir.path())?;
     let status = run_command(&options.command, &env, out).await;
     proxy.settle(Duration::from_secs(10)).await;
     server.shutdown().await;
@@ -403,7 +395,7 @@ pub async fn replay(cassette: &Path, command: &[String]) -> Result<Finished, Rec
         .map_err(|err| RecordError::Failed(format!("failed to start the fake server: {err}")))?;
     let dir = tempfile::tempdir()
         .map_err(|err| RecordError::Failed(format!("failed to create a task folder: {err}")))?;
-    let env = environment(&server, &session, Some(session.api_key()), dir.path())?;
+    let env = environment(&server, &session, true, dir.path())?;
     let status = run_command(command, &env, cassette).await;
     server.shutdown().await;
     let status = status?;

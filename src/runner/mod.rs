@@ -463,7 +463,12 @@ async fn run_case_persistent(
     )
 }
 
-fn controller_env(server: &RunningServer, session: &Session, case: &str) -> ControllerEnv {
+/// What a controller of `session`, served by `server`, is given for `case`.
+pub(crate) fn controller_env(
+    server: &RunningServer,
+    session: &Session,
+    case: &str,
+) -> ControllerEnv {
     ControllerEnv {
         base_url: format!("{}/v1", server.base_url()),
         api_key: session.api_key().to_owned(),
