@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::scenario::RecordedEvent;
 use crate::server::http::{DropConnection, ReplyStream, RunningServer, read_request, send};
-use crate::server::{EngineRequest, Session};
+use crate::server::{EngineRequest, Session, stream};
 use crate::transcript::{ModelExchange, StreamRecord};
 
 /// Headers that belong to one hop (or that the proxy sets itself) and are not forwarded.
@@ -314,11 +314,11 @@ impl Proxy {
             let last_type = recorded
                 .last()
                 .and_then(|e| e.event["type"].as_str())
-                .map(str::to_owned);
-            let terminal = matches!(
-                last_type.as_deref(),
-                Some("response.completed" | "response.incomplete" | "response.failed" | "error")
-            );
+                .map(stream::recorded_type);
+            let terminal = last_type
+                .as_deref()
+                .and_then(stream::terminal_type)
+                .is_some();
             let record = StreamRecord {
                 planned: recorded.len(),
                 sent: recorded.len(),

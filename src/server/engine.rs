@@ -15,7 +15,7 @@ use super::api::{self, Answer, Handled};
 use super::clock::Clock;
 use super::recorder::{Observer, Recorder, StreamProgress, lock};
 use super::store::Store;
-use super::stream::StreamFrames;
+use super::stream::{self, StreamFrames};
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{BackendReply, ToolBackend};
 use crate::transcript::{
@@ -328,7 +328,7 @@ impl Session {
                 let record = StreamRecord {
                     planned: planned.len(),
                     cut: planned.cut_after.is_some(),
-                    last_type: planned.last_type().map(str::to_owned),
+                    last_type: planned.last_type().map(stream::recorded_type),
                     ..StreamRecord::default()
                 };
                 let events = LazyJson::events(planned.bytes.clone());

@@ -1,6 +1,7 @@
 //! The fake Responses API: a transport-free session engine (routing and recording), the
-//! store it keeps with its rules, the API handlers over that store, script playback,
-//! strict emulation, server-sent events, and the hyper front that serves it.
+//! store it keeps with its rules, the API handlers over that store, script playback
+//! (with the turns a session serves again compiled), strict emulation, server-sent
+//! events, and the hyper front that serves it.
 //!
 //! Data flows one way: a front end hands the engine a request; the engine routes it to
 //! a handler (`api`) or the tool backend, which read and change the `store`; the engine
@@ -9,6 +10,7 @@
 
 mod api;
 mod clock;
+mod compiled;
 mod engine;
 pub(crate) mod http;
 mod recorder;

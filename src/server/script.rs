@@ -1,6 +1,7 @@
 //! Script playback: expanding a scenario's compact turn into full wire output items with
 //! fresh ids, and remembering which items belong together (reasoning and follower).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use foldhash::HashMap;
@@ -163,7 +164,7 @@ impl Registrable for OutputItem<'_> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Follower {
     id: Option<Arc<str>>,
-    kind: Box<str>,
+    kind: Cow<'static, str>,
     call_id: Option<Box<str>>,
 }
 
@@ -181,6 +182,26 @@ impl Follower {
     }
 }
 
+/// The types of the items the server generates: a follower of one of these keeps its
+/// type without a copy.
+const GENERATED_KINDS: [&str; 5] = [
+    "reasoning",
+    "message",
+    "function_call",
+    "program",
+    "program_output",
+];
+
+fn follower_kind(kind: &str) -> Cow<'static, str> {
+    match GENERATED_KINDS
+        .into_iter()
+        .find(|generated| *generated == kind)
+    {
+        Some(generated) => Cow::Borrowed(generated),
+        None => Cow::Owned(kind.to_owned()),
+    }
+}
+
 /// Remembers what a response's output items bind a replay to: each reasoning item's
 /// encrypted content and the item it produced, the reasoning each later item was
 /// generated with, each program and each program-owned call's `caller`. Scripted and
@@ -193,7 +214,7 @@ pub fn register(output: &[impl Registrable], issued: &mut Issued) {
         if let Some(rs) = awaiting_follower.take() {
             issued.reasoning.entry(rs).or_default().follower = Some(Follower {
                 id: item.id().map(|_| id.clone()),
-                kind: item.kind().into(),
+                kind: follower_kind(item.kind()),
                 call_id: item.call_id().map(Box::from),
             });
         }
@@ -230,6 +251,49 @@ pub fn register(output: &[impl Registrable], issued: &mut Issued) {
     }
 }
 
+/// Where the values a turn's items draw on each serving come from: the session's
+/// generator when the turn is served, markers when it is compiled
+/// ([`super::compiled`]). Items draw in output order, each its id first.
+pub trait Draws {
+    /// Output item `index`'s id, `prefix_...`.
+    fn item_id(&mut self, prefix: &str, index: usize) -> String;
+    /// Reasoning item `index`'s `encrypted_content`.
+    fn encrypted_content(&mut self, index: usize) -> String;
+    /// Output item `index`'s `call_id`.
+    fn call_id(&mut self, index: usize) -> String;
+    /// Program `index`'s fingerprint.
+    fn fingerprint(&mut self, index: usize) -> String;
+}
+
+/// The values a served turn draws: from the session's generator, in a response's
+/// `created_at` and id tail.
+pub struct Drawn<'a> {
+    /// The session's generator.
+    pub ids: &'a mut IdGen,
+    /// The response's `created_at`.
+    pub created_at: u64,
+    /// The response's id tail.
+    pub tail: &'a str,
+}
+
+impl Draws for Drawn<'_> {
+    fn item_id(&mut self, prefix: &str, _: usize) -> String {
+        self.ids.item_id(prefix, self.created_at, self.tail)
+    }
+
+    fn encrypted_content(&mut self, _: usize) -> String {
+        self.ids.encrypted_content()
+    }
+
+    fn call_id(&mut self, _: usize) -> String {
+        self.ids.call_id()
+    }
+
+    fn fingerprint(&mut self, _: usize) -> String {
+        format!("fp_{}", self.ids.base62(43))
+    }
+}
+
 /// Expands `turn`, registering its items in `issued`.
 pub fn expand<'a>(
     turn: &'a Turn,
@@ -238,67 +302,16 @@ pub fn expand<'a>(
     tail: &str,
     issued: &mut Issued,
 ) -> ExpandedTurn<'a> {
-    let mut output = Vec::with_capacity(turn.output.len());
-    for spec in &turn.output {
-        let item = match spec {
-            OutputSpec::Reasoning(r) => OutputItem::Reasoning {
-                id: ids.item_id("rs", created_at, tail),
-                encrypted_content: ids.encrypted_content(),
-                summary: r.summary.as_slice(),
-            },
-            OutputSpec::Message(m) => OutputItem::Message {
-                id: ids.item_id("msg", created_at, tail),
-                status: m.status(),
-                text: m.text(),
-            },
-            OutputSpec::Refusal(text) => OutputItem::Refusal {
-                id: ids.item_id("msg", created_at, tail),
-                text,
-            },
-            OutputSpec::Call(call) => OutputItem::Call {
-                id: ids.item_id("fc", created_at, tail),
-                status: call.status.as_deref().unwrap_or("completed"),
-                arguments: call.arguments_string(),
-                call_id: ids.call_id(),
-                name: &call.name,
-                caller_id: call.caller.as_ref().map(|label| {
-                    issued
-                        .programs
-                        .get(label)
-                        .map(|p| p["call_id"].clone())
-                        .unwrap_or(Value::Null)
-                }),
-            },
-            OutputSpec::Program(program) => {
-                let item = OutputItem::Program {
-                    id: ids.item_id("cm", created_at, tail),
-                    call_id: ids.call_id(),
-                    code: &program.code,
-                    fingerprint: format!("fp_{}", ids.base62(43)),
-                };
-                issued
-                    .programs
-                    .insert(program.label.clone(), item.to_value());
-                item
-            }
-            OutputSpec::ProgramOutput(output) => OutputItem::ProgramOutput {
-                id: ids.item_id("cmo", created_at, tail),
-                call_id: issued
-                    .programs
-                    .get(&output.program)
-                    .map(|p| p["call_id"].clone())
-                    .unwrap_or(Value::Null),
-                result: &output.result,
-                status: output.status.as_deref().unwrap_or("completed"),
-            },
-        };
-        output.push(item);
-    }
+    let mut draws = Drawn {
+        ids,
+        created_at,
+        tail,
+    };
+    let output = output_items(turn, &mut draws, issued);
     register(&output, issued);
-    let (status, incomplete_reason, error) = match turn.status {
-        TurnStatus::Completed => (ResponseStatus::Completed, None, None),
+    let (incomplete_reason, error) = match turn.status {
+        TurnStatus::Completed => (None, None),
         TurnStatus::Incomplete => (
-            ResponseStatus::Incomplete,
             Some(
                 turn.incomplete_reason
                     .clone()
@@ -311,13 +324,88 @@ pub fn expand<'a>(
                 Some(e) => json!({"code": e.code, "message": e.message}),
                 None => json!({"code": "server_error", "message": SERVER_ERROR_MESSAGE}),
             };
-            (ResponseStatus::Failed, None, Some(error))
+            (None, Some(error))
         }
     };
     ExpandedTurn {
         output,
-        status,
+        status: response_status(turn),
         incomplete_reason,
         error,
     }
+}
+
+/// The status of the response `turn` is served as.
+pub fn response_status(turn: &Turn) -> ResponseStatus {
+    match turn.status {
+        TurnStatus::Completed => ResponseStatus::Completed,
+        TurnStatus::Incomplete => ResponseStatus::Incomplete,
+        TurnStatus::Failed => ResponseStatus::Failed,
+    }
+}
+
+/// The full output items of `turn`, their generated values drawn from `draws`; a
+/// program is remembered in `issued` by its label, for the calls it owns.
+pub fn output_items<'a>(
+    turn: &'a Turn,
+    draws: &mut impl Draws,
+    issued: &mut Issued,
+) -> Vec<OutputItem<'a>> {
+    let mut output = Vec::with_capacity(turn.output.len());
+    for (index, spec) in turn.output.iter().enumerate() {
+        let item = match spec {
+            OutputSpec::Reasoning(r) => OutputItem::Reasoning {
+                id: draws.item_id("rs", index),
+                encrypted_content: draws.encrypted_content(index),
+                summary: r.summary.as_slice(),
+            },
+            OutputSpec::Message(m) => OutputItem::Message {
+                id: draws.item_id("msg", index),
+                status: m.status(),
+                text: m.text(),
+            },
+            OutputSpec::Refusal(text) => OutputItem::Refusal {
+                id: draws.item_id("msg", index),
+                text,
+            },
+            OutputSpec::Call(call) => OutputItem::Call {
+                id: draws.item_id("fc", index),
+                status: call.status.as_deref().unwrap_or("completed"),
+                arguments: call.arguments_string(),
+                call_id: draws.call_id(index),
+                name: &call.name,
+                caller_id: call.caller.as_ref().map(|label| {
+                    issued
+                        .programs
+                        .get(label)
+                        .map(|p| p["call_id"].clone())
+                        .unwrap_or(Value::Null)
+                }),
+            },
+            OutputSpec::Program(program) => {
+                let item = OutputItem::Program {
+                    id: draws.item_id("cm", index),
+                    call_id: draws.call_id(index),
+                    code: &program.code,
+                    fingerprint: draws.fingerprint(index),
+                };
+                issued
+                    .programs
+                    .insert(program.label.clone(), item.to_value());
+                item
+            }
+            OutputSpec::ProgramOutput(output) => OutputItem::ProgramOutput {
+                id: draws.item_id("cmo", index),
+                call_id: issued
+                    .programs
+                    .get(&output.program)
+                    .map(|p| p["call_id"].clone())
+                    .unwrap_or(Value::Null),
+                result: &output.result,
+                status: output.status.as_deref().unwrap_or("completed"),
+            },
+        };
+        output.push(item);
+    }
+    output
 }

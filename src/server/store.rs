@@ -1,7 +1,8 @@
 //! The fake API's state and the rules that keep it consistent: stored responses and the
 //! context each one continues, items retrievable by id while a stored response holds
 //! them, background runs, conversations, what the server generated (to validate
-//! replays), where the script stands, and the tool backend's ledger.
+//! replays), where the script stands and the turns compiled to serve again, and the tool
+//! backend's ledger.
 
 use foldhash::{HashMap, HashMapExt};
 
@@ -9,6 +10,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::clock::Clock;
+use super::compiled::CompiledTurns;
 use super::script::Issued;
 use super::stream::StreamFrames;
 use crate::tools::BackendState;
@@ -69,6 +71,8 @@ pub(super) struct Store {
     pub ids: IdGen,
     pub clock: Clock,
     pub script: ScriptCursor,
+    /// The turns compiled for serving again.
+    pub compiled: CompiledTurns,
     pub issued: Issued,
     pub backend: BackendState,
     responses: HashMap<String, StoredResponse>,
@@ -83,6 +87,7 @@ impl Store {
             ids,
             clock,
             script: ScriptCursor::default(),
+            compiled: CompiledTurns::default(),
             issued: Issued::default(),
             backend: BackendState::default(),
             responses: HashMap::new(),

@@ -12,6 +12,8 @@ pub(crate) use lazy::event_data;
 
 use std::collections::BTreeMap;
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -136,7 +138,7 @@ pub struct StreamRecord {
     /// The connection was closed before the terminal event, on purpose.
     pub cut: bool,
     /// The type of the last event planned (`response.completed`, `error`, ...).
-    pub last_type: Option<String>,
+    pub last_type: Option<Cow<'static, str>>,
     /// Global order number at which each call's `output_item.done` was written.
     pub call_done_seq: BTreeMap<String, u64>,
     /// Global order number at which the stream ended.

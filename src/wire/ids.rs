@@ -6,7 +6,7 @@
 
 /// A small deterministic generator (splitmix64): ids need to be unpredictable to a
 /// controller, not cryptographically strong, and reproducible from a seed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdGen {
     state: u64,
 }

@@ -31,6 +31,9 @@ impl ResponseStatus {
     }
 }
 
+/// Writes a response's output array (a compiled turn fills its items in).
+pub type WriteOutput<'a> = &'a dyn Fn(&mut Vec<u8>);
+
 /// What a rendered response is made of.
 pub struct ResponseParts<'a> {
     /// `resp_...`.
@@ -41,6 +44,9 @@ pub struct ResponseParts<'a> {
     pub status: ResponseStatus,
     /// Full output items.
     pub output: &'a [OutputItem<'a>],
+    /// Writes the output array in place of the item writer (a compiled turn fills it
+    /// in); no item's fields are noted in the layout then.
+    pub write_output: Option<WriteOutput<'a>>,
     /// The request it answers (echoed config).
     pub request: &'a CreateRequest,
     /// `incomplete_details.reason` for an incomplete response.
@@ -162,11 +168,16 @@ impl ResponseParts<'_> {
         raw_field(out, "output", b"");
         let output_start = out.len();
         // Where each item's fields are, for a stream to copy them from.
-        let note_items = request.stream || request.background;
-        if note_items {
-            layout.items.reserve_exact(self.output.len());
+        match self.write_output {
+            Some(write) => write(out),
+            None => {
+                let note_items = request.stream || request.background;
+                if note_items {
+                    layout.items.reserve_exact(self.output.len());
+                }
+                item::write_all(out, self.output, note_items.then_some(&mut layout.items));
+            }
         }
-        item::write_all(out, self.output, note_items.then_some(&mut layout.items));
         let output_len = out.len() - output_start;
         let outcome = &mut layout.outcome;
         outcome[Outcome::Output as usize] = output_start..out.len();

@@ -688,7 +688,7 @@ async fn cut_stream_delivers_exactly_n_events_then_breaks() {
                 planned: 12,
                 sent: n,
                 cut: true,
-                last_type: Some(full_types[n - 1].to_owned()),
+                last_type: Some(full_types[n - 1].to_owned().into()),
                 call_done_seq: record.call_done_seq.clone(),
                 ended_seq: record.ended_seq,
             }

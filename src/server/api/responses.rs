@@ -1,6 +1,7 @@
 //! `POST /v1/responses` and the response endpoints: validation, script playback with
 //! scripted transport faults, storage, background runs, retrieval, cancel and delete.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -8,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::{Answer, Handled, list_page};
 use crate::scenario::{Fault, Scenario};
+use crate::server::compiled::{self, CompiledTurn};
 use crate::server::engine::EngineRequest;
 use crate::server::script;
 use crate::server::script::ExpandedTurn;
@@ -15,7 +17,7 @@ use crate::server::store::{Background, Store, StoredResponse, skip_new_id, with_
 use crate::server::stream::{self, Prerendered, StreamFrames, StreamedResponse};
 use crate::server::validate;
 use crate::transcript::{FaultRecord, LazyJson};
-use crate::wire::response::ResponseParts;
+use crate::wire::response::{ResponseParts, WriteOutput};
 use crate::wire::{ApiError, CreateRequest, IdGen};
 
 /// `POST /v1/responses`: validates the request as the real API does, then answers the
@@ -113,6 +115,13 @@ pub(super) fn create(
         None => store.clock.now(),
     };
     let tail = store.ids.tail();
+    // A stream's padding is on unless the request turns it off.
+    let obfuscate = request
+        .extra
+        .get("stream_options")
+        .and_then(|o| o.get("include_obfuscation"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
     let served = match &turn.recorded {
         // A recorded response goes out as it was recorded, ids and all.
         Some(recorded) => {
@@ -131,18 +140,36 @@ pub(super) fn create(
             let id = store.ids.item_id("resp", created_at, &tail);
             let expanded =
                 script::expand(turn, &mut store.ids, created_at, &tail, &mut store.issued);
-            Served::Scripted { id, expanded }
+            let position = index.min(script.len() - 1);
+            let compiled = store.compiled.serve(position, turn, &expanded.output);
+            Served::Scripted {
+                id,
+                expanded,
+                compiled,
+            }
         }
     };
+    let events_needed = request.stream || request.background;
     let mut json = Vec::with_capacity(2048);
-    let parts;
+    let (parts, write_output);
     let (response, layout): (&dyn StreamedResponse, _) = match &served {
-        Served::Scripted { id, expanded } => {
+        Served::Scripted {
+            id,
+            expanded,
+            compiled,
+        } => {
+            // A compiled turn fills in its items, unless its stream is still to be
+            // compiled: the planner copies each item's fields from where they were written.
+            write_output = compiled
+                .as_deref()
+                .filter(|c| !events_needed || c.stream(request.background, obfuscate).is_some())
+                .map(|c| move |out: &mut Vec<u8>| c.write_output(&expanded.output, out));
             parts = ResponseParts {
                 id,
                 created_at,
                 status: expanded.status,
                 output: &expanded.output,
+                write_output: write_output.as_ref().map(|w| w as WriteOutput),
                 request: &request,
                 incomplete_reason: expanded.incomplete_reason.as_deref(),
                 error: expanded.error.as_ref(),
@@ -200,25 +227,33 @@ pub(super) fn create(
     }
     store.script.last_served = Some((raw.clone(), index));
 
-    let obfuscate = request
-        .extra
-        .get("stream_options")
-        .and_then(|o| o.get("include_obfuscation"))
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
     // Only streams and background runs (which can be resumed as a stream) need events;
     // a recorded stream is replayed event by event.
     let frames = match &turn.recorded {
         Some(recorded) if request.stream && !recorded.events.is_empty() => {
             stream::replay(&recorded.events)
         }
-        _ if request.stream || request.background => {
+        _ if events_needed => {
             let response = Prerendered {
                 response,
                 json: &json,
                 layout: layout.as_ref(),
             };
-            let mut frames = stream::plan(&response, &turn.stream, &mut store.ids, obfuscate);
+            let mut frames = match &served {
+                Served::Scripted {
+                    expanded, compiled, ..
+                } => compiled::scripted_stream(
+                    compiled.as_deref(),
+                    turn,
+                    &response,
+                    &expanded.output,
+                    obfuscate,
+                    &mut store.ids,
+                ),
+                Served::Recorded { .. } => {
+                    stream::plan(&response, &turn.stream, &mut store.ids, obfuscate)
+                }
+            };
             if let Some(ms) = turn.stream.done_delay_ms {
                 hold_calls_open(&mut frames, Duration::from_millis(ms));
             }
@@ -274,10 +309,12 @@ pub(super) fn create(
 
 /// The Response object a turn is served as.
 enum Served<'a> {
-    /// Expanded from the script: rendered straight to bytes.
+    /// Expanded from the script: rendered straight to bytes, or filled in from the
+    /// turn's compiled form.
     Scripted {
         id: String,
         expanded: ExpandedTurn<'a>,
+        compiled: Option<Arc<CompiledTurn>>,
     },
     /// A recorded response, as it was recorded.
     Recorded { id: String, response: Value },

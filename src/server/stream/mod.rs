@@ -7,6 +7,7 @@
 mod plan;
 mod source;
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -18,7 +19,8 @@ use crate::transcript::event_data;
 use crate::wire::write::value_to;
 
 pub use plan::plan;
-pub use source::{Prerendered, StreamedItem, StreamedResponse};
+pub(super) use plan::plan_padded;
+pub use source::{Items, Prerendered, StreamedItem, StreamedResponse};
 
 /// A stream's events rendered to the bytes a front end writes, with how to deliver them.
 #[derive(Debug, Clone, Default)]
@@ -147,6 +149,26 @@ impl StreamFrames {
     }
 }
 
+/// The types of the events a stream ends with (the terminal events and `error`).
+const TERMINAL_TYPES: [&str; 4] = [
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+    "error",
+];
+
+/// `kind`, when a stream ends with events of that type.
+pub fn terminal_type(kind: &str) -> Option<&'static str> {
+    TERMINAL_TYPES
+        .into_iter()
+        .find(|terminal| *terminal == kind)
+}
+
+/// An event type as a stream record keeps it: a terminal one without a copy.
+pub fn recorded_type(kind: &str) -> Cow<'static, str> {
+    terminal_type(kind).map_or_else(|| Cow::Owned(kind.to_owned()), Cow::Borrowed)
+}
+
 /// One SSE frame: `event: <type>\ndata: <json>\n\n`.
 pub fn frame(event: &Value) -> String {
     let mut out = Vec::new();
@@ -192,12 +214,7 @@ pub fn replay(recorded: &[RecordedEvent]) -> StreamFrames {
     let terminal = recorded
         .last()
         .and_then(|r| r.event["type"].as_str())
-        .is_some_and(|t| {
-            matches!(
-                t,
-                "response.completed" | "response.incomplete" | "response.failed" | "error"
-            )
-        });
+        .is_some_and(|t| terminal_type(t).is_some());
     StreamFrames {
         bytes: Bytes::from(out),
         cut_after: (!terminal).then_some(ends.len()),

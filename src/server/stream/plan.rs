@@ -61,7 +61,8 @@ struct Builder<'a> {
     response: &'a dyn StreamedResponse,
     out: Vec<u8>,
     ends: Vec<usize>,
-    ids: &'a mut IdGen,
+    /// Each delta's `obfuscation` padding.
+    padding: &'a mut dyn FnMut() -> &'static [u8],
     obfuscate: bool,
     /// Event index and call_id of each function call's `output_item.done`.
     call_done: Vec<(usize, String)>,
@@ -129,7 +130,7 @@ impl Builder<'_> {
         if delta && self.obfuscate {
             // Base62 needs no escaping: copied straight into the event.
             raw_field(&mut self.out, "obfuscation", b"\"");
-            self.out.extend_from_slice(self.ids.padding());
+            self.out.extend_from_slice((self.padding)());
             self.out.push(b'"');
         }
         let number = self.ends.len();
@@ -248,12 +249,23 @@ pub fn plan(
     ids: &mut IdGen,
     obfuscate: bool,
 ) -> StreamFrames {
+    plan_padded(response, spec, &mut || ids.padding(), obfuscate)
+}
+
+/// [`plan`], each delta's padding taken from `padding` (a compiled stream marks where
+/// each goes).
+pub(in crate::server) fn plan_padded(
+    response: &dyn StreamedResponse,
+    spec: &StreamSpec,
+    padding: &mut dyn FnMut() -> &'static [u8],
+    obfuscate: bool,
+) -> StreamFrames {
     let mut b = Builder {
         response,
         out: Vec::with_capacity(8192),
         // Room for a typical stream's events without growing.
         ends: Vec::with_capacity(32),
-        ids,
+        padding,
         obfuscate,
         call_done: Vec::new(),
         last_snapshot: None,

@@ -380,6 +380,7 @@ mod tests {
                 created_at: 1_759_064_126,
                 status,
                 output: &output,
+                write_output: None,
                 request: &request,
                 incomplete_reason,
                 error,
