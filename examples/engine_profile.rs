@@ -10,8 +10,10 @@
 //! ```
 //!
 //! The `Collected` count divided by the requests is the engine's instructions per create.
-//! Run: `engine_profile [json|sse] [REQUESTS]` (default `json 2000`). A streamed reply's
-//! events are reported written, as a front end would, so the transcript is complete.
+//! Run: `engine_profile [json|sse|json-once|sse-once] [REQUESTS]` (default `json 2000`):
+//! `-once`, each request is its turn's first serving (see the throughput bench). A
+//! streamed reply's events are reported written, as a front end would, so the transcript
+//! is complete.
 
 use loopcheck::scenario::StateMode;
 use loopcheck::server::{EngineRequest, HeaderMap, ReplyBody, Session};
@@ -19,7 +21,7 @@ use serde_json::json;
 
 #[path = "support/bench_scenario.rs"]
 mod bench_scenario;
-use bench_scenario::bench_scenario;
+use bench_scenario::{bench_scenario, served_once};
 
 /// The allocator the `loopcheck` binary uses, so the profile sees what ships.
 #[global_allocator]
@@ -30,9 +32,12 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let kind = args.next().unwrap_or_else(|| "json".to_owned());
     let requests: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(2000);
-    let scenario = bench_scenario();
+    let scenario = match kind.strip_suffix("-once") {
+        Some(_) => served_once(requests + 1),
+        None => bench_scenario(),
+    };
     let mut create = json!({"model": "gpt-5", "store": false, "input": "hi", "tools": []});
-    if kind == "sse" {
+    if kind.starts_with("sse") {
         create["stream"] = json!(true);
     }
     let body = bytes::Bytes::from(serde_json::to_vec(&create).expect("body"));

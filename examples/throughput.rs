@@ -9,6 +9,11 @@
 //! - `sse`: the same create with `"stream": true`; the fake writes the events as a
 //!   chunked body.
 //!
+//! In these two, every request is served the scenario's one endless turn again: from the
+//! second serving on, the fake fills it in from its compiled form. `json, served once` and
+//! `sse, served once` write the same turn out once per request instead, so that each
+//! request is its turn's first serving, written and planned.
+//!
 //! The baseline answers what the fake answered to a first request: the same headers
 //! (content type, request id, version, processing time) and body, framed the same way
 //! (with a length for `json`, chunked for `sse`), so the two differ only in the work
@@ -23,7 +28,8 @@
 //! Run: `cargo run --release --example throughput [REQUESTS] [CONCURRENCY]` (requests
 //! per case and per side, split over the rounds; default 30000 over 16 connections).
 //!
-//! `throughput --only fake|bare json|sse REQUESTS` runs one side's load alone, for
+//! `throughput --only fake|bare json|sse|json-once|sse-once REQUESTS` runs one side's
+//! load alone, for
 //! callgrind: the ratio of the two sides' instruction counts is the same ratio in
 //! instructions, which a noisy machine does not move.
 
@@ -43,7 +49,7 @@ use tokio::net::TcpListener;
 
 #[path = "support/bench_scenario.rs"]
 mod bench_scenario;
-use bench_scenario::bench_scenario;
+use bench_scenario::{bench_scenario, served_once};
 
 /// The allocator the `loopcheck` binary uses, so the bench measures what ships.
 #[global_allocator]
@@ -417,19 +423,29 @@ async fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(DEFAULT_REQUESTS);
     let concurrency: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(16);
-    let scenario = bench_scenario();
+    let again = bench_scenario();
+    // A turn for every request a session is sent, in the timed rounds and alone.
+    let once = served_once((requests / ROUNDS).max(DEFAULT_REQUESTS / ROUNDS) + 1);
     let create = json!({"model": "gpt-5", "store": false, "input": "hi", "tools": []});
     let mut streamed = create.clone();
     streamed["stream"] = json!(true);
     if let Some((side, case)) = only {
-        let request = if case == "sse" { streamed } else { create };
-        return one_side(&scenario, &side, request, requests).await;
+        let (scenario, request) = match case.as_str() {
+            "json" => (&again, create),
+            "sse" => (&again, streamed),
+            "json-once" => (&once, create),
+            "sse-once" => (&once, streamed),
+            other => panic!("--only takes json, sse, json-once or sse-once, not {other:?}"),
+        };
+        return one_side(scenario, &side, request, requests).await;
     }
     println!(
         "{requests} requests per case and side over {concurrency} connections, {ROUNDS} alternating rounds (medians)"
     );
-    measure(&scenario, "json", create, requests, concurrency).await;
-    measure(&scenario, "sse", streamed, requests, concurrency).await;
+    measure(&again, "json", create.clone(), requests, concurrency).await;
+    measure(&again, "sse", streamed.clone(), requests, concurrency).await;
+    measure(&once, "json, served once", create, requests, concurrency).await;
+    measure(&once, "sse, served once", streamed, requests, concurrency).await;
     if let Some(mb) = peak_memory_mb() {
         println!("peak memory: {mb} MB");
     }
