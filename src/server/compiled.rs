@@ -107,6 +107,7 @@ impl Hole {
     }
 
     /// Writes an item's value (nothing for a hole that is not an item's).
+    #[inline]
     fn write_item_value(self, items: &[OutputItem<'_>], out: &mut Vec<u8>) {
         let value = match self {
             Hole::ItemId(n) => items.get(n).map(OutputItem::id),
@@ -194,7 +195,7 @@ impl Template {
             while let Some(end) = pending.next_if(|&end| end <= at) {
                 ends.push(out.len() - (at - end));
             }
-            if hole != Hole::End {
+            if !matches!(hole, Hole::End) {
                 fill(hole, out);
             }
             literal = at;

@@ -364,7 +364,14 @@ impl EventWriter {
                         end += 1;
                     }
                     let data = self.frames.frames(self.next, end);
-                    self.events_written(end);
+                    if end == limit && self.frames.cut_after.is_none() {
+                        // The last events: the stream ends with them.
+                        self.progress.last_events_sent(self.next..end, &self.frames);
+                        self.next = end;
+                        self.state = WriterState::Ended;
+                    } else {
+                        self.events_written(end);
+                    }
                     data
                 }
                 Some(size) => {

@@ -139,7 +139,19 @@ impl StreamProgress {
     /// Events `sent` of `frames` were written, in order, each taking its own order
     /// number; one lock for all of them (a frame carries every event up to a pause).
     pub fn events_sent(&self, sent: Range<usize>, frames: &StreamFrames) {
+        self.record_sent(&mut self.lock(), sent, frames);
+    }
+
+    /// Events `sent` of `frames` were written, and the stream ends with them: what
+    /// [`StreamProgress::events_sent`] and [`StreamProgress::ended`] record, under one
+    /// lock.
+    pub fn last_events_sent(&self, sent: Range<usize>, frames: &StreamFrames) {
         let mut recorder = self.lock();
+        self.record_sent(&mut recorder, sent, frames);
+        recorder.update_stream(self.exchange, |record, seq| record.ended_seq = Some(seq));
+    }
+
+    fn record_sent(&self, recorder: &mut Recorder, sent: Range<usize>, frames: &StreamFrames) {
         // Each event takes its own order number, as if reported one by one; the record
         // is found once for all of them.
         let first_seq = recorder.seq + 1;
