@@ -253,7 +253,7 @@ pub fn register(output: &[impl Registrable], issued: &mut Issued) {
 
 /// Where the values a turn's items draw on each serving come from: the session's
 /// generator when the turn is served, markers when it is compiled
-/// ([`super::compiled`]). Items draw in output order, each its id first.
+/// (the server's compiled turns). Items draw in output order, each its id first.
 pub trait Draws {
     /// Output item `index`'s id, `prefix_...`.
     fn item_id(&mut self, prefix: &str, index: usize) -> String;
