@@ -60,8 +60,6 @@ enum Hole {
     Snapshot(&'static str),
     /// The final response.
     Terminal,
-    /// The end of the template (nothing to fill).
-    End,
 }
 
 impl Hole {
@@ -76,7 +74,6 @@ impl Hole {
             Hole::Snapshot("queued") => b'q',
             Hole::Snapshot(_) => b'r',
             Hole::Terminal => b'T',
-            Hole::End => b'E',
         }
     }
 
@@ -187,19 +184,20 @@ impl Template {
     fn fill(&self, out: &mut Vec<u8>, mut fill: impl FnMut(Hole, &mut Vec<u8>)) -> Vec<usize> {
         let mut ends = Vec::with_capacity(self.ends.len());
         let mut pending = self.ends.iter().copied().peekable();
-        let mut literal = 0;
-        let last = (self.bytes.len(), Hole::End);
-        for &(at, hole) in self.holes.iter().chain(std::iter::once(&last)) {
-            out.extend_from_slice(&self.bytes[literal..at]);
-            // The events that end in the literal just written.
+        // Copies the literal bytes up to `at`, noting the events that end in them.
+        let mut copy_literal = |out: &mut Vec<u8>, from: usize, at: usize| {
+            out.extend_from_slice(&self.bytes[from..at]);
             while let Some(end) = pending.next_if(|&end| end <= at) {
                 ends.push(out.len() - (at - end));
             }
-            if !matches!(hole, Hole::End) {
-                fill(hole, out);
-            }
+        };
+        let mut literal = 0;
+        for &(at, hole) in &self.holes {
+            copy_literal(out, literal, at);
+            fill(hole, out);
             literal = at;
         }
+        copy_literal(out, literal, self.bytes.len());
         ends
     }
 }
@@ -545,15 +543,7 @@ pub(super) fn scripted_stream(
         let stream = CompiledStream::compile(turn, background, obfuscate)?;
         let mut drawn = before;
         let filled = stream.fill(items, response.json, layout, &mut drawn);
-        let same = filled.bytes == planned.bytes
-            && filled.ends == planned.ends
-            && filled.call_done == planned.call_done
-            && filled.terminal_response == planned.terminal_response
-            && filled.cut_after == planned.cut_after
-            && filled.chunk_bytes == planned.chunk_bytes
-            && filled.delay == planned.delay
-            && drawn == *ids;
-        same.then_some(stream)
+        (filled == planned && drawn == *ids).then_some(stream)
     });
     planned
 }

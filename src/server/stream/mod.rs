@@ -23,7 +23,7 @@ pub(super) use plan::plan_padded;
 pub use source::{Items, Prerendered, StreamedItem, StreamedResponse};
 
 /// A stream's events rendered to the bytes a front end writes, with how to deliver them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamFrames {
     /// Every event's SSE frame (`event: <type>\ndata: <json>\n\n`), back to back.
     pub bytes: Bytes,
