@@ -22,3 +22,12 @@ pub mod validate;
 pub use engine::{EngineReply, EngineRequest, HeaderMap, ReplyBody, Session, SessionOptions};
 pub use http::RunningServer;
 pub use recorder::{Observer, Recorded, StreamProgress};
+
+/// `text` as one of the `known` strings when it is one (no copy), else copied: for types
+/// the server itself generates, kept for a session's life.
+pub(crate) fn known_or_owned(text: &str, known: &[&'static str]) -> std::borrow::Cow<'static, str> {
+    match known.iter().find(|candidate| **candidate == text) {
+        Some(known) => std::borrow::Cow::Borrowed(known),
+        None => std::borrow::Cow::Owned(text.to_owned()),
+    }
+}

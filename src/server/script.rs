@@ -192,16 +192,6 @@ const GENERATED_KINDS: [&str; 5] = [
     "program_output",
 ];
 
-fn follower_kind(kind: &str) -> Cow<'static, str> {
-    match GENERATED_KINDS
-        .into_iter()
-        .find(|generated| *generated == kind)
-    {
-        Some(generated) => Cow::Borrowed(generated),
-        None => Cow::Owned(kind.to_owned()),
-    }
-}
-
 /// Remembers what a response's output items bind a replay to: each reasoning item's
 /// encrypted content and the item it produced, the reasoning each later item was
 /// generated with, each program and each program-owned call's `caller`. Scripted and
@@ -214,7 +204,7 @@ pub fn register(output: &[impl Registrable], issued: &mut Issued) {
         if let Some(rs) = awaiting_follower.take() {
             issued.reasoning.entry(rs).or_default().follower = Some(Follower {
                 id: item.id().map(|_| id.clone()),
-                kind: follower_kind(item.kind()),
+                kind: super::known_or_owned(item.kind(), &GENERATED_KINDS),
                 call_id: item.call_id().map(Box::from),
             });
         }
@@ -254,7 +244,7 @@ pub fn register(output: &[impl Registrable], issued: &mut Issued) {
 /// Where the values a turn's items draw on each serving come from: the session's
 /// generator when the turn is served, markers when it is compiled
 /// (the server's compiled turns). Items draw in output order, each its id first.
-pub trait Draws {
+pub(crate) trait Draws {
     /// Output item `index`'s id, `prefix_...`.
     fn item_id(&mut self, prefix: &str, index: usize) -> String;
     /// Reasoning item `index`'s `encrypted_content`.
@@ -267,13 +257,13 @@ pub trait Draws {
 
 /// The values a served turn draws: from the session's generator, in a response's
 /// `created_at` and id tail.
-pub struct Drawn<'a> {
+struct Drawn<'a> {
     /// The session's generator.
-    pub ids: &'a mut IdGen,
+    ids: &'a mut IdGen,
     /// The response's `created_at`.
-    pub created_at: u64,
+    created_at: u64,
     /// The response's id tail.
-    pub tail: &'a str,
+    tail: &'a str,
 }
 
 impl Draws for Drawn<'_> {
@@ -336,7 +326,7 @@ pub fn expand<'a>(
 }
 
 /// The status of the response `turn` is served as.
-pub fn response_status(turn: &Turn) -> ResponseStatus {
+pub(crate) fn response_status(turn: &Turn) -> ResponseStatus {
     match turn.status {
         TurnStatus::Completed => ResponseStatus::Completed,
         TurnStatus::Incomplete => ResponseStatus::Incomplete,
@@ -346,7 +336,7 @@ pub fn response_status(turn: &Turn) -> ResponseStatus {
 
 /// The full output items of `turn`, their generated values drawn from `draws`; a
 /// program is remembered in `issued` by its label, for the calls it owns.
-pub fn output_items<'a>(
+pub(crate) fn output_items<'a>(
     turn: &'a Turn,
     draws: &mut impl Draws,
     issued: &mut Issued,

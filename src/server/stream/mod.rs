@@ -166,7 +166,7 @@ pub fn terminal_type(kind: &str) -> Option<&'static str> {
 
 /// An event type as a stream record keeps it: a terminal one without a copy.
 pub fn recorded_type(kind: &str) -> Cow<'static, str> {
-    terminal_type(kind).map_or_else(|| Cow::Owned(kind.to_owned()), Cow::Borrowed)
+    super::known_or_owned(kind, &TERMINAL_TYPES)
 }
 
 /// One SSE frame: `event: <type>\ndata: <json>\n\n`.
