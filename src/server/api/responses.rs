@@ -103,10 +103,9 @@ pub(super) fn create(
             (index, fault)
         }
     };
-    let turn = script
-        .get(index)
-        .or(script.last())
-        .expect("the script has a turn");
+    // An endless turn is served past the script's end: its position is the last.
+    let position = index.min(script.len().saturating_sub(1));
+    let turn = script.get(position).expect("the script has a turn");
 
     let created_at = match &turn.recorded {
         Some(recorded) => recorded.response["created_at"]
@@ -140,7 +139,6 @@ pub(super) fn create(
             let id = store.ids.item_id("resp", created_at, &tail);
             let expanded =
                 script::expand(turn, &mut store.ids, created_at, &tail, &mut store.issued);
-            let position = index.min(script.len() - 1);
             let compiled = store.compiled.serve(position, turn, &expanded.output);
             Served::Scripted {
                 id,
