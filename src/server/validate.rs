@@ -176,11 +176,32 @@ pub fn resolve_input<'a>(
                     }
                 }
             }
+            "message" => check_part_types(item, index, "content")?,
+            "function_call_output" => check_part_types(item, index, "output")?,
             _ => {}
         }
         resolved.push(Cow::Borrowed(item));
     }
     Ok(resolved)
+}
+
+/// Each content part in input item `index`'s `field` (when it is an array of parts) names
+/// its `type`: the API cannot read a part without one. A part that is not an object, or of
+/// a type the API may not take, is let through: what the API answers to those has not
+/// been seen.
+fn check_part_types(item: &Value, index: usize, field: &str) -> Result<(), ApiError> {
+    let Some(Value::Array(parts)) = item.get(field) else {
+        return Ok(());
+    };
+    let untyped = parts
+        .iter()
+        .position(|part| part.is_object() && part.get("type").is_none_or(Value::is_null));
+    match untyped {
+        Some(part) => Err(ApiError::missing_part_type(&format!(
+            "input[{index}].{field}[{part}].type"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The context a create is checked in: the stored context it continues (empty without

@@ -243,6 +243,19 @@ impl ApiError {
         )
     }
 
+    /// A content part without its `type` (`param` is e.g. `input[0].content[1].type`), in
+    /// a message's `content` or a `function_call_output`'s `output`: the API's wording for
+    /// any missing required parameter, as for `model`.
+    pub fn missing_part_type(param: &str) -> Self {
+        Self::invalid(
+            400,
+            "part-type",
+            format!("Missing required parameter: '{param}'."),
+            Some(param),
+            Some("missing_required_parameter"),
+        )
+    }
+
     /// An input item id with the wrong prefix for its type.
     pub fn invalid_item_id(index: usize, id: &str, prefix: &str) -> Self {
         let param = format!("input[{index}].id");

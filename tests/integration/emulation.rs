@@ -705,6 +705,45 @@ async fn call_id_sent_as_item_id() {
     finish_stateless(&session, &server, &key, &round).await;
 }
 
+#[tokio::test]
+async fn content_part_without_its_type() {
+    // A message whose content parts lack `type` (a message wrapped in a message), and a
+    // call's output given as parts without one: the API cannot read either.
+    let untyped_content = |_: &Round1, input: &mut Vec<Value>| {
+        input[0] = json!({"role": "user", "content": [{"type": "input_text", "text": "a"}, {"role": "user", "content": "b"}]});
+    };
+    let untyped_output = |_: &Round1, input: &mut Vec<Value>| {
+        input[5]["output"] = json!([{"text": "{\"n\":1}"}]);
+    };
+    for (edit, param) in [
+        (
+            &untyped_content as &dyn Fn(&Round1, &mut Vec<Value>),
+            "input[0].content[1].type",
+        ),
+        (&untyped_output, "input[5].output[0].type"),
+    ] {
+        stateless_replay_rejected(
+            edit,
+            Some("missing_required_parameter"),
+            param,
+            |_| format!("Missing required parameter: '{param}'."),
+            "part-type",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn content_parts_with_their_types_are_accepted() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let round = round1(&server, &key, false).await;
+    let mut input = round.full_replay();
+    input[0] = json!({"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]});
+    input[5]["output"] = json!([{"type": "input_text", "text": "{\"n\":1}"}]);
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_turn2(&session, &reply);
+}
+
 // ---------------------------------------------------------------------------------------
 // Body, route, script
 
