@@ -321,7 +321,8 @@ impl LoopcheckFake {
     /// [`LoopcheckFake::verdict`], panicking with every check that did not hold and its
     /// message unless the run conforms as `loopcheck run` judges it: `pass`, or
     /// `non-strict` (only SHOULD checks failed), whose findings go to standard error.
-    /// Returns the report otherwise.
+    /// Returns the report otherwise. The panic names the caller's line, as `assert!` does.
+    #[track_caller]
     pub fn assert_conforms(&self, result: &Value) -> CaseReport {
         let report = self.verdict(result);
         match report.verdict {
