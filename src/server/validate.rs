@@ -124,6 +124,8 @@ pub fn resolve_input<'a>(
     let mut resolved = Vec::with_capacity(input.len());
     for (index, item) in input.iter().enumerate() {
         let ItemKeys { kind, id, .. } = ItemKeys::of(item);
+        let parts_field = parts_field(kind);
+        let parts = parts_field.and_then(|field| item.get(field));
         // Output-only, and rejected even as `null` (a model dump of an output item).
         if kind == "reasoning" && item.get("status").is_some() {
             return Err(ApiError::unknown_parameter(&format!(
@@ -131,9 +133,9 @@ pub fn resolve_input<'a>(
             )));
         }
         if kind == "function_call_output"
-            && !matches!(item.get("output"), Some(Value::String(_) | Value::Array(_)))
+            && !matches!(parts, Some(Value::String(_) | Value::Array(_)))
         {
-            return Err(ApiError::output_type(index, item.get("output")));
+            return Err(ApiError::output_type(index, parts));
         }
         if let (Some(allowed), Some(object)) = (input_keys(kind), item.as_object())
             && let Some(unknown) = object.keys().find(|key| !allowed.contains(&key.as_str()))
@@ -151,6 +153,9 @@ pub fn resolve_input<'a>(
             if !seen.insert(id) {
                 return Err(ApiError::duplicate_item(id));
             }
+        }
+        if let (Some(field), Some(Value::Array(parts))) = (parts_field, parts) {
+            check_part_types(parts, index, field)?;
         }
         match kind {
             "item_reference" => {
@@ -176,8 +181,6 @@ pub fn resolve_input<'a>(
                     }
                 }
             }
-            "message" => check_part_types(item, index, "content")?,
-            "function_call_output" => check_part_types(item, index, "output")?,
             _ => {}
         }
         resolved.push(Cow::Borrowed(item));
@@ -185,14 +188,19 @@ pub fn resolve_input<'a>(
     Ok(resolved)
 }
 
-/// Each content part in input item `index`'s `field` (when it is an array of parts) names
-/// its `type`: the API cannot read a part without one. A part that is not an object, or of
-/// a type the API may not take, is let through: what the API answers to those has not
-/// been seen.
-fn check_part_types(item: &Value, index: usize, field: &str) -> Result<(), ApiError> {
-    let Some(Value::Array(parts)) = item.get(field) else {
-        return Ok(());
-    };
+/// The field of an input item of this type that may hold content parts.
+fn parts_field(kind: &str) -> Option<&'static str> {
+    match kind {
+        "message" => Some("content"),
+        "function_call_output" => Some("output"),
+        _ => None,
+    }
+}
+
+/// Each of input item `index`'s content `parts` (in its `field`) names its `type`: the
+/// API cannot read a part without one. A part that is not an object, or of a type the API
+/// may not take, is let through: what the API answers to those has not been seen.
+fn check_part_types(parts: &[Value], index: usize, field: &str) -> Result<(), ApiError> {
     let untyped = parts
         .iter()
         .position(|part| part.is_object() && part.get("type").is_none_or(Value::is_null));

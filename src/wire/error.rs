@@ -176,11 +176,16 @@ impl ApiError {
 
     /// E10: `model` missing.
     pub fn missing_model() -> Self {
+        Self::missing_parameter("E10", "model")
+    }
+
+    /// A required parameter missing, by `rule`: the API's one wording for any of them.
+    fn missing_parameter(rule: &'static str, param: &str) -> Self {
         Self::invalid(
             400,
-            "E10",
-            "Missing required parameter: 'model'.".to_owned(),
-            Some("model"),
+            rule,
+            format!("Missing required parameter: '{param}'."),
+            Some(param),
             Some("missing_required_parameter"),
         )
     }
@@ -244,16 +249,9 @@ impl ApiError {
     }
 
     /// A content part without its `type` (`param` is e.g. `input[0].content[1].type`), in
-    /// a message's `content` or a `function_call_output`'s `output`: the API's wording for
-    /// any missing required parameter, as for `model`.
+    /// a message's `content` or a `function_call_output`'s `output`.
     pub fn missing_part_type(param: &str) -> Self {
-        Self::invalid(
-            400,
-            "part-type",
-            format!("Missing required parameter: '{param}'."),
-            Some(param),
-            Some("missing_required_parameter"),
-        )
+        Self::missing_parameter("part-type", param)
     }
 
     /// An input item id with the wrong prefix for its type.

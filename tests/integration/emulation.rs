@@ -709,21 +709,22 @@ async fn call_id_sent_as_item_id() {
 async fn content_part_without_its_type() {
     // A message whose content parts lack `type` (a message wrapped in a message), and a
     // call's output given as parts without one: the API cannot read either.
-    let untyped_content = |_: &Round1, input: &mut Vec<Value>| {
-        input[0] = json!({"role": "user", "content": [{"type": "input_text", "text": "a"}, {"role": "user", "content": "b"}]});
-    };
-    let untyped_output = |_: &Round1, input: &mut Vec<Value>| {
-        input[5]["output"] = json!([{"text": "{\"n\":1}"}]);
-    };
-    for (edit, param) in [
+    for (item, field, parts, param) in [
         (
-            &untyped_content as &dyn Fn(&Round1, &mut Vec<Value>),
+            0,
+            "content",
+            json!([{"type": "input_text", "text": "a"}, {"role": "user", "content": "b"}]),
             "input[0].content[1].type",
         ),
-        (&untyped_output, "input[5].output[0].type"),
+        (
+            5,
+            "output",
+            json!([{"text": "{\"n\":1}"}]),
+            "input[5].output[0].type",
+        ),
     ] {
         stateless_replay_rejected(
-            edit,
+            |_, input| input[item][field] = parts,
             Some("missing_required_parameter"),
             param,
             |_| format!("Missing required parameter: '{param}'."),
