@@ -422,12 +422,12 @@ mod tests {
     #[test]
     fn deadline_passes_requests_within_the_deadline_and_its_slack() {
         let judgement = deadline_run(timeout(), |t| {
-            t.model[2].at_ms = t.model[0].at_ms + 1000;
+            t.model[2].at_ms = t.model[0].at_ms + 2000;
         });
         assert_passes(&judgement, "budget/deadline");
         assert_eq!(
             check(&judgement, "budget/deadline").message,
-            "the last request started 1000 ms after the first API request, within deadline_ms 500 (+500 ms)"
+            "the last request started 2000 ms after the first API request, within deadline_ms 1500 (+500 ms)"
         );
         // Stopping at the deadline leaves the last response's call unanswered, rightly.
         assert_passes(&judgement, "call-id/answered");
@@ -438,12 +438,12 @@ mod tests {
     #[test]
     fn deadline_fails_a_model_request_started_past_it() {
         let judgement = deadline_run(timeout(), |t| {
-            t.model[2].at_ms = t.model[0].at_ms + 1001;
+            t.model[2].at_ms = t.model[0].at_ms + 2001;
         });
         assert_fails(
             &judgement,
             "budget/deadline",
-            "request 3 (POST /v1/responses) started 1001 ms after the first API request: deadline_ms is 500, and with 500 ms of slack nothing may start after 1000 ms; expected the loop to stop with reason 'timeout'",
+            "request 3 (POST /v1/responses) started 2001 ms after the first API request: deadline_ms is 1500, and with 500 ms of slack nothing may start after 2000 ms; expected the loop to stop with reason 'timeout'",
         );
     }
 
@@ -451,8 +451,8 @@ mod tests {
     fn deadline_fails_a_tool_executed_past_it() {
         let judgement = deadline_run(timeout(), |t| {
             let first = t.model[0].at_ms;
-            t.tools[1].at_ms = first + 1600;
-            t.model[2].at_ms = first + 1700;
+            t.tools[1].at_ms = first + 2600;
+            t.model[2].at_ms = first + 2700;
         });
         assert_fails(
             &judgement,
@@ -462,7 +462,7 @@ mod tests {
         assert_fails(
             &judgement,
             "budget/deadline",
-            ") started 1600 ms after the first API request (and 1 more after it, the last 1700 ms after): deadline_ms is 500",
+            ") started 2600 ms after the first API request (and 1 more after it, the last 2700 ms after): deadline_ms is 1500",
         );
     }
 

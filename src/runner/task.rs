@@ -114,7 +114,7 @@ mod tests {
         assert!(!required_capabilities(&plain, state).contains(&"budgets"));
         for (id, key, value) in [
             ("budget/04-tool-call-cap", "max_tool_calls", json!(3)),
-            ("budget/05-deadline", "deadline_ms", json!(500)),
+            ("budget/05-deadline", "deadline_ms", json!(1500)),
             ("budget/06-slow-tool", "tool_timeout_ms", json!(200)),
         ] {
             let scenario = case(id);
