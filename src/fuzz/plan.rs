@@ -129,6 +129,7 @@ fn expectation(plan: &Plan, answer: &str) -> Expectation {
         outcome: Outcome::Failed,
         output_text: None,
         reason: Some(reason.to_owned()),
+        min_requests: None,
     };
     if plan.budget.is_some_and(|b| b <= plan.rounds.len()) {
         return failed("max_rounds");
@@ -138,6 +139,7 @@ fn expectation(plan: &Plan, answer: &str) -> Expectation {
             outcome: Outcome::Completed,
             output_text: Some(answer.to_owned()),
             reason: None,
+            min_requests: None,
         },
         End::Refusal => failed("refusal"),
         End::IncompleteText | End::IncompleteCall | End::IncompleteReasoning => {

@@ -119,6 +119,8 @@ checks! {
         "not take a message as the answer while calls arrive beside it";
     TERMINAL_UNFINISHED_NOT_EXECUTED = "terminal/unfinished-not-executed", Must,
         "not execute calls from an incomplete or failed response";
+    TERMINAL_REACHED_OUTCOME = "terminal/reached-outcome", Must,
+        "report an outcome only after reaching the turn that produces it: the model requests it rests on must reach the API (a result printed without them proves nothing, whatever the case's level)";
     TERMINAL_STOPPED_AT_ANSWER = "terminal/stopped-at-answer", Must,
         "stop at the turn that ends the loop: a final answer, or an incomplete, failed, refused or broken response; after an empty answer (no message, no calls) one nudge is allowed, not more";
     TRANSPORT_RETRIED = "transport/retried", Must,

@@ -12,6 +12,7 @@ pub mod facts;
 #[cfg(test)]
 mod newcomer_messages;
 mod program;
+mod reached;
 mod reasoning;
 mod state;
 mod stream;
@@ -76,7 +77,12 @@ fn judge_checks(
     checks.extend(background::check(&facts));
     checks.extend(program::check(&facts));
     checks.extend(terminal::check(&facts));
+    checks.extend(reached::check(&facts));
     for check in &mut checks {
+        // A run that never reached its outcome proves nothing at any level.
+        if check.id == checks::TERMINAL_REACHED_OUTCOME.id {
+            continue;
+        }
         let level = check.level.weakest(scenario.level);
         if level != check.level {
             *check = CheckResult::judge(

@@ -67,7 +67,8 @@ expect: {outcome: completed}
         )
     }
 
-    fn of(scenario: Scenario, state: StateMode) -> Self {
+    /// A run of a scenario built in the test.
+    pub fn of(scenario: Scenario, state: StateMode) -> Self {
         let task = task_json(&scenario, state);
         Self {
             session: Session::new(Arc::new(scenario), state),

@@ -272,12 +272,14 @@ fn expectation(turns: &[Turn]) -> Expectation {
         outcome: Outcome::Failed,
         output_text: None,
         reason: Some(reason.to_owned()),
+        min_requests: None,
     };
     match last["status"].as_str() {
         Some("completed") if !calls => Expectation {
             outcome: Outcome::Completed,
             output_text: Some(text),
             reason: None,
+            min_requests: None,
         },
         Some("completed") => failed("max_rounds"),
         Some("incomplete") => failed("incomplete"),

@@ -134,6 +134,7 @@ fn recording_session(id: &str, task: Option<&TaskFile>, state: StateMode) -> Sce
             outcome: Outcome::Completed,
             output_text: Some(String::new()),
             reason: None,
+            min_requests: None,
         },
         recorded: None,
     }

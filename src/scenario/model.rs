@@ -657,4 +657,10 @@ pub struct Expectation {
     /// The recognised reason word for a failure (`max_rounds`, `incomplete`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The fewest model requests (retries folded in) that must reach the fake before the
+    /// outcome counts (default: one per scripted turn, bounded by `max_rounds`; for
+    /// `max_rounds`, `max_rounds`; for `max_tool_calls`, the request that brings the call
+    /// beyond the cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_requests: Option<u32>,
 }
