@@ -8,7 +8,12 @@
 //! # caught-by: <check id expected to fail>
 //! # cases: <comma-separated case-id globs to run it on>
 //! # supports: <comma-separated capabilities>
+//! # passes: none            (optional: no case may pass or be non-strict)
 //! ```
+//!
+//! Shell mutants (`.sh`, run by `sh`) are the canned-result controllers: they make no
+//! request and print one fixed result line; each carries `passes: none` and runs on the
+//! whole catalogue, so a verdict a do-nothing controller could earn fails the suite.
 //!
 //! Each one is run with `loopcheck run --filter <glob>... --supports <caps>`, a few at a
 //! time, and must have at least one case where the named check fails (`fail`, or
@@ -46,6 +51,7 @@ const EQUIVALENTS: &str = "harness/equivalents";
 pub(crate) enum Lang {
     Python,
     Node,
+    Shell,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +74,8 @@ pub(crate) struct Mutant {
     pub(crate) caught_by: String,
     cases: Vec<String>,
     pub(crate) supports: String,
+    /// `passes: none`: besides being caught, the mutant passes no case at all.
+    passes_none: bool,
 }
 
 /// The header of a mutant file, or None for a file without the marker; a file with the
@@ -77,6 +85,7 @@ pub(crate) fn parse_header(path: &Path) -> Result<Option<Mutant>, String> {
     let (lang, prefix) = match path.extension().and_then(|e| e.to_str()) {
         Some("py") => (Lang::Python, "#"),
         Some("mjs") => (Lang::Node, "//"),
+        Some("sh") => (Lang::Shell, "#"),
         _ => return Ok(None),
     };
     let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: {e}"))?;
@@ -120,6 +129,15 @@ pub(crate) fn parse_header(path: &Path) -> Result<Option<Mutant>, String> {
     };
     let cases = split(field("cases")?);
     let supports = split(field("supports")?).join(",");
+    let passes_none = match fields.get("passes").map(String::as_str) {
+        None => false,
+        Some("none") => true,
+        Some(other) => {
+            return Err(format!(
+                "{file}: `passes: {other}`: the only value is `none`"
+            ));
+        }
+    };
     Ok(Some(Mutant {
         file,
         path: path.to_owned(),
@@ -128,6 +146,7 @@ pub(crate) fn parse_header(path: &Path) -> Result<Option<Mutant>, String> {
         caught_by,
         cases,
         supports,
+        passes_none,
     }))
 }
 
@@ -193,6 +212,7 @@ pub(crate) fn interpreter(lang: Lang) -> Result<PathBuf, String> {
                 .map(|()| node)
                 .map_err(|err| format!("node does not run: {err}"))
         }
+        Lang::Shell => Ok(PathBuf::from("sh")),
     }
 }
 
@@ -271,6 +291,27 @@ fn judge(mutant: &Mutant, report: &Value) -> Option<String> {
                             && matches!(check["verdict"].as_str(), Some("fail" | "non-strict"))
                     })
         });
+        let passed: Vec<String> = cases
+            .iter()
+            .filter(|c| {
+                mutant.passes_none && matches!(c["verdict"].as_str(), Some("pass" | "non-strict"))
+            })
+            .map(|c| {
+                format!(
+                    "{} [{}]",
+                    c["id"].as_str().unwrap_or("?"),
+                    c["state"].as_str().unwrap_or("?")
+                )
+            })
+            .collect();
+        if caught && !passed.is_empty() {
+            return Some(format!(
+                "{} makes no request, yet {} case run(s) passed: {}",
+                mutant.file,
+                passed.len(),
+                passed.join(", ")
+            ));
+        }
         (caught, format!("was not caught by {} on", mutant.caught_by))
     };
     if held && ran {
