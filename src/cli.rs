@@ -605,11 +605,7 @@ fn with_settings(mut args: RunArgs) -> Result<RunArgs, String> {
     args.reports.html = args.reports.html.or(profile.html);
     args.baseline = args.baseline.or(profile.baseline);
     args.snapshots = args.snapshots.or(profile.snapshots);
-    if args.partition.is_none()
-        && let Some(text) = profile.partition
-    {
-        args.partition = Some(text.parse().map_err(|err| format!("partition: {err}"))?);
-    }
+    args.partition = args.partition.or(profile.partition);
     Ok(args)
 }
 
