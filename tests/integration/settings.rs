@@ -22,17 +22,24 @@ fn run_in(dir: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
-fn assert_refused_before_any_case(dir: &Path, output: &Output, prefix: &str) {
+/// What is wrong with how a run refused a mistake: it must exit 2 with stderr starting
+/// with `prefix`, before any case ran. Every row of a table is checked, so that one run
+/// shows each row that fails.
+fn refusal_problem(dir: &Path, output: &Output, prefix: &str) -> Option<String> {
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.starts_with(prefix),
-        "expected {prefix:?}, got:\n{stderr}"
-    );
-    assert!(
-        !dir.join("controller-ran").exists(),
-        "a case ran before the mistake was reported"
-    );
+    let ran = dir.join("controller-ran").exists();
+    let _ = std::fs::remove_file(dir.join("controller-ran"));
+    (output.status.code() != Some(2) || !stderr.starts_with(prefix) || ran).then(|| {
+        format!(
+            "expected exit 2, no case run and {prefix:?}; got exit {:?}, a case ran: {ran}, stderr:\n{stderr}",
+            output.status.code()
+        )
+    })
+}
+
+/// Fails with every row's problem, when any row has one.
+fn assert_no_problem(problems: Vec<String>) {
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
 #[test]
@@ -79,13 +86,13 @@ fn a_bad_config_value_is_named_by_its_place_in_the_file() {
             "error: loopcheck.toml:3:6: invalid UTF-8 (byte 0xff); expected UTF-8 text\n",
         ),
     ];
-    for (what, file, prefix) in table {
+    let problems = table.iter().filter_map(|(what, file, prefix)| {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("loopcheck.toml"), file).unwrap();
         let output = run_in(dir.path(), &[]);
-        eprintln!("case: {what}");
-        assert_refused_before_any_case(dir.path(), &output, prefix);
-    }
+        refusal_problem(dir.path(), &output, prefix).map(|problem| format!("{what}: {problem}"))
+    });
+    assert_no_problem(problems.collect());
 }
 
 #[test]
@@ -136,11 +143,12 @@ fn an_unwritable_output_path_is_refused_before_the_first_case() {
             "error: cannot write the baseline to a-folder: it is a folder\n",
         ),
     ];
-    for (flag, path, prefix) in table {
+    let problems = table.iter().filter_map(|(flag, path, prefix)| {
         let output = run_in(dir.path(), &[flag, path]);
-        eprintln!("case: {flag} {path}");
-        assert_refused_before_any_case(dir.path(), &output, prefix);
-    }
+        refusal_problem(dir.path(), &output, prefix)
+            .map(|problem| format!("{flag} {path}: {problem}"))
+    });
+    assert_no_problem(problems.collect());
 }
 
 #[test]
