@@ -173,6 +173,26 @@ struct ReportPaths {
     html: Option<PathBuf>,
 }
 
+impl ReportPaths {
+    /// Checks, before anything runs, that each report asked for can be written.
+    fn check(&self) -> Result<(), String> {
+        let json = self.report_json.as_deref().filter(|p| *p != Path::new("-"));
+        check_files(&[
+            ("JSON report", json),
+            ("JUnit report", self.junit.as_deref()),
+            ("HTML report", self.html.as_deref()),
+        ])
+    }
+}
+
+/// Checks that each file given can be written, naming the first that cannot.
+fn check_files(files: &[(&str, Option<&Path>)]) -> Result<(), String> {
+    files
+        .iter()
+        .filter_map(|(what, path)| Some((what, (*path)?)))
+        .try_for_each(|(what, path)| crate::report::writable::check_file(what, path))
+}
+
 #[derive(Debug, Args)]
 struct MatrixArgs {
     #[command(flatten)]
@@ -605,11 +625,7 @@ fn with_settings(mut args: RunArgs) -> Result<RunArgs, String> {
     args.reports.html = args.reports.html.or(profile.html);
     args.baseline = args.baseline.or(profile.baseline);
     args.snapshots = args.snapshots.or(profile.snapshots);
-    if args.partition.is_none()
-        && let Some(text) = profile.partition
-    {
-        args.partition = Some(text.parse().map_err(|err| format!("partition: {err}"))?);
-    }
+    args.partition = args.partition.or(profile.partition);
     Ok(args)
 }
 
@@ -622,6 +638,13 @@ async fn run(args: RunArgs) -> u8 {
         (Ok(cases), Ok(options)) => (cases, options),
         (Err(code), _) | (_, Err(code)) => return code,
     };
+    let outputs = args
+        .reports
+        .check()
+        .and_then(|()| check_files(&[("baseline", args.write_baseline.as_deref())]));
+    if let Err(message) = outputs {
+        return usage_error(message);
+    }
     if let Some(dir) = &args.snapshots {
         match Snapshots::open(dir, args.update_snapshots) {
             Ok(snapshots) => options.snapshots = Some(snapshots),
@@ -700,6 +723,9 @@ async fn run(args: RunArgs) -> u8 {
 }
 
 fn merge(args: MergeArgs) -> u8 {
+    if let Err(message) = args.reports.check() {
+        return usage_error(message);
+    }
     let mut shards = Vec::new();
     for path in &args.shards {
         match merge::read(path) {
@@ -1033,6 +1059,14 @@ async fn matrix(args: MatrixArgs) -> u8 {
         Ok(controllers) => controllers,
         Err(message) => return usage_error(message),
     };
+    let outputs = check_files(&[
+        ("matrix JSON", args.report_json.as_deref()),
+        ("matrix Markdown", args.markdown.as_deref()),
+        ("matrix HTML", args.html.as_deref()),
+    ]);
+    if let Err(message) = outputs {
+        return usage_error(message);
+    }
     let mut reporters = Reporters::new();
     if let Some(progress) = ProgressReporter::on_terminal() {
         reporters.push(progress);
@@ -1126,6 +1160,9 @@ async fn fuzz(args: FuzzArgs) -> u8 {
     };
     if args.max_turns == 0 {
         return usage_error("invalid --max-turns 0: expected at least 1".to_owned());
+    }
+    if let Err(message) = crate::report::writable::check_folder("fuzz failures", &args.out) {
+        return usage_error(message);
     }
     let seed = args.settings.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()

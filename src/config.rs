@@ -12,11 +12,20 @@
 //! junit = "target/loopcheck/junit.xml"
 //! baseline = "loopcheck-baseline.toml"
 //! ```
+//!
+//! Every value is checked here, where its place in the file is known: a bad one reads
+//! `loopcheck.toml:L:C: what is wrong; expected what`, not the name of the flag it would
+//! have filled.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use toml::{Spanned, Value};
+
+use crate::runner::CAPABILITIES;
+use crate::runner::partition::Partition;
 
 /// The file looked for in the working directory when no `--config` is given.
 pub const FILE_NAME: &str = "loopcheck.toml";
@@ -25,8 +34,7 @@ pub const FILE_NAME: &str = "loopcheck.toml";
 pub const DEFAULT_PROFILE: &str = "default";
 
 /// Settings of `loopcheck run`; every one optional.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Profile {
     /// The controller command.
     pub controller: Option<String>,
@@ -52,8 +60,40 @@ pub struct Profile {
     pub baseline: Option<PathBuf>,
     /// The snapshot folder.
     pub snapshots: Option<PathBuf>,
-    /// The shard, `slice:K/N` or `hash:K/N`.
-    pub partition: Option<String>,
+    /// The shard.
+    pub partition: Option<Partition>,
+}
+
+/// A profile's keys, each with what its value must be (said once, for the file, the
+/// environment and the hint of an unknown key).
+const SETTINGS: &[(&str, &str)] = &[
+    ("controller", "a command for `sh -c`, as a string"),
+    (
+        "supports",
+        "a list of capabilities, some of previous_response_id, stateless, conversation, stream, background, programmatic, approvals, persistent, budgets",
+    ),
+    ("jobs", "a whole number of cases at once, at least 1"),
+    ("timeout", "a positive number of seconds"),
+    ("seed", "a whole number, 0 or more"),
+    (
+        "filter",
+        "a list of case id globs, such as [\"dispatch/*\"]",
+    ),
+    ("paths", "a list of scenario files or folders"),
+    ("report-json", "a file path, as a string"),
+    ("junit", "a file path, as a string"),
+    ("html", "a file path, as a string"),
+    ("baseline", "a file path, as a string"),
+    ("snapshots", "a folder path, as a string"),
+    ("partition", "slice:K/N or hash:K/N, with 1 <= K <= N"),
+];
+
+/// What the value of `key` must be.
+fn expected(key: &str) -> &'static str {
+    SETTINGS
+        .iter()
+        .find(|(known, _)| *known == key)
+        .map_or("", |(_, expected)| expected)
 }
 
 impl Profile {
@@ -93,13 +133,276 @@ impl Profile {
         self.snapshots = self.snapshots.map(at);
         self
     }
+
+    /// Sets the setting an entry of the file names, once its value is checked.
+    fn set(&mut self, entry: &Entry) -> Result<(), Bad> {
+        let path = |entry: &Entry| entry.string().map(PathBuf::from);
+        match entry.key {
+            "controller" => self.controller = Some(entry.string()?),
+            "supports" => self.supports = Some(entry.words(capability)?),
+            "jobs" => self.jobs = Some(entry.whole(1)?),
+            "timeout" => self.timeout = Some(entry.seconds()?),
+            "seed" => self.seed = Some(entry.whole(0)?),
+            "filter" => self.filter = Some(entry.words(glob)?),
+            "paths" => {
+                let paths = entry.words(|_| Ok(()))?;
+                self.paths = Some(paths.into_iter().map(PathBuf::from).collect());
+            }
+            "report-json" => self.report_json = Some(path(entry)?),
+            "junit" => self.junit = Some(path(entry)?),
+            "html" => self.html = Some(path(entry)?),
+            "baseline" => self.baseline = Some(path(entry)?),
+            "snapshots" => self.snapshots = Some(path(entry)?),
+            "partition" => {
+                let text = entry.string()?;
+                self.partition = Some(partition(&text).map_err(|wrong| entry.bad(wrong))?);
+            }
+            unknown => return Err(entry.unknown(unknown)),
+        }
+        Ok(())
+    }
 }
+
+/// A capability word, or what is wrong with it.
+fn capability(word: &str) -> Result<(), String> {
+    if CAPABILITIES.contains(&word) {
+        return Ok(());
+    }
+    Err(format!(
+        "unknown capability '{word}'{}",
+        did_you_mean(word, CAPABILITIES)
+    ))
+}
+
+/// A case id glob, or what is wrong with it.
+fn glob(word: &str) -> Result<(), String> {
+    globset::Glob::new(word)
+        .map(drop)
+        .map_err(|err| format!("invalid glob '{word}': {}", err.kind()))
+}
+
+/// A partition, or what is wrong with it (its own message names what it expects).
+fn partition(text: &str) -> Result<Partition, String> {
+    text.parse::<Partition>()
+        .map_err(|err| match err.split_once(": expected") {
+            Some((wrong, _)) => wrong.to_owned(),
+            None => err,
+        })
+}
+
+/// `\n(hint: did you mean ...?)` when one of `known` is a likely typo of `word`.
+fn did_you_mean(word: &str, known: &[&str]) -> String {
+    known
+        .iter()
+        .map(|candidate| (edit_distance(word, candidate), candidate))
+        .filter(|(distance, _)| *distance <= 2)
+        .min()
+        .map_or_else(String::new, |(_, candidate)| {
+            format!("\n(hint: did you mean `{candidate}`?)")
+        })
+}
+
+/// Levenshtein distance, for the hint of a misspelt word.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// A profile as written: each key and value with where it is in the file.
+type Written = BTreeMap<Spanned<String>, Spanned<Value>>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
     #[serde(default)]
-    profile: BTreeMap<String, Profile>,
+    profile: BTreeMap<String, Written>,
+}
+
+/// A bad value: where it is (a byte offset), what is wrong and what was expected. A
+/// hint, when there is one, ends `wrong` on its own line.
+#[derive(Debug)]
+struct Bad {
+    at: usize,
+    wrong: String,
+    expected: String,
+}
+
+impl Bad {
+    /// `L:C: wrong; expected what`, with the hint line last.
+    fn located(&self, text: &str) -> String {
+        let (line, col) = crate::toml_text::line_col(text, self.at);
+        format!(
+            "{line}:{col}: {}",
+            with_expected(&self.wrong, &self.expected)
+        )
+    }
+}
+
+/// One `key = value` of a profile, with the file's text to locate list items in.
+struct Entry<'a> {
+    profile: &'a str,
+    key: &'a str,
+    key_at: usize,
+    value: &'a Value,
+    span: Range<usize>,
+    text: &'a str,
+}
+
+impl Entry<'_> {
+    /// The value as a whole is wrong.
+    fn bad(&self, wrong: String) -> Bad {
+        Bad {
+            at: self.span.start,
+            wrong,
+            expected: expected(self.key).to_owned(),
+        }
+    }
+
+    /// The value is of the wrong type.
+    fn of_wrong_type(&self) -> Bad {
+        self.bad(format!(
+            "`{}` is {} ({})",
+            self.key,
+            kind(self.value),
+            self.value
+        ))
+    }
+
+    fn unknown(&self, key: &str) -> Bad {
+        let keys: Vec<&str> = SETTINGS.iter().map(|(key, _)| *key).collect();
+        Bad {
+            at: self.key_at,
+            wrong: format!(
+                "unknown key `{key}` in [profile.{}]{}",
+                self.profile,
+                did_you_mean(key, &keys)
+            ),
+            expected: format!("one of {}", keys.join(", ")),
+        }
+    }
+
+    fn string(&self) -> Result<String, Bad> {
+        match self.value {
+            Value::String(text) => Ok(text.clone()),
+            _ => Err(self.of_wrong_type()),
+        }
+    }
+
+    /// A list of strings, each passing `check`; a bad item is located in the list.
+    fn words(&self, check: fn(&str) -> Result<(), String>) -> Result<Vec<String>, Bad> {
+        let Value::Array(items) = self.value else {
+            return Err(self.of_wrong_type());
+        };
+        items
+            .iter()
+            .map(|item| {
+                let at = self.item_at(&item.to_string());
+                let Value::String(word) = item else {
+                    let wrong = format!("`{}` holds {} ({item})", self.key, kind(item));
+                    return Err(Bad {
+                        at,
+                        ..self.bad(wrong)
+                    });
+                };
+                check(word).map_err(|wrong| Bad {
+                    at,
+                    ..self.bad(wrong)
+                })?;
+                Ok(word.clone())
+            })
+            .collect()
+    }
+
+    /// Where a list item is written (as TOML shows it), else where the list starts.
+    fn item_at(&self, written: &str) -> usize {
+        self.text
+            .get(self.span.clone())
+            .and_then(|list| list.find(written))
+            .map_or(self.span.start, |offset| self.span.start + offset)
+    }
+
+    /// A whole number of at least `least`.
+    fn whole<T: TryFrom<i64>>(&self, least: i64) -> Result<T, Bad> {
+        let Value::Integer(number) = self.value else {
+            return Err(self.of_wrong_type());
+        };
+        if *number < least {
+            return Err(self.bad(format!("`{}` is {number}, below {least}", self.key)));
+        }
+        T::try_from(*number).map_err(|_| self.bad(format!("`{}` is {number}, too large", self.key)))
+    }
+
+    /// A positive, finite number of seconds, whole or not.
+    fn seconds(&self) -> Result<f64, Bad> {
+        let secs = match self.value {
+            Value::Integer(number) => *number as f64,
+            Value::Float(number) => *number,
+            _ => return Err(self.of_wrong_type()),
+        };
+        positive_seconds(secs).map_err(|wrong| self.bad(format!("`{}` is {wrong}", self.key)))
+    }
+}
+
+/// A timeout, or what is wrong with it.
+fn positive_seconds(secs: f64) -> Result<f64, String> {
+    if secs.is_finite() && secs > 0.0 {
+        Ok(secs)
+    } else {
+        Err(format!("{secs}, not a positive number"))
+    }
+}
+
+/// A TOML value's type, as a person says it.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a date-time",
+        Value::Array(_) => "a list",
+        Value::Table(_) => "a table",
+    }
+}
+
+/// The profiles of a file's text, each value checked; the first bad one in the file is
+/// the error.
+fn profiles(file: File, text: &str) -> Result<BTreeMap<String, Profile>, String> {
+    let mut first_bad: Option<Bad> = None;
+    let mut profiles = BTreeMap::new();
+    for (name, written) in &file.profile {
+        let mut profile = Profile::default();
+        for (key, value) in written {
+            let entry = Entry {
+                profile: name,
+                key: key.get_ref(),
+                key_at: key.span().start,
+                value: value.get_ref(),
+                span: value.span(),
+                text,
+            };
+            if let Err(bad) = profile.set(&entry)
+                && first_bad.as_ref().is_none_or(|first| bad.at < first.at)
+            {
+                first_bad = Some(bad);
+            }
+        }
+        profiles.insert(name.clone(), profile);
+    }
+    match first_bad {
+        Some(bad) => Err(bad.located(text)),
+        None => Ok(profiles),
+    }
 }
 
 /// The environment variables that override a profile, and the setting each one sets.
@@ -134,13 +437,13 @@ pub fn resolve(
     };
     let named = name.map(str::to_owned).or_else(|| env("LOOPCHECK_PROFILE"));
     let from_file = match (&file, &named) {
-        (Some((file, dir, shown)), named) => {
+        (Some((profiles, dir, shown)), named) => {
             let name = named.as_deref().unwrap_or(DEFAULT_PROFILE);
-            let chosen = match file.profile.get(name) {
+            let chosen = match profiles.get(name) {
                 Some(profile) => profile.clone(),
                 None if name == DEFAULT_PROFILE => Profile::default(),
                 None => {
-                    let known: Vec<&str> = file.profile.keys().map(String::as_str).collect();
+                    let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
                     return Err(format!(
                         "{shown}: no profile '{name}' (it has: {})",
                         if known.is_empty() {
@@ -151,11 +454,7 @@ pub fn resolve(
                     ));
                 }
             };
-            let default = file
-                .profile
-                .get(DEFAULT_PROFILE)
-                .cloned()
-                .unwrap_or_default();
+            let default = profiles.get(DEFAULT_PROFILE).cloned().unwrap_or_default();
             chosen.over(default).relative_to(dir)
         }
         (None, Some(name)) if name != DEFAULT_PROFILE => {
@@ -168,56 +467,94 @@ pub fn resolve(
     Ok(from_environment(env)?.over(from_file))
 }
 
-/// Reads a config file: its settings, its folder, and its name for messages.
-fn load(path: &Path) -> Result<(File, PathBuf, String), String> {
+/// The checked profiles of a config file, its folder, and its name for messages.
+type Loaded = (BTreeMap<String, Profile>, PathBuf, String);
+
+/// Reads a config file; an error names the file, line and column.
+fn load(path: &Path) -> Result<Loaded, String> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| format!("cannot read the config {shown}: {err}"))?;
-    let file: File = crate::toml_text::parse(&text).map_err(|err| format!("{shown}:{err}"))?;
+    let bytes =
+        std::fs::read(path).map_err(|err| format!("cannot read the config {shown}: {err}"))?;
+    let text = crate::toml_text::utf8(&bytes).map_err(|err| format!("{shown}:{err}"))?;
+    let file: File = crate::toml_text::parse(text).map_err(|err| format!("{shown}:{err}"))?;
+    let profiles = profiles(file, text).map_err(|err| format!("{shown}:{err}"))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    Ok((file, dir, shown))
+    Ok((profiles, dir, shown))
 }
 
 /// The settings the `LOOPCHECK_*` variables give; a bad value names its variable.
 fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Profile, String> {
-    let list = |key: &str| {
-        env(key).map(|value| {
-            value
-                .split(',')
-                .map(|word| word.trim().to_owned())
-                .filter(|word| !word.is_empty())
-                .collect::<Vec<_>>()
-        })
-    };
-    fn number<T: std::str::FromStr>(
-        env: &dyn Fn(&str) -> Option<String>,
-        key: &str,
-        what: &str,
-    ) -> Result<Option<T>, String> {
-        env(key)
-            .map(|value| {
-                value
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("{key}={value}: expected {what}"))
-            })
-            .transpose()
-    }
+    let path = |var: &str| env(var).map(PathBuf::from);
     Ok(Profile {
         controller: env("LOOPCHECK_CONTROLLER"),
-        supports: list("LOOPCHECK_SUPPORTS"),
-        jobs: number(env, "LOOPCHECK_JOBS", "a whole number of cases at once")?,
-        timeout: number(env, "LOOPCHECK_TIMEOUT", "a number of seconds")?,
-        seed: number(env, "LOOPCHECK_SEED", "a whole number")?,
-        filter: list("LOOPCHECK_FILTER"),
+        supports: read(env, "LOOPCHECK_SUPPORTS", "supports", words(capability))?,
+        jobs: read(env, "LOOPCHECK_JOBS", "jobs", whole(1))?
+            .map(|jobs| usize::try_from(jobs).unwrap_or(usize::MAX)),
+        timeout: read(env, "LOOPCHECK_TIMEOUT", "timeout", |text| {
+            let secs = text.parse().map_err(|_| "not a number".to_owned())?;
+            positive_seconds(secs)
+        })?,
+        seed: read(env, "LOOPCHECK_SEED", "seed", whole(0))?,
+        filter: read(env, "LOOPCHECK_FILTER", "filter", words(glob))?,
         paths: None,
-        report_json: env("LOOPCHECK_REPORT_JSON").map(PathBuf::from),
-        junit: env("LOOPCHECK_JUNIT").map(PathBuf::from),
-        html: env("LOOPCHECK_HTML").map(PathBuf::from),
-        baseline: env("LOOPCHECK_BASELINE").map(PathBuf::from),
-        snapshots: env("LOOPCHECK_SNAPSHOTS").map(PathBuf::from),
-        partition: env("LOOPCHECK_PARTITION"),
+        report_json: path("LOOPCHECK_REPORT_JSON"),
+        junit: path("LOOPCHECK_JUNIT"),
+        html: path("LOOPCHECK_HTML"),
+        baseline: path("LOOPCHECK_BASELINE"),
+        snapshots: path("LOOPCHECK_SNAPSHOTS"),
+        partition: read(env, "LOOPCHECK_PARTITION", "partition", partition)?,
     })
+}
+
+/// Reads variable `var` with `parse`; a bad value reads `VAR=value: what is wrong;
+/// expected what`, as the file's errors do.
+fn read<T>(
+    env: &dyn Fn(&str) -> Option<String>,
+    var: &str,
+    setting: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    env(var)
+        .map(|value| {
+            parse(value.trim()).map_err(|wrong| {
+                format!(
+                    "{var}={value}: {}",
+                    with_expected(&wrong, expected(setting))
+                )
+            })
+        })
+        .transpose()
+}
+
+/// Parses a whole number of at least `least`.
+fn whole(least: u64) -> impl Fn(&str) -> Result<u64, String> {
+    move |text| match text.parse::<u64>() {
+        Ok(number) if number >= least => Ok(number),
+        Ok(number) => Err(format!("{number}, below {least}")),
+        Err(_) => Err("not a whole number".to_owned()),
+    }
+}
+
+/// Parses a comma-separated list, each word passing `check`.
+fn words(check: fn(&str) -> Result<(), String>) -> impl Fn(&str) -> Result<Vec<String>, String> {
+    move |text| {
+        text.split(',')
+            .map(str::trim)
+            .filter(|word| !word.is_empty())
+            .map(|word| check(word).map(|()| word.to_owned()))
+            .collect()
+    }
+}
+
+/// `wrong; expected what`, with the hint `wrong` may end in on its own line, last.
+fn with_expected(wrong: &str, expected: &str) -> String {
+    let (wrong, hint) = wrong.split_once('\n').unwrap_or((wrong, ""));
+    let hint = if hint.is_empty() {
+        String::new()
+    } else {
+        format!("\n{hint}")
+    };
+    format!("{wrong}; expected {expected}{hint}")
 }
 
 #[cfg(test)]
@@ -280,11 +617,11 @@ junit = "out/junit.xml"
     fn mistakes_are_named_with_their_place() {
         let (_dir, path) = file("[profile.default]\njobs = 2\ncontroler = \"x\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err();
-        assert!(err.ends_with("loopcheck.toml:3:1: unknown field `controler`, expected one of `controller`, `supports`, `jobs`, `timeout`, `seed`, `filter`, `paths`, `report-json`, `junit`, `html`, `baseline`, `snapshots`, `partition`"), "{err}");
+        assert!(err.ends_with("loopcheck.toml:3:1: unknown key `controler` in [profile.default]; expected one of controller, supports, jobs, timeout, seed, filter, paths, report-json, junit, html, baseline, snapshots, partition\n(hint: did you mean `controller`?)"), "{err}");
         let (_dir, path) = file("[profile.default]\njobs = \"two\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err();
         assert!(
-            err.contains("loopcheck.toml:2:8: invalid type: string \"two\", expected usize"),
+            err.ends_with("loopcheck.toml:2:8: `jobs` is a string (\"two\"); expected a whole number of cases at once, at least 1"),
             "{err}"
         );
         let (_dir, path) = file(TWO_PROFILES);
@@ -295,6 +632,52 @@ junit = "out/junit.xml"
         );
         let bad = |key: &str| (key == "LOOPCHECK_TIMEOUT").then(|| "soon".to_owned());
         let err = resolve(None, None, &bad).unwrap_err();
-        assert_eq!(err, "LOOPCHECK_TIMEOUT=soon: expected a number of seconds");
+        assert_eq!(
+            err,
+            "LOOPCHECK_TIMEOUT=soon: not a number; expected a positive number of seconds"
+        );
+    }
+
+    #[test]
+    fn a_profile_not_chosen_is_checked_too_and_the_first_mistake_in_the_file_wins() {
+        let (_dir, path) = file("[profile.ci]\nseed = -1\n\n[profile.default]\ntimeout = 0\n");
+        let err = resolve(Some(&path), None, &no_env).unwrap_err();
+        assert!(
+            err.ends_with(
+                "loopcheck.toml:2:8: `seed` is -1, below 0; expected a whole number, 0 or more"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_variable_is_named_with_its_value_and_what_it_takes() {
+        let env = |key: &str| match key {
+            "LOOPCHECK_JOBS" => Some("0".to_owned()),
+            _ => None,
+        };
+        let err = resolve(None, None, &env).unwrap_err();
+        assert_eq!(
+            err,
+            "LOOPCHECK_JOBS=0: 0, below 1; expected a whole number of cases at once, at least 1"
+        );
+        let env = |key: &str| (key == "LOOPCHECK_SUPPORTS").then(|| "stream,backgrond".to_owned());
+        let err = resolve(None, None, &env).unwrap_err();
+        assert!(
+            err.starts_with("LOOPCHECK_SUPPORTS=stream,backgrond: unknown capability 'backgrond'; expected a list of capabilities")
+                && err.ends_with("\n(hint: did you mean `background`?)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_expected_capabilities_are_the_runner_s() {
+        assert_eq!(
+            expected("supports"),
+            format!(
+                "a list of capabilities, some of {}",
+                CAPABILITIES.join(", ")
+            )
+        );
     }
 }

@@ -10,6 +10,7 @@ pub mod junit;
 pub mod matrix;
 pub mod merge;
 pub mod progress;
+pub mod writable;
 
 use std::io;
 

@@ -25,6 +25,7 @@ mod sdk_node;
 mod sdk_python;
 mod sdk_rust;
 mod serve;
+mod settings;
 mod sharding;
 mod snapshot_runs;
 mod surface;
