@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::redact::{Redactor, Rules};
+
 /// The file looked for in the working directory when no `--config` is given.
 pub const FILE_NAME: &str = "loopcheck.toml";
 
@@ -100,6 +102,9 @@ impl Profile {
 struct File {
     #[serde(default)]
     profile: BTreeMap<String, Profile>,
+    /// What is redacted beyond the built-in rules, in every profile.
+    #[serde(default)]
+    redact: Rules,
 }
 
 /// The environment variables that override a profile, and the setting each one sets.
@@ -127,11 +132,7 @@ pub fn resolve(
     name: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Profile, String> {
-    let file = match path {
-        Some(path) => Some(load(path)?),
-        None if Path::new(FILE_NAME).exists() => Some(load(Path::new(FILE_NAME))?),
-        None => None,
-    };
+    let file = find(path)?;
     let named = name.map(str::to_owned).or_else(|| env("LOOPCHECK_PROFILE"));
     let from_file = match (&file, &named) {
         (Some((file, dir, shown)), named) => {
@@ -166,6 +167,26 @@ pub fn resolve(
         (None, _) => Profile::default(),
     };
     Ok(from_environment(env)?.over(from_file))
+}
+
+/// The redactor of the config file at `path` (or `loopcheck.toml` here, when it
+/// exists): the built-in rules plus its `[redact]` table's.
+pub fn redactor(path: Option<&Path>) -> Result<Redactor, String> {
+    match find(path)? {
+        Some((file, _, shown)) => {
+            Redactor::new(&file.redact).map_err(|err| format!("{shown}: [redact]: {err}"))
+        }
+        None => Ok(Redactor::default()),
+    }
+}
+
+/// The config file at `path`, or `loopcheck.toml` here when it exists.
+fn find(path: Option<&Path>) -> Result<Option<(File, PathBuf, String)>, String> {
+    match path {
+        Some(path) => load(path).map(Some),
+        None if Path::new(FILE_NAME).exists() => load(Path::new(FILE_NAME)).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// Reads a config file: its settings, its folder, and its name for messages.
