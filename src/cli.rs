@@ -246,6 +246,10 @@ struct RecordArgs {
     /// A regular expression to redact in every string recorded (repeatable).
     #[arg(long, value_name = "RE")]
     redact_regex: Vec<String>,
+    /// The settings file whose `[redact]` table applies (default: `loopcheck.toml` in the
+    /// working directory, if any).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// The command to record, after `--`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -385,6 +389,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::FAILURES);
         }
     };
+    if let Err(message) = install_redactor(&cli.command) {
+        return ExitCode::from(usage_error(message));
+    }
     let code = match cli.command {
         Command::Run(args) => runtime.block_on(run(args)),
         Command::List(args) => list(args),
@@ -446,6 +453,23 @@ fn load(paths: &[PathBuf]) -> Result<Vec<Case>, Vec<ScenarioError>> {
     } else {
         scenario::load_paths(paths)
     }
+}
+
+/// Installs the one redactor of a command that runs controllers or reports on them:
+/// the built-in rules plus the settings file's `[redact]` table.
+fn install_redactor(command: &Command) -> Result<(), String> {
+    let config = match command {
+        Command::Run(args) => args.config.as_deref(),
+        Command::Record(args) => args.config.as_deref(),
+        Command::Replay(_)
+        | Command::Matrix(_)
+        | Command::Fuzz(_)
+        | Command::Merge(_)
+        | Command::Serve(_) => None,
+        _ => return Ok(()),
+    };
+    crate::redact::install(config::redactor(config)?);
+    Ok(())
 }
 
 fn usage_error(message: String) -> u8 {

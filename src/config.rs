@@ -27,6 +27,8 @@ use toml::{Spanned, Value};
 use crate::runner::CAPABILITIES;
 use crate::runner::partition::Partition;
 
+use crate::redact::{Redactor, Rules};
+
 /// The file looked for in the working directory when no `--config` is given.
 pub const FILE_NAME: &str = "loopcheck.toml";
 
@@ -226,6 +228,9 @@ type Written = BTreeMap<Spanned<String>, Spanned<Value>>;
 struct File {
     #[serde(default)]
     profile: BTreeMap<String, Written>,
+    /// What is redacted beyond the built-in rules, in every profile.
+    #[serde(default)]
+    redact: Rules,
 }
 
 /// A bad value: where it is (a byte offset), what is wrong and what was expected. A
@@ -377,7 +382,7 @@ fn kind(value: &Value) -> &'static str {
 
 /// The profiles of a file's text, each value checked; the first bad one in the file is
 /// the error.
-fn profiles(file: File, text: &str) -> Result<BTreeMap<String, Profile>, String> {
+fn profiles(file: &File, text: &str) -> Result<BTreeMap<String, Profile>, String> {
     let mut first_bad: Option<Bad> = None;
     let mut profiles = BTreeMap::new();
     for (name, written) in &file.profile {
@@ -430,14 +435,18 @@ pub fn resolve(
     name: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Profile, String> {
-    let file = match path {
-        Some(path) => Some(load(path)?),
-        None if Path::new(FILE_NAME).exists() => Some(load(Path::new(FILE_NAME))?),
-        None => None,
-    };
+    let file = find(path)?;
     let named = name.map(str::to_owned).or_else(|| env("LOOPCHECK_PROFILE"));
     let from_file = match (&file, &named) {
-        (Some((profiles, dir, shown)), named) => {
+        (
+            Some(Loaded {
+                profiles,
+                dir,
+                shown,
+                ..
+            }),
+            named,
+        ) => {
             let name = named.as_deref().unwrap_or(DEFAULT_PROFILE);
             let chosen = match profiles.get(name) {
                 Some(profile) => profile.clone(),
@@ -467,8 +476,34 @@ pub fn resolve(
     Ok(from_environment(env)?.over(from_file))
 }
 
-/// The checked profiles of a config file, its folder, and its name for messages.
-type Loaded = (BTreeMap<String, Profile>, PathBuf, String);
+/// A config file read and checked: its profiles, its redaction rules, its folder, and
+/// its name for messages.
+struct Loaded {
+    profiles: BTreeMap<String, Profile>,
+    redact: Rules,
+    dir: PathBuf,
+    shown: String,
+}
+
+/// The redactor of the config file at `path` (or `loopcheck.toml` here, when it
+/// exists): the built-in rules plus its `[redact]` table's.
+pub fn redactor(path: Option<&Path>) -> Result<Redactor, String> {
+    match find(path)? {
+        Some(file) => {
+            Redactor::new(&file.redact).map_err(|err| format!("{}: [redact]: {err}", file.shown))
+        }
+        None => Ok(Redactor::default()),
+    }
+}
+
+/// The config file at `path`, or `loopcheck.toml` here when it exists.
+fn find(path: Option<&Path>) -> Result<Option<Loaded>, String> {
+    match path {
+        Some(path) => load(path).map(Some),
+        None if Path::new(FILE_NAME).exists() => load(Path::new(FILE_NAME)).map(Some),
+        None => Ok(None),
+    }
+}
 
 /// Reads a config file; an error names the file, line and column.
 fn load(path: &Path) -> Result<Loaded, String> {
@@ -477,9 +512,14 @@ fn load(path: &Path) -> Result<Loaded, String> {
         std::fs::read(path).map_err(|err| format!("cannot read the config {shown}: {err}"))?;
     let text = crate::toml_text::utf8(&bytes).map_err(|err| format!("{shown}:{err}"))?;
     let file: File = crate::toml_text::parse(text).map_err(|err| format!("{shown}:{err}"))?;
-    let profiles = profiles(file, text).map_err(|err| format!("{shown}:{err}"))?;
+    let profiles = profiles(&file, text).map_err(|err| format!("{shown}:{err}"))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    Ok((profiles, dir, shown))
+    Ok(Loaded {
+        profiles,
+        redact: file.redact,
+        dir,
+        shown,
+    })
 }
 
 /// The settings the `LOOPCHECK_*` variables give; a bad value names its variable.

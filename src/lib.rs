@@ -14,6 +14,7 @@ pub mod fuzz;
 pub mod init;
 pub mod oracle;
 pub mod record;
+pub mod redact;
 pub mod report;
 pub mod runner;
 pub mod scenario;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::proxy::Extra;
-use super::redact::Redactor;
+use crate::redact::Redactor;
 use crate::scenario::{
     Expectation, FORMAT_VERSION, Fault, Level, Outcome, Recorded, RecordedEvent, RecordedTurn,
     Scenario, StateMode, TaskSpec, ToolBehaviour, ToolRef, Turn,
@@ -289,19 +289,6 @@ fn expectation(turns: &[Turn]) -> Expectation {
     }
 }
 
-/// The upstream as the cassette names it: without credentials in the URL.
-fn public_url(upstream: &str) -> String {
-    match upstream.split_once("://") {
-        Some((scheme, rest)) => match rest.split_once('@') {
-            Some((_, host)) if !host.contains('/') || rest.find('@') < rest.find('/') => {
-                format!("{scheme}://{host}")
-            }
-            _ => upstream.to_owned(),
-        },
-        None => upstream.to_owned(),
-    }
-}
-
 /// Builds the cassette of a recording, redacted: nothing it returns holds a secret.
 pub fn build(
     id: &str,
@@ -322,12 +309,13 @@ pub fn build(
     let state = state_of(&marked);
     let creates = marked.model.iter().filter(|m| m.is_create()).count();
     let expect = expectation(&script);
+    // Credentials and secret query parameters in the URL are redacted.
+    let upstream = redactor.text(recording.upstream).into_owned();
     let scenario = Scenario {
         format: FORMAT_VERSION,
         id: id.to_owned(),
         summary: format!(
-            "Recorded from {} by `loopcheck record`: {creates} model request(s).",
-            public_url(recording.upstream)
+            "Recorded from {upstream} by `loopcheck record`: {creates} model request(s)."
         ),
         level: Level::Must,
         origin: None,
@@ -341,7 +329,7 @@ pub fn build(
         script,
         expect,
         recorded: Some(Recorded {
-            upstream: public_url(recording.upstream),
+            upstream,
             redact_json: rules.0.to_vec(),
             redact_regex: rules.1.to_vec(),
             transcript: normalize(id, state, &marked),
@@ -363,10 +351,15 @@ pub fn redact_document(document: &mut Value, redactor: &Redactor) {
                 redactor.body(response);
             }
             let events = recorded.get_mut("events").and_then(Value::as_array_mut);
-            for event in events.into_iter().flatten() {
-                if let Some(event) = event.get_mut("event") {
-                    redactor.body(event);
-                }
+            let mut events: Vec<&mut Value> = events
+                .into_iter()
+                .flatten()
+                .filter_map(|event| event.get_mut("event"))
+                .collect();
+            // What the deltas spell together first: a key split across them.
+            redactor.stream(&mut events);
+            for event in events {
+                redactor.body(event);
             }
         }
     }
@@ -400,14 +393,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn credentials_in_the_upstream_url_are_left_out() {
-        assert_eq!(
-            public_url("https://user:pw@api.example.com/v1"),
-            "https://api.example.com/v1"
-        );
-        assert_eq!(
-            public_url("https://api.example.com/v1"),
-            "https://api.example.com/v1"
+    fn a_fault_body_echoing_a_key_seen_in_the_query_is_redacted() {
+        let redactor = Redactor::default();
+        // The key went to the upstream as `?api-key=` and came back in its 429 body.
+        let _ = redactor.text("/v1/responses?api-key=echoedkey0042");
+        let mut document = json!({"script": [{"faults": [{"status": 429,
+            "body": "{\"error\":{\"message\":\"rate limit for echoedkey0042\"}}"}]}]});
+        redact_document(&mut document, &redactor);
+        assert!(
+            !document.to_string().contains("echoedkey0042"),
+            "{document}"
         );
     }
 }

@@ -9,7 +9,6 @@
 
 pub mod cassette;
 pub mod proxy;
-pub mod redact;
 pub mod replay;
 mod resume;
 
@@ -18,6 +17,7 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::redact;
 use crate::runner::controller_env;
 use crate::runner::task::{task_json, var, write_task_file};
 use crate::scenario::{self, Expectation, Level, Outcome, Recorded, Scenario, StateMode};
@@ -25,7 +25,6 @@ use crate::server::{RunningServer, Session};
 use crate::transcript::drift::{Comparison, ComparisonStatus};
 use cassette::{Recording, TaskFile};
 use proxy::{Proxy, Upstream};
-use redact::Redactor;
 use resume::Resume;
 
 /// How `record` treats an existing cassette (as vcrpy's record modes).
@@ -159,23 +158,38 @@ fn cassette_id(out: &Path) -> String {
     format!("recorded/{stem}")
 }
 
+/// What a command run against a server keeps of its own environment.
+#[derive(Debug, Clone, Copy)]
+struct Own {
+    /// Its `OPENAI_API_KEY`, which goes through to the upstream.
+    key: bool,
+    /// Its `LOOPCHECK_TASK` and `LOOPCHECK_TOOLS_URL`, when it has them: recorded without
+    /// `--task`, loopcheck has no task to give it, only an empty one.
+    task: bool,
+}
+
 /// The environment of a command run against a server: the contract's variables, as a
-/// run gives them, and the task file. Without `session_key` the command keeps the
-/// caller's own `OPENAI_API_KEY`, which goes through to the upstream.
+/// run gives them, and the task file, less what the command keeps of its own (`own`)
+/// from this process's environment, which it inherits.
 fn environment(
     server: &RunningServer,
     session: &Session,
-    session_key: bool,
+    own: Own,
     task_dir: &Path,
 ) -> Result<Vec<(String, String)>, RecordError> {
     let scenario = session.scenario();
     let mut vars = controller_env(server, session, &scenario.id).vars();
-    if !session_key {
-        vars.retain(|(name, _)| name != var::API_KEY);
+    let kept = |name: &str| match name {
+        var::API_KEY => own.key,
+        var::TASK | var::TOOLS_URL => own.task && std::env::var_os(name).is_some(),
+        _ => false,
+    };
+    vars.retain(|(name, _)| !kept(name));
+    if !kept(var::TASK) {
+        let path = write_task_file(task_dir, &task_json(scenario, session.state()))
+            .map_err(|err| RecordError::Failed(format!("failed to write the task file: {err}")))?;
+        vars.push((var::TASK.to_owned(), path.to_string_lossy().into_owned()));
     }
-    let path = write_task_file(task_dir, &task_json(scenario, session.state()))
-        .map_err(|err| RecordError::Failed(format!("failed to write the task file: {err}")))?;
-    vars.push((var::TASK.to_owned(), path.to_string_lossy().into_owned()));
     Ok(vars)
 }
 
@@ -244,16 +258,18 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
                 .to_owned(),
         ));
     };
-    let upstream = Upstream::new(upstream_url, options.upstream_ca.as_deref())
-        .map_err(|err| RecordError::Usage(err.to_string()))?;
+    let upstream = Upstream::new(upstream_url, options.upstream_ca.as_deref()).map_err(|err| {
+        RecordError::Usage(redact::installed().text(&err.to_string()).into_owned())
+    })?;
     // The rules the cassette was recorded with still apply to what is added to it.
     let mut rules = (options.redact_json.clone(), options.redact_regex.clone());
     if let Some((_, recorded)) = &old {
         rules.0.extend(recorded.redact_json.iter().cloned());
         rules.1.extend(recorded.redact_regex.iter().cloned());
     }
-    let redactor =
-        Redactor::new(&rules.0, &rules.1).map_err(|err| RecordError::Usage(err.to_string()))?;
+    let redactor = redact::installed()
+        .with(&rules.0, &rules.1)
+        .map_err(|err| RecordError::Usage(err.to_string()))?;
     let (scenario, task, state) = match &old {
         Some((scenario, recorded)) => (
             scenario.clone(),
@@ -291,7 +307,11 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
     let dir = tempfile::tempdir()
         .map_err(|err| RecordError::Failed(format!("failed to create a task folder: {err}")))?;
     // The caller's own key goes through to the upstream; nothing here replaces it.
-    let env = environment(&server, &session, false, dir.path())?;
+    let own = Own {
+        key: true,
+        task: task.is_none(),
+    };
+    let env = environment(&server, &session, own, dir.path())?;
     let status = run_command(&options.command, &env, out).await;
     proxy.settle(Duration::from_secs(10)).await;
     server.shutdown().await;
@@ -300,11 +320,11 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
     let creates: Vec<_> = transcript.model.iter().filter(|m| m.is_create()).collect();
     let unreachable = proxy.unreachable();
     if !creates.is_empty() && creates.iter().all(|m| m.status == 0) {
+        let why = unreachable
+            .first()
+            .map_or("connection failed".into(), |why| redactor.text(why));
         return Err(RecordError::Failed(format!(
-            "no request reached the upstream ({}); {} was left as it was{}",
-            unreachable
-                .first()
-                .map_or("connection failed", String::as_str),
+            "no request reached the upstream ({why}); {} was left as it was{}",
             out.display(),
             if upstream_url.starts_with("https://") {
                 "\n(hint: for a private endpoint, --upstream-ca FILE names the certificate to trust)"
@@ -348,7 +368,7 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
             transcript.tools.len(),
             out.display(),
             out.display(),
-            options.command.join(" ")
+            redactor.text(&options.command.join(" "))
         ),
     })
 }
@@ -396,7 +416,11 @@ pub async fn replay(cassette: &Path, command: &[String]) -> Result<Finished, Rec
         .map_err(|err| RecordError::Failed(format!("failed to start the fake server: {err}")))?;
     let dir = tempfile::tempdir()
         .map_err(|err| RecordError::Failed(format!("failed to create a task folder: {err}")))?;
-    let env = environment(&server, &session, true, dir.path())?;
+    let own = Own {
+        key: false,
+        task: false,
+    };
+    let env = environment(&server, &session, own, dir.path())?;
     let status = run_command(command, &env, cassette).await;
     server.shutdown().await;
     let status = status?;

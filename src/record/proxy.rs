@@ -19,6 +19,7 @@ use http_body_util::BodyExt;
 use hyper::{Response, StatusCode};
 use serde_json::Value;
 
+use crate::redact;
 use crate::scenario::RecordedEvent;
 use crate::server::http::{DropConnection, ReplyStream, RunningServer, read_request, send};
 use crate::server::{EngineRequest, Session, stream};
@@ -72,6 +73,8 @@ type Client = hyper_util::client::legacy::Client<
 #[derive(Clone)]
 pub struct Upstream {
     base: String,
+    /// The base URL's own query (`?api-version=...`), sent with every request.
+    base_query: Option<String>,
     client: Client,
 }
 
@@ -117,18 +120,30 @@ impl Upstream {
         let client =
             hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
                 .build(connector);
+        let (base, base_query) = match base.split_once('?') {
+            Some((base, query)) => (base, Some(query.to_owned())),
+            None => (base, None),
+        };
         Ok(Self {
             base: base.trim_end_matches('/').to_owned(),
+            base_query,
             client,
         })
     }
 
-    /// The upstream URL for a request the client sent to the proxy's `/v1` base.
+    /// The upstream URL for a request the client sent to the proxy's `/v1` base: the
+    /// base's query first, then the request's.
     fn url(&self, path: &str, query: Option<&str>) -> String {
         let rest = path.strip_prefix("/v1").unwrap_or(path);
-        match query {
-            Some(q) => format!("{}{rest}?{q}", self.base),
-            None => format!("{}{rest}", self.base),
+        let query: Vec<&str> = [self.base_query.as_deref(), query]
+            .into_iter()
+            .flatten()
+            .filter(|q| !q.is_empty())
+            .collect();
+        if query.is_empty() {
+            format!("{}{rest}", self.base)
+        } else {
+            format!("{}{rest}?{}", self.base, query.join("&"))
         }
     }
 }
@@ -235,7 +250,9 @@ impl Proxy {
                 if let Ok(mut unreachable) = self.unreachable.lock()
                     && !unreachable.contains(&why)
                 {
-                    eprintln!("loopcheck: failed to reach the upstream at {url}: {why}");
+                    // The URL may carry a password or a key (`?api-key=`).
+                    let message = format!("failed to reach the upstream at {url}: {why}");
+                    eprintln!("loopcheck: {}", redact::installed().text(&message));
                     unreachable.push(why);
                 }
                 return Err(DropConnection);
@@ -475,6 +492,11 @@ mod tests {
         assert_eq!(
             upstream.url("/v1/responses/resp_1", Some("stream=true")),
             "https://api.example.com/v1/responses/resp_1?stream=true"
+        );
+        let azure = Upstream::new("https://x.example.com/openai/v1?api-version=1", None).unwrap();
+        assert_eq!(
+            azure.url("/v1/responses", Some("stream=true")),
+            "https://x.example.com/openai/v1/responses?api-version=1&stream=true"
         );
         assert!(Upstream::new("api.example.com", None).is_err());
     }

@@ -11,11 +11,21 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::cassette::redact_steps;
-use super::redact::Redactor;
+use crate::redact::{self, Redactor};
 use crate::scenario::Recorded;
 use crate::transcript::Transcript;
 use crate::transcript::drift::{Change, Comparison, ComparisonStatus, changes, text_diff};
 use crate::transcript::normalize::{Normalized, Step, normalize};
+
+/// The redactor a replay of `recorded` is seen through: the installed rules plus the
+/// recording's own, so what the controller sends is redacted as the recording was.
+pub fn redactor(recorded: &Recorded) -> Redactor {
+    // The rules read back from a cassette that lint accepted; a bad rule adds nothing.
+    let installed = redact::installed();
+    installed
+        .with(&recorded.redact_json, &recorded.redact_regex)
+        .unwrap_or_else(|_| installed.clone())
+}
 
 /// A run's transcript normalized and redacted as its recording was.
 pub(crate) fn comparable(recorded: &Recorded, transcript: &Transcript) -> Normalized {
@@ -27,8 +37,7 @@ pub(crate) fn comparable(recorded: &Recorded, transcript: &Transcript) -> Normal
     // What the controller sent is compared; what it reported is the oracle's to judge.
     actual.result = None;
     actual.unfinished = None;
-    // The rules read back from a cassette that lint accepted; a bad rule redacts nothing.
-    let redactor = Redactor::new(&recorded.redact_json, &recorded.redact_regex).unwrap_or_default();
+    let redactor = redactor(recorded);
     let mut value = serde_json::to_value(&actual).unwrap_or(Value::Null);
     if let Some(steps) = value["steps"].as_array_mut() {
         redact_steps(steps, &redactor);

@@ -2,9 +2,12 @@
 //! report's document. These types are the report formats: they serialize as written to
 //! disk, and [`REPORT_FORMAT`] versions them.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::oracle::{CaseVerdict, CheckResult};
+use crate::redact::Redactor;
 use crate::scenario::{Level, StateMode};
 use crate::transcript::Transcript;
 use crate::transcript::drift::{Comparison, ComparisonStatus};
@@ -94,6 +97,24 @@ impl CaseReport {
             }
             _ => {}
         }
+    }
+
+    /// Redacts what the reports print of a judged run: the checks' messages and diffs
+    /// (which quote what the controller sent) and the detail (its output, for a crash).
+    pub fn redact(&mut self, redactor: &Redactor) {
+        let text = |text: &mut String| {
+            if let Cow::Owned(redacted) = redactor.text(text) {
+                *text = redacted;
+            }
+        };
+        for check in &mut self.checks {
+            text(&mut check.message);
+            if let Some(diff) = &mut check.diff {
+                text(&mut diff.expected);
+                text(&mut diff.actual);
+            }
+        }
+        self.detail.iter_mut().for_each(text);
     }
 
     /// Reports in the order runs are planned: by case id, then state mode.

@@ -241,8 +241,16 @@ pub(crate) fn finish(
         Err(unfinished) => transcript.unfinished = Some(unfinished),
     }
     transcript.process = process;
+    // A replayed recording is judged redacted as it was recorded (compare redacted to
+    // redacted); any run's output is redacted before a reporter sees it.
+    let recorded = scenario
+        .recorded
+        .as_ref()
+        .map(crate::record::replay::redactor);
+    let redactor = recorded.as_ref().unwrap_or(crate::redact::installed());
+    transcript.redact(redactor, recorded.is_some());
     let judgement = oracle::judge(scenario, state, &transcript);
-    CaseReport {
+    let mut report = CaseReport {
         id: scenario.id.clone(),
         summary: scenario.summary.clone(),
         level: scenario.level,
@@ -255,7 +263,9 @@ pub(crate) fn finish(
         baseline: None,
         detail: judgement.detail,
         transcript,
-    }
+    };
+    report.redact(redactor);
+    report
 }
 
 /// The result of a process that exited (or was killed at the timeout).

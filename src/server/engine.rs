@@ -16,6 +16,7 @@ use super::clock::Clock;
 use super::recorder::{Observer, Recorder, StreamProgress, lock};
 use super::store::Store;
 use super::stream::{self, StreamFrames};
+use crate::redact;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{BackendReply, ToolBackend};
 use crate::transcript::{
@@ -60,10 +61,13 @@ impl EngineRequest {
             at_ms: 0,
             method: self.method,
             path: match self.query {
-                Some(q) => format!("{}?{q}", self.path),
+                // A secret query parameter (`?api-key=`) is kept as redacted.
+                Some(q) => redact::installed()
+                    .text(&format!("{}?{q}", self.path))
+                    .into_owned(),
                 None => self.path,
             },
-            headers: RecordedHeaders::record(&self.headers, |name| SECRET_HEADERS.contains(&name)),
+            headers: RecordedHeaders::record(&self.headers, redact::installed()),
             body,
             body_unparsed,
             status: 0,
@@ -171,15 +175,6 @@ pub struct Session {
     /// [`Session::handle_async`]).
     turns: tokio::sync::Mutex<()>,
 }
-
-/// Headers kept out of transcripts (secrets never reach disk).
-const SECRET_HEADERS: &[&str] = &[
-    "authorization",
-    "api-key",
-    "openai-api-key",
-    "x-api-key",
-    "cookie",
-];
 
 impl Session {
     /// A fresh session for `scenario` in `state` mode, with seed 0.

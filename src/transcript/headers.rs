@@ -8,6 +8,8 @@ use std::sync::OnceLock;
 use hyper::HeaderMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::redact::Redactor;
+
 /// Request headers, read as a map from lowercase name to value (a name sent twice keeps
 /// its last value).
 #[derive(Clone, Default)]
@@ -18,23 +20,18 @@ pub struct RecordedHeaders {
     map: OnceLock<BTreeMap<String, String>>,
 }
 
-/// What a secret's value is recorded as.
-pub const REDACTED: &str = "[redacted]";
-
 impl RecordedHeaders {
-    /// Records `headers`; the values of names `secret` picks are kept as [`REDACTED`].
-    /// Values are read as text (invalid UTF-8 replaced). A header map's names are
-    /// lowercase and its values have no line break, so each header takes one line.
-    pub fn record(headers: &HeaderMap, secret: impl Fn(&str) -> bool) -> Self {
+    /// Records `headers` as `redactor` keeps them: a secret header's value redacted, and
+    /// any secret in another's. Values are read as text (invalid UTF-8 replaced). A header
+    /// map's names are lowercase and its values have no line break, so each header takes
+    /// one line.
+    pub fn record(headers: &HeaderMap, redactor: &Redactor) -> Self {
         let mut text = Vec::with_capacity(256);
         for (name, value) in headers {
             text.extend_from_slice(name.as_str().as_bytes());
             text.push(b':');
-            if secret(name.as_str()) {
-                text.extend_from_slice(REDACTED.as_bytes());
-            } else {
-                text.extend_from_slice(value.as_bytes());
-            }
+            let value = String::from_utf8_lossy(value.as_bytes());
+            text.extend_from_slice(redactor.header(name.as_str(), &value).as_bytes());
             text.push(b'\n');
         }
         Self {
@@ -104,6 +101,7 @@ impl<'de> Deserialize<'de> for RecordedHeaders {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::redact::REDACTED;
     use hyper::header::HeaderValue;
 
     #[test]
@@ -114,9 +112,13 @@ mod tests {
         sent.append("x-a", "one: with a colon".parse().unwrap());
         sent.append("x-b", "last wins".parse().unwrap());
         sent.append("x-odd", HeaderValue::from_bytes(b"bytes \xff").unwrap());
-        let headers = RecordedHeaders::record(&sent, |name| name == "authorization");
+        sent.append("openai-organization", "org-secretorgid".parse().unwrap());
+        sent.append("x-echo", "key sk-secret-0123456789".parse().unwrap());
+        let headers = RecordedHeaders::record(&sent, &Redactor::default());
         let expected: BTreeMap<String, String> = [
             ("authorization", REDACTED),
+            ("openai-organization", REDACTED),
+            ("x-echo", "key [redacted]"),
             ("x-a", "one: with a colon"),
             ("x-b", "last wins"),
             ("x-odd", "bytes \u{fffd}"),
@@ -126,6 +128,7 @@ mod tests {
         .collect();
         assert_eq!(*headers, expected);
         assert!(!format!("{headers:?}").contains("sk-secret"));
+        assert!(!format!("{headers:?}").contains("secretorgid"));
         let json = serde_json::to_string(&headers).unwrap();
         assert_eq!(json, serde_json::to_string(&expected).unwrap());
         let back: RecordedHeaders = serde_json::from_str(&json).unwrap();

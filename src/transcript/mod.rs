@@ -6,7 +6,7 @@ mod headers;
 mod lazy;
 pub mod normalize;
 
-pub use headers::{REDACTED, RecordedHeaders};
+pub use headers::RecordedHeaders;
 pub use lazy::LazyJson;
 pub(crate) use lazy::event_data;
 
@@ -16,6 +16,8 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::redact::Redactor;
 
 /// Everything that happened in one case run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -32,6 +34,38 @@ pub struct Transcript {
     pub unfinished: Option<Unfinished>,
     /// What the process did (absent for in-process controllers).
     pub process: Option<ProcessRecord>,
+}
+
+impl Transcript {
+    /// Redacts what the controller printed and reported (its output, result line and why
+    /// it gave none), and with `bodies` what it sent (request bodies, tool arguments):
+    /// a replayed recording is judged redacted, as the recording was written.
+    pub fn redact(&mut self, redactor: &Redactor, bodies: bool) {
+        let text = |text: &mut String| {
+            if let Cow::Owned(redacted) = redactor.text(text) {
+                *text = redacted;
+            }
+        };
+        if let Some(process) = &mut self.process {
+            text(&mut process.stdout);
+            text(&mut process.stderr);
+        }
+        if let Some(result) = &mut self.result {
+            result.output_text.iter_mut().for_each(text);
+            result.detail.iter_mut().for_each(text);
+        }
+        if let Some(Unfinished::NoResult { why }) = &mut self.unfinished {
+            text(why);
+        }
+        if bodies {
+            for exchange in &mut self.model {
+                redactor.body(&mut exchange.body);
+            }
+            for exchange in &mut self.tools {
+                redactor.body(&mut exchange.arguments);
+            }
+        }
+    }
 }
 
 /// Why a controller gave no valid result (judged by `terminal/finished` and

@@ -3,9 +3,10 @@
 //! controller compare equal and a change in what it sends stands out. Snapshots and
 //! replay drift compare these.
 //!
-//! The redactor renumbers response, item and call ids in order of first appearance
-//! (`resp_1`, `fc_1`, `call_1`...), consistently across the whole transcript; replaces
-//! encrypted content, approval tokens, program fingerprints, request ids and keys; drops
+//! Response, item and call ids are renumbered in order of first appearance (`resp_1`,
+//! `fc_1`, `call_1`...), consistently across the whole transcript; encrypted content,
+//! approval tokens, program fingerprints and request ids are replaced, and secrets
+//! redacted by [`crate::redact`], as everywhere loopcheck writes; drops
 //! ports and temporary paths from strings; leaves out durations and timestamps; and keeps
 //! only the headers that describe the request (not the client's platform, retry count or
 //! connection). Tool-backend exchanges between two model requests are listed in the order
@@ -170,7 +171,6 @@ static VOLATILE: LazyLock<Regex> = LazyLock::new(|| {
         r"|\b(?P<fp>fp_[0-9A-Za-z]{43})\b",
         r"|\b(?P<req>req_[0-9a-f]{32})\b",
         r"|(?P<enc>gAAAAAB[0-9A-Za-z_-]{20,}={0,2})",
-        r"|(?P<key>sk-[0-9A-Za-z_-]{8,})",
         r"|(?P<port>(?:127\.0\.0\.1|localhost):[0-9]{2,5})",
         r"|(?P<temp>/tmp/loopcheck-[0-9A-Za-z._-]+)",
     ))
@@ -179,12 +179,12 @@ static VOLATILE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Renumbers volatile values in order of first appearance.
 #[derive(Default)]
-struct Redactor {
+struct Placeholders {
     seen: HashMap<String, String>,
     counts: HashMap<String, usize>,
 }
 
-impl Redactor {
+impl Placeholders {
     fn placeholder(&mut self, value: &str, kind: &str) -> String {
         if let Some(known) = self.seen.get(value) {
             return known.clone();
@@ -193,7 +193,6 @@ impl Redactor {
         *count += 1;
         let placeholder = match kind {
             "enc" => format!("[encrypted_content {count}]"),
-            "key" => "[api key]".to_owned(),
             "port" => "127.0.0.1:[port]".to_owned(),
             "temp" => "[temp]".to_owned(),
             prefix => format!("{prefix}_{count}"),
@@ -203,14 +202,14 @@ impl Redactor {
     }
 
     fn text(&mut self, text: &str) -> String {
+        // Secrets first: a key is redacted whole, never renumbered in part.
+        let text = crate::redact::installed().text(text);
         VOLATILE
-            .replace_all(text, |caps: &Captures| {
-                let (name, matched) = [
-                    "id", "call", "apr", "fp", "req", "enc", "key", "port", "temp",
-                ]
-                .iter()
-                .find_map(|name| caps.name(name).map(|m| (*name, m.as_str())))
-                .expect("one group matched");
+            .replace_all(&text, |caps: &Captures| {
+                let (name, matched) = ["id", "call", "apr", "fp", "req", "enc", "port", "temp"]
+                    .iter()
+                    .find_map(|name| caps.name(name).map(|m| (*name, m.as_str())))
+                    .expect("one group matched");
                 let kind = match name {
                     "id" => matched.split('_').next().unwrap_or("item"),
                     other => other,
@@ -294,7 +293,7 @@ enum Entry<'a> {
 
 /// Normalizes one case run's transcript.
 pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Normalized {
-    let mut redactor = Redactor::default();
+    let mut redactor = Placeholders::default();
     let mut steps = Vec::new();
     for entry in canonical_order(transcript) {
         match entry {
@@ -345,7 +344,8 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
                 }));
             }
             Entry::Tool(t) => {
-                let text = |r: &mut Redactor, v: &Option<String>| v.as_deref().map(|s| r.text(s));
+                let text =
+                    |r: &mut Placeholders, v: &Option<String>| v.as_deref().map(|s| r.text(s));
                 steps.push(Step::Tool(ToolStep {
                     kind: t.kind.as_str().to_owned(),
                     name: t.name.clone(),
@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn ids_are_renumbered_in_order_of_first_appearance_everywhere() {
-        let mut r = Redactor::default();
+        let mut r = Placeholders::default();
         let fc = format!("fc_{}", "a".repeat(48));
         let call = "call_AbCdEfGhIjKlMnOpQrStUvWx";
         let first =
@@ -404,7 +404,7 @@ mod tests {
             r.text("http://127.0.0.1:41234/v1"),
             "http://127.0.0.1:[port]/v1"
         );
-        assert_eq!(r.text("key sk-loopcheck-abcdefgh123"), "key [api key]");
+        assert_eq!(r.text("key sk-loopcheck-abcdefgh123"), "key [redacted]");
         assert_eq!(
             r.text("/tmp/loopcheck-case-Ab12/task.json"),
             "[temp]/task.json"

@@ -543,3 +543,331 @@ async fn mode_new_replays_what_the_cassette_holds_and_records_the_rest() {
     let output = record("2", "none").await;
     assert!(output.status.success(), "{}", text(&output));
 }
+
+/// A key streamed over three deltas: no delta holds a pattern's worth of it.
+const DELTAS: [&str; 3] = [
+    "Your key is sk-pr",
+    "oj-Dq8Lm2Vx5Tn",
+    "7Rb4Kc9Wz. Keep it safe.",
+];
+const DELTA_KEY: &str = "sk-proj-Dq8Lm2Vx5Tn7Rb4Kc9Wz";
+/// Secrets no pattern finds: only where they were sent says what they are.
+const QUERY_KEY: &str = "azq7Hf3kLm9Pq2Rs5Tv8Wx1Yz4";
+const TENANT: &str = "tenantS3cretValue6611";
+const ORG: &str = "org-Or9anizati0nIdent42";
+const PROJECT: &str = "proj_Pr0jectIdentifier42";
+const PASSWORD: &str = "hunter2Passw0rdXyz77";
+/// What a crashing controller prints.
+const CRASH_KEY: &str = "sk-crashStdout1234567890";
+const CRASH_GITHUB: &str = "ghp_CrashStderrToken1234567890abcd";
+const CRASH_JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjcmFzaCJ9.c2lnbmF0dXJlQ3Jhc2g";
+
+/// An upstream that answers the first request 429, its body echoing the query's key and
+/// the custom header, then streams [`DELTAS`].
+async fn echoing_upstream() -> MockServer {
+    let server = MockServer::start().await;
+    let limited = json!({"error": {"type": "rate_limit_exceeded",
+        "message": format!("Rate limit reached for key {QUERY_KEY} (tenant {TENANT})")}});
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "0")
+                .set_body_raw(limited.to_string(), "application/json"),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let text = DELTAS.concat();
+    let message = json!({"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}]});
+    let response = json!({"id": "resp_1", "object": "response", "created_at": 1, "status": "completed",
+        "model": "gpt-5", "output": [message], "error": null});
+    let mut events = vec![
+        json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
+    ];
+    events.extend(DELTAS.iter().map(|delta| {
+        json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+               "content_index": 0, "delta": delta})
+    }));
+    events.push(json!({"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "text": text}));
+    events.push(json!({"type": "response.completed", "response": response}));
+    let sse: String = events
+        .iter()
+        .map(loopcheck::server::stream::frame)
+        .collect();
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream"))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The environment `secret_app.py` leaks.
+const LEAKED: &[(&str, &str)] = &[
+    ("OPENAI_API_KEY", "sk-test-key-0000"),
+    ("QUERY_KEY", QUERY_KEY),
+    ("TENANT", TENANT),
+    ("ORG", ORG),
+    ("PROJECT", PROJECT),
+];
+
+fn secret_app() -> String {
+    format!(
+        "python3 {}",
+        shell_quote(
+            &root()
+                .join("tests/fixtures/secret_app.py")
+                .to_string_lossy()
+        )
+    )
+}
+
+/// `loopcheck run CASSETTE` with `secret_app.py`, every report written under `out`.
+async fn run_secret_app(
+    cassette: &Path,
+    config: &Path,
+    out: &Path,
+    env: &[(&str, &str)],
+) -> Output {
+    let path = |name: &str| out.join(name).to_string_lossy().into_owned();
+    let args = [
+        "run".to_owned(),
+        cassette.to_string_lossy().into_owned(),
+        "--config".to_owned(),
+        config.to_string_lossy().into_owned(),
+        "--controller".to_owned(),
+        secret_app(),
+        "--supports".to_owned(),
+        "previous_response_id,stream".to_owned(),
+        "--snapshots".to_owned(),
+        path("snapshots"),
+        "--report-json".to_owned(),
+        path("report.json"),
+        "--junit".to_owned(),
+        path("junit.xml"),
+        "--html".to_owned(),
+        path("report.html"),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env: Vec<(&str, &str)> = LEAKED.iter().chain(env).copied().collect();
+    loopcheck(&args, &env).await
+}
+
+fn report_case(out: &Path) -> Value {
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    report["cases"][0].clone()
+}
+
+/// `loopcheck record` of `secret_app.py` through `upstream` into `out`, with the
+/// `[redact]` rules of `config`; `extra` goes before `--`.
+async fn record_secret_app(
+    config: &Path,
+    upstream: &str,
+    out: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let app = root().join("tests/fixtures/secret_app.py");
+    let mut args = vec![
+        "record",
+        "--config",
+        config.to_str().unwrap(),
+        "--upstream",
+        upstream,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--", "python3", app.to_str().unwrap()]);
+    let env: Vec<(&str, &str)> = LEAKED.iter().chain(env).copied().collect();
+    loopcheck(&args, &env).await
+}
+
+/// A folder with a `loopcheck.toml` holding `text`, and the file.
+fn settings(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("loopcheck.toml");
+    std::fs::write(&config, text).unwrap();
+    (dir, config)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_secret_survives_record_or_run_in_any_file_or_output() {
+    let server = echoing_upstream().await;
+    let (dir, config) = settings("[redact]\nheaders = [\"X-Tenant-Secret\"]\n");
+    let cassette = dir.path().join("cassettes/secret.yaml");
+    let record = |upstream: String, out: PathBuf| {
+        let config = config.clone();
+        async move { record_secret_app(&config, &upstream, &out, &[], &[]).await }
+    };
+    let mut outputs = vec![record(format!("{}/v1", server.uri()), cassette.clone()).await];
+    assert!(outputs[0].status.success(), "{}", text(&outputs[0]));
+
+    // The deltas are redacted together, and the stream keeps its events.
+    let scenario = loopcheck::scenario::load_file(&cassette).unwrap();
+    let events = &scenario.script[0].recorded.as_ref().unwrap().events;
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter(|e| e.event["type"] == "response.output_text.delta")
+        .filter_map(|e| e.event["delta"].as_str())
+        .collect();
+    assert_eq!(deltas.len(), DELTAS.len());
+    assert_eq!(deltas.concat(), "Your key is [redacted]. Keep it safe.");
+    assert!(!scenario.script[0].faults.is_empty(), "the 429 is kept");
+
+    // An unreachable upstream's URL, with its password and key, is not printed.
+    let unreachable = format!("http://me:{PASSWORD}@127.0.0.1:9/v1?api-key={QUERY_KEY}");
+    let failed = record(unreachable, dir.path().join("cassettes/none.yaml")).await;
+    assert!(!failed.status.success(), "{}", text(&failed));
+    assert!(
+        text(&failed).contains("failed to reach the upstream"),
+        "{}",
+        text(&failed)
+    );
+    outputs.push(failed);
+
+    // A correct replay passes; a drifting, crashing one reports without the secrets.
+    let out = dir.path().join("out-pass");
+    outputs.push(run_secret_app(&cassette, &config, &out, &[("RESULT", "1")]).await);
+    let case = report_case(&out);
+    assert_eq!(
+        case["verdict"],
+        "pass",
+        "{}\n{case:#}",
+        text(outputs.last().unwrap())
+    );
+    assert_eq!(case["recording"]["status"], "matched", "{case:#}");
+    let crash = [
+        ("INPUT", "hello again"),
+        ("CRASH", "1"),
+        ("CRASH_KEY", CRASH_KEY),
+        ("CRASH_GITHUB", CRASH_GITHUB),
+        ("CRASH_JWT", CRASH_JWT),
+    ];
+    let out = dir.path().join("out-crash");
+    outputs.push(run_secret_app(&cassette, &config, &out, &crash).await);
+    let case = report_case(&out);
+    assert_eq!(case["verdict"], "crashed", "{case:#}");
+    assert_eq!(case["recording"]["status"], "drifted", "{case:#}");
+
+    let secrets = [
+        DELTA_KEY,
+        QUERY_KEY,
+        TENANT,
+        ORG,
+        PROJECT,
+        PASSWORD,
+        CRASH_KEY,
+        CRASH_GITHUB,
+        CRASH_JWT,
+    ];
+    let mut written: Vec<(String, String)> = every_byte_under(dir.path())
+        .into_iter()
+        .map(|(path, bytes)| {
+            (
+                path.display().to_string(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        written
+            .iter()
+            .any(|(path, _)| path.ends_with(".snap.new") || path.ends_with(".snap"))
+    );
+    written.extend(
+        outputs
+            .iter()
+            .map(|o| ("loopcheck's output".to_owned(), text(o))),
+    );
+    for (place, content) in &written {
+        for secret in secrets {
+            assert!(
+                !content.contains(secret),
+                "{place} holds {secret}:\n{content}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cassette_redacted_by_a_regex_passes_its_replay_redacted_to_redacted() {
+    let server = echoing_upstream().await;
+    let (dir, config) = settings("");
+    let cassette = dir.path().join("account.yaml");
+    let instructions = [("INSTRUCTIONS", "Serve account acct-4242 only.")];
+    let upstream = format!("{}/v1", server.uri());
+    let redact = ["--redact-regex", "acct-[0-9]+"];
+    let output = record_secret_app(&config, &upstream, &cassette, &redact, &instructions).await;
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        !std::fs::read_to_string(&cassette)
+            .unwrap()
+            .contains("acct-4242")
+    );
+
+    let out = dir.path().join("out");
+    let replay = [instructions[0], ("RESULT", "1")];
+    let output = run_secret_app(&cassette, &config, &out, &replay).await;
+    let case = report_case(&out);
+    let resent = case["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "state/config-resent")
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(resent["verdict"], "pass", "{resent:#}");
+    assert_eq!(case["verdict"], "pass", "{case:#}");
+    assert_eq!(case["recording"]["status"], "matched", "{case:#}");
+    assert!(output.status.success(), "{}", text(&output));
+    for (path, bytes) in every_byte_under(&out) {
+        let content = String::from_utf8_lossy(&bytes);
+        assert!(
+            !content.contains("acct-4242"),
+            "{} holds it:\n{content}",
+            path.display()
+        );
+    }
+    assert!(!text(&output).contains("acct-4242"), "{}", text(&output));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn record_without_a_task_keeps_the_commands_own_task_and_tools_url() {
+    let server = leaky_upstream("not-a-secret").await;
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen.txt");
+    let app = root().join("tests/fixtures/stdlib_app.py");
+    let script = format!(
+        "printf '%s\\n%s\\n' \"$LOOPCHECK_TASK\" \"$LOOPCHECK_TOOLS_URL\" > {} && python3 {} 1",
+        shell_quote(&seen.to_string_lossy()),
+        shell_quote(&app.to_string_lossy())
+    );
+    let output = loopcheck(
+        &[
+            "record",
+            "--upstream",
+            &format!("{}/v1", server.uri()),
+            "--out",
+            dir.path().join("own.yaml").to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+        &[
+            ("OPENAI_API_KEY", "sk-test-key-0000"),
+            ("LOOPCHECK_TASK", "/my/own/task.json"),
+            ("LOOPCHECK_TOOLS_URL", "http://tools.example/own"),
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap(),
+        "/my/own/task.json\nhttp://tools.example/own\n"
+    );
+}

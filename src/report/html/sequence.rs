@@ -195,11 +195,12 @@ fn short(id: &str) -> String {
     format!("{head}…{tail}")
 }
 
-/// Compact JSON, clipped.
+/// Compact JSON, redacted and then clipped (a clipped key would no longer be found).
 fn compact(value: &Value, max: usize) -> String {
+    let redactor = crate::redact::installed();
     match value {
-        Value::String(s) => clip(s, max),
-        other => clip(&other.to_string(), max),
+        Value::String(s) => clip(&redactor.text(s), max),
+        other => clip(&redactor.text(&other.to_string()), max),
     }
 }
 
