@@ -36,6 +36,8 @@ pub struct Profile {
     pub jobs: Option<usize>,
     /// Per-case timeout, seconds.
     pub timeout: Option<f64>,
+    /// A persistent controller's start-up budget, seconds.
+    pub startup_timeout: Option<f64>,
     /// The fake server's seed.
     pub seed: Option<u64>,
     /// Case id globs.
@@ -64,6 +66,7 @@ impl Profile {
             supports: self.supports.or(base.supports),
             jobs: self.jobs.or(base.jobs),
             timeout: self.timeout.or(base.timeout),
+            startup_timeout: self.startup_timeout.or(base.startup_timeout),
             seed: self.seed.or(base.seed),
             filter: self.filter.or(base.filter),
             paths: self.paths.or(base.paths),
@@ -109,6 +112,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("LOOPCHECK_SUPPORTS", "supports (comma-separated)"),
     ("LOOPCHECK_JOBS", "jobs"),
     ("LOOPCHECK_TIMEOUT", "timeout"),
+    ("LOOPCHECK_STARTUP_TIMEOUT", "startup-timeout"),
     ("LOOPCHECK_SEED", "seed"),
     ("LOOPCHECK_FILTER", "filter (comma-separated)"),
     ("LOOPCHECK_REPORT_JSON", "report-json"),
@@ -208,6 +212,7 @@ fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Profile, Str
         supports: list("LOOPCHECK_SUPPORTS"),
         jobs: number(env, "LOOPCHECK_JOBS", "a whole number of cases at once")?,
         timeout: number(env, "LOOPCHECK_TIMEOUT", "a number of seconds")?,
+        startup_timeout: number(env, "LOOPCHECK_STARTUP_TIMEOUT", "a number of seconds")?,
         seed: number(env, "LOOPCHECK_SEED", "a whole number")?,
         filter: list("LOOPCHECK_FILTER"),
         paths: None,
@@ -280,7 +285,7 @@ junit = "out/junit.xml"
     fn mistakes_are_named_with_their_place() {
         let (_dir, path) = file("[profile.default]\njobs = 2\ncontroler = \"x\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err();
-        assert!(err.ends_with("loopcheck.toml:3:1: unknown field `controler`, expected one of `controller`, `supports`, `jobs`, `timeout`, `seed`, `filter`, `paths`, `report-json`, `junit`, `html`, `baseline`, `snapshots`, `partition`"), "{err}");
+        assert!(err.ends_with("loopcheck.toml:3:1: unknown field `controler`, expected one of `controller`, `supports`, `jobs`, `timeout`, `startup-timeout`, `seed`, `filter`, `paths`, `report-json`, `junit`, `html`, `baseline`, `snapshots`, `partition`"), "{err}");
         let (_dir, path) = file("[profile.default]\njobs = \"two\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err();
         assert!(
