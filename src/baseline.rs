@@ -203,6 +203,7 @@ mod tests {
             state: StateMode::Stateless,
             verdict,
             duration_ms: 1,
+            startup_ms: None,
             detail: None,
             checks,
             snapshot: None,

@@ -12,6 +12,7 @@ use globset::{Glob, GlobSetBuilder};
 
 use crate::baseline::Baseline;
 use crate::config;
+use crate::interrupt::Interrupt;
 use crate::report::console::{self, ConsoleReporter};
 use crate::report::html::{self, HtmlReporter};
 use crate::report::json::{self, JsonReporter};
@@ -33,6 +34,8 @@ pub mod exit {
     pub const FAILURES: u8 = 1;
     /// Usage or scenario-file errors.
     pub const USAGE: u8 = 2;
+    /// Stopped by Ctrl-C or SIGTERM (after writing what it had).
+    pub const INTERRUPTED: u8 = crate::interrupt::EXIT_CODE;
 }
 
 /// loopcheck: a conformance suite for OpenAI Responses API tool-call loops.
@@ -94,6 +97,10 @@ struct Settings {
     /// Per-case timeout in seconds [default: 30].
     #[arg(long)]
     timeout: Option<f64>,
+    /// A persistent controller's start-up budget in seconds, from its start until it
+    /// reads its first case line; not counted in --timeout [default: 60].
+    #[arg(long, value_name = "SECS")]
+    startup_timeout: Option<f64>,
     /// Cases run at once (default: the number of cores).
     #[arg(long)]
     jobs: Option<usize>,
@@ -546,6 +553,17 @@ fn manifest_capabilities(command: &str) -> Result<Option<BTreeSet<String>>, Stri
 
 /// A controller given by command, with its capabilities from its manifest, if any.
 fn command_controller(name: &str, command: &str) -> Result<Controller, String> {
+    // `sh -c ""` runs nothing and prints nothing: every case would be `crashed`.
+    if command.trim().is_empty() {
+        return Err(format!(
+            "the controller command is empty{}: give the command that runs your controller, e.g. --controller \"python3 my_loop.py\" (or leave it out for the built-in reference)",
+            if name.trim().is_empty() || name == command {
+                String::new()
+            } else {
+                format!(" for '{name}'")
+            }
+        ));
+    }
     let supports = manifest_capabilities(command)?.unwrap_or_else(runner::default_capabilities);
     Ok(Controller::command(name, command.to_owned(), supports))
 }
@@ -604,14 +622,23 @@ const DEFAULT_TIMEOUT_SECS: f64 = 30.0;
 impl Settings {
     /// The run options, or the exit code after printing what is wrong.
     fn options(&self) -> Result<RunOptions, u8> {
-        let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
-        if !(timeout.is_finite() && timeout > 0.0) {
-            return Err(usage_error(format!(
-                "invalid --timeout {timeout}: expected a positive number of seconds"
-            )));
-        }
+        let seconds = |value: f64, flag: &str| {
+            if value.is_finite() && value > 0.0 {
+                Ok(Duration::from_secs_f64(value))
+            } else {
+                Err(usage_error(format!(
+                    "invalid --{flag} {value}: expected a positive number of seconds"
+                )))
+            }
+        };
+        let timeout = seconds(self.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS), "timeout")?;
+        let startup_timeout = match self.startup_timeout {
+            Some(value) => seconds(value, "startup-timeout")?,
+            None => runner::DEFAULT_STARTUP_TIMEOUT,
+        };
         let mut options = RunOptions {
-            timeout: Duration::from_secs_f64(timeout),
+            timeout,
+            startup_timeout,
             seed: self.seed.unwrap_or(0),
             ..RunOptions::default()
         };
@@ -642,6 +669,7 @@ fn with_settings(mut args: RunArgs) -> Result<RunArgs, String> {
     args.controller = args.controller.or(profile.controller);
     args.supports = args.supports.or(profile.supports);
     args.settings.timeout = args.settings.timeout.or(profile.timeout);
+    args.settings.startup_timeout = args.settings.startup_timeout.or(profile.startup_timeout);
     args.settings.jobs = args.settings.jobs.or(profile.jobs);
     args.settings.seed = args.settings.seed.or(profile.seed);
     args.reports.report_json = args.reports.report_json.or(profile.report_json);
@@ -724,14 +752,33 @@ async fn run(args: RunArgs) -> u8 {
     if let Some(path) = &args.reports.html {
         reporters.push(HtmlReporter::new(path.clone()));
     }
-    let reports = runner::run_all(&cases, &controller, &options, &mut |event| {
-        reporters.event(event)
-    })
+    // Listening before the first case starts: a signal from then on stops the run
+    // cleanly, with a partial report.
+    let interrupt = match Interrupt::listen() {
+        Ok(interrupt) => interrupt,
+        Err(err) => {
+            eprintln!("error: failed to listen for Ctrl-C: {err}");
+            return exit::FAILURES;
+        }
+    };
+    let ran = runner::run_all_until(
+        &cases,
+        &controller,
+        &options,
+        &mut |event| reporters.event(event),
+        interrupt.first(),
+    )
     .await;
     if let Err(err) = reporters.finish() {
         eprintln!("error: {err}");
         return exit::FAILURES;
     }
+    if ran.interrupted {
+        // A partial run's failures are no baseline.
+        eprintln!("loopcheck: interrupted: the reports hold the case runs judged before");
+        return exit::INTERRUPTED;
+    }
+    let reports = ran.reports;
     if let Some(path) = &args.write_baseline {
         let text = Baseline::of_failures(&reports).to_toml();
         if let Err(err) = crate::report::write_file("baseline", path, text.as_bytes()) {
@@ -1165,6 +1212,10 @@ async fn finish_recording(
             }
         }
         Err(err @ RecordError::Usage(_)) => usage_error(err.to_string()),
+        Err(err @ RecordError::Interrupted(_)) => {
+            eprintln!("loopcheck: {err}");
+            exit::INTERRUPTED
+        }
         Err(err) => {
             eprintln!("error: {err}");
             exit::FAILURES

@@ -46,6 +46,8 @@ pub struct Profile {
     pub jobs: Option<usize>,
     /// Per-case timeout, seconds.
     pub timeout: Option<f64>,
+    /// A persistent controller's start-up budget, seconds.
+    pub startup_timeout: Option<f64>,
     /// The fake server's seed.
     pub seed: Option<u64>,
     /// Case id globs.
@@ -76,6 +78,7 @@ const SETTINGS: &[(&str, &str)] = &[
     ),
     ("jobs", "a whole number of cases at once, at least 1"),
     ("timeout", "a positive number of seconds"),
+    ("startup-timeout", "a positive number of seconds"),
     ("seed", "a whole number, 0 or more"),
     (
         "filter",
@@ -106,6 +109,7 @@ impl Profile {
             supports: self.supports.or(base.supports),
             jobs: self.jobs.or(base.jobs),
             timeout: self.timeout.or(base.timeout),
+            startup_timeout: self.startup_timeout.or(base.startup_timeout),
             seed: self.seed.or(base.seed),
             filter: self.filter.or(base.filter),
             paths: self.paths.or(base.paths),
@@ -144,6 +148,7 @@ impl Profile {
             "supports" => self.supports = Some(entry.words(capability)?),
             "jobs" => self.jobs = Some(entry.whole(1)?),
             "timeout" => self.timeout = Some(entry.seconds()?),
+            "startup-timeout" => self.startup_timeout = Some(entry.seconds()?),
             "seed" => self.seed = Some(entry.whole(0)?),
             "filter" => self.filter = Some(entry.words(glob)?),
             "paths" => {
@@ -359,6 +364,12 @@ impl Entry<'_> {
 }
 
 /// A timeout, or what is wrong with it.
+/// A variable's positive number of seconds.
+fn env_seconds(text: &str) -> Result<f64, String> {
+    let secs = text.parse().map_err(|_| "not a number".to_owned())?;
+    positive_seconds(secs)
+}
+
 fn positive_seconds(secs: f64) -> Result<f64, String> {
     if secs.is_finite() && secs > 0.0 {
         Ok(secs)
@@ -417,6 +428,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("LOOPCHECK_SUPPORTS", "supports (comma-separated)"),
     ("LOOPCHECK_JOBS", "jobs"),
     ("LOOPCHECK_TIMEOUT", "timeout"),
+    ("LOOPCHECK_STARTUP_TIMEOUT", "startup-timeout"),
     ("LOOPCHECK_SEED", "seed"),
     ("LOOPCHECK_FILTER", "filter (comma-separated)"),
     ("LOOPCHECK_REPORT_JSON", "report-json"),
@@ -530,10 +542,13 @@ fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Profile, Str
         supports: read(env, "LOOPCHECK_SUPPORTS", "supports", words(capability))?,
         jobs: read(env, "LOOPCHECK_JOBS", "jobs", whole(1))?
             .map(|jobs| usize::try_from(jobs).unwrap_or(usize::MAX)),
-        timeout: read(env, "LOOPCHECK_TIMEOUT", "timeout", |text| {
-            let secs = text.parse().map_err(|_| "not a number".to_owned())?;
-            positive_seconds(secs)
-        })?,
+        timeout: read(env, "LOOPCHECK_TIMEOUT", "timeout", env_seconds)?,
+        startup_timeout: read(
+            env,
+            "LOOPCHECK_STARTUP_TIMEOUT",
+            "startup-timeout",
+            env_seconds,
+        )?,
         seed: read(env, "LOOPCHECK_SEED", "seed", whole(0))?,
         filter: read(env, "LOOPCHECK_FILTER", "filter", words(glob))?,
         paths: None,
@@ -657,7 +672,7 @@ junit = "out/junit.xml"
     fn mistakes_are_named_with_their_place() {
         let (_dir, path) = file("[profile.default]\njobs = 2\ncontroler = \"x\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err();
-        assert!(err.ends_with("loopcheck.toml:3:1: unknown key `controler` in [profile.default]; expected one of controller, supports, jobs, timeout, seed, filter, paths, report-json, junit, html, baseline, snapshots, partition\n(hint: did you mean `controller`?)"), "{err}");
+        assert!(err.ends_with("loopcheck.toml:3:1: unknown key `controler` in [profile.default]; expected one of controller, supports, jobs, timeout, startup-timeout, seed, filter, paths, report-json, junit, html, baseline, snapshots, partition\n(hint: did you mean `controller`?)"), "{err}");
         let (_dir, path) = file("[profile.default]\njobs = \"two\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err();
         assert!(

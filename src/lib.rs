@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod fuzz;
 pub mod init;
+pub mod interrupt;
 pub mod oracle;
 pub mod record;
 pub mod redact;

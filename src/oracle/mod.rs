@@ -48,6 +48,12 @@ pub fn judge(scenario: &Scenario, state: StateMode, transcript: &Transcript) -> 
             CaseVerdict::Timeout,
             Some("the controller did not finish within the case timeout; it was killed".to_owned()),
         ),
+        Some(Unfinished::StartupTimedOut { after_ms }) => (
+            CaseVerdict::Timeout,
+            Some(format!(
+                "the persistent controller had not read its case line {after_ms} ms after it was started (the start-up timeout); it was killed"
+            )),
+        ),
         Some(Unfinished::NoResult { why }) => (CaseVerdict::Crashed, Some(why.clone())),
         None => (CaseVerdict::from_checks(&checks), None),
     };

@@ -114,6 +114,12 @@ fn finished(f: &Facts) -> Option<CheckResult> {
             )],
             "",
         ),
+        Unfinished::StartupTimedOut { after_ms } => checks::TERMINAL_FINISHED.judge(
+            vec![format!(
+                "the persistent controller was still starting (it had not read its case line) after {after_ms} ms and was killed"
+            )],
+            "",
+        ),
         Unfinished::NoResult { why } => checks::TERMINAL_RESULT_LINE.judge(vec![why.clone()], ""),
     })
 }

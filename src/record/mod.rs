@@ -73,7 +73,7 @@ pub enum RecordError {
     /// Something failed while running: exit 1.
     #[error("{0}")]
     Failed(String),
-    /// Interrupted (Ctrl-C): the cassette is left as it was.
+    /// Interrupted (Ctrl-C or SIGTERM): the cassette is left as it was; exit 130.
     #[error("interrupted: {0} was left as it was")]
     Interrupted(PathBuf),
 }
@@ -194,7 +194,7 @@ fn environment(
 }
 
 /// Runs `argv` with `env` added, in its own process group, its output going to this
-/// process's; Ctrl-C kills the whole group.
+/// process's; Ctrl-C or SIGTERM kills the whole group (a second one exits at once).
 async fn run_command(
     argv: &[String],
     env: &[(String, String)],
@@ -205,6 +205,8 @@ async fn run_command(
             "no command to run: give it after `--`, e.g. `-- python3 app.py`".to_owned(),
         ));
     };
+    let interrupt = crate::interrupt::Interrupt::listen()
+        .map_err(|err| RecordError::Failed(format!("failed to listen for Ctrl-C: {err}")))?;
     let mut child = tokio::process::Command::new(program)
         .args(args)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -217,7 +219,7 @@ async fn run_command(
         status = child.wait() => {
             status.map_err(|err| RecordError::Failed(format!("failed to wait for `{program}`: {err}")))
         }
-        _ = tokio::signal::ctrl_c() => {
+        () = interrupt.first() => {
             crate::runner::kill_group(group);
             let _ = child.wait().await;
             Err(RecordError::Interrupted(cassette.to_owned()))

@@ -25,7 +25,9 @@ use crate::transcript::drift::{Comparison, ComparisonStatus};
 ///   `"diff"` keys in cases and checks, nor `"drift"` in the summary; they read as
 ///   format 1.
 ///   Compatible additions: `"expected_fail"` and `"stale"` in the summary, the verdicts
-///   `expected-fail` and `stale`, and a case's `"baseline"` note (`--baseline`).
+///   `expected-fail` and `stale`, a case's `"baseline"` note (`--baseline`), a case's
+///   `"startup_ms"` (persistent controllers), and `"interrupted": true` at the top of
+///   the partial report of a run stopped by Ctrl-C or SIGTERM.
 pub const REPORT_FORMAT: u32 = 1;
 
 /// Everything known about one case run.
@@ -43,8 +45,13 @@ pub struct CaseReport {
     pub state: StateMode,
     /// Verdict.
     pub verdict: CaseVerdict,
-    /// Wall time.
+    /// Wall time; for a case on a persistent controller, from when the controller was
+    /// ready (see `startup_ms`).
     pub duration_ms: u64,
+    /// Only for the first case on a fresh persistent worker: its start-up, from its start
+    /// until it read the case line (not counted in `duration_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_ms: Option<u64>,
     /// Why the case is `crashed`, `timeout`, `unsupported` or `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
@@ -226,6 +233,9 @@ pub struct RunReport {
     pub summary: Summary,
     /// Every case run, in plan order.
     pub cases: Vec<CaseReport>,
+    /// The run was stopped by a signal: `cases` holds only the case runs judged before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 fn format_1() -> u32 {
@@ -242,6 +252,7 @@ impl RunReport {
             controller: controller.to_owned(),
             summary: Summary::of(&cases),
             cases,
+            interrupted: false,
         }
     }
 }

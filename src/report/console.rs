@@ -20,6 +20,8 @@ pub struct ConsoleReporter {
     /// them).
     live: bool,
     reports: Vec<CaseReport>,
+    /// The case runs the run planned.
+    planned: usize,
 }
 
 impl ConsoleReporter {
@@ -29,6 +31,7 @@ impl ConsoleReporter {
             out,
             live,
             reports: Vec::new(),
+            planned: 0,
         }
     }
 }
@@ -50,6 +53,7 @@ impl Reporter for ConsoleReporter {
                 runs,
                 jobs,
             } => {
+                self.planned = *runs;
                 if self.live {
                     writeln!(self.out, "{}", header(controller, *cases, *runs, *jobs))?;
                 }
@@ -60,10 +64,22 @@ impl Reporter for ConsoleReporter {
                 }
                 self.reports.push((**report).clone());
             }
-            RunEvent::RunFinished { elapsed, .. } => {
+            RunEvent::RunFinished {
+                elapsed,
+                interrupted,
+                ..
+            } => {
                 let mut reports = std::mem::take(&mut self.reports);
                 reports.sort_by(CaseReport::order);
                 write!(self.out, "{}", details(&reports))?;
+                if *interrupted {
+                    writeln!(
+                        self.out,
+                        "interrupted: {} of {} case run(s) judged; the others did not run",
+                        reports.len(),
+                        self.planned
+                    )?;
+                }
                 writeln!(self.out, "finished in {:.1} s", elapsed.as_secs_f64())?;
             }
             RunEvent::CaseStarted { .. } | RunEvent::ExchangeRecorded { .. } => {}
@@ -72,10 +88,14 @@ impl Reporter for ConsoleReporter {
     }
 }
 
-/// The one-line status of a finished case.
+/// The one-line status of a finished case, with a persistent worker's start-up apart.
 pub fn case_line(report: &CaseReport) -> String {
+    let startup = report
+        .startup_ms
+        .map(|ms| format!(" (start-up {ms} ms)"))
+        .unwrap_or_default();
     format!(
-        "{:<11} {} [{}] {} ms",
+        "{:<11} {} [{}] {} ms{startup}",
         report.verdict.as_str().to_uppercase(),
         report.id,
         report.state,

@@ -640,6 +640,7 @@ mod tests {
             state: StateMode::PreviousResponseId,
             verdict,
             duration_ms: 7,
+            startup_ms: None,
             detail: None,
             checks,
             snapshot: None,

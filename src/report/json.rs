@@ -26,8 +26,15 @@ impl Reporter for JsonReporter {
     fn event(&mut self, event: &RunEvent) -> io::Result<()> {
         match event {
             RunEvent::CaseJudged(report) => self.cases.push((**report).clone()),
-            RunEvent::RunFinished { controller, .. } => {
-                let report = RunReport::new(controller, std::mem::take(&mut self.cases));
+            RunEvent::RunFinished {
+                controller,
+                interrupted,
+                ..
+            } => {
+                let report = RunReport {
+                    interrupted: *interrupted,
+                    ..RunReport::new(controller, std::mem::take(&mut self.cases))
+                };
                 write(&self.path, &report)?;
             }
             _ => {}

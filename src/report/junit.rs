@@ -86,6 +86,10 @@ fn test_case(area: &str, case: &CaseReport) -> TestCase {
     let mut test = TestCase::new(format!("{} [{}]", case.id, case.state), status(case));
     test.set_classname(area);
     test.set_time(Duration::from_millis(case.duration_ms));
+    if let Some(ms) = case.startup_ms {
+        // A persistent worker's start-up, kept out of `time` as out of the case clock.
+        test.add_property(Property::new("startup_ms", ms.to_string()));
+    }
     if case.verdict == CaseVerdict::NonStrict {
         // JUnit has no "passed with warnings": a pass whose output names the SHOULD
         // checks it missed.

@@ -35,6 +35,8 @@ pub fn merge(shards: Vec<RunReport>) -> Result<RunReport, String> {
     }
     let mut seen = BTreeSet::new();
     let mut cases = Vec::new();
+    // A shard stopped by a signal leaves the merged run partial too.
+    let interrupted = shards.iter().any(|r| r.interrupted);
     for shard in shards {
         for case in shard.cases {
             if !seen.insert((case.id.clone(), case.state)) {
@@ -46,7 +48,10 @@ pub fn merge(shards: Vec<RunReport>) -> Result<RunReport, String> {
             cases.push(case);
         }
     }
-    Ok(RunReport::new(&controller, cases))
+    Ok(RunReport {
+        interrupted,
+        ..RunReport::new(&controller, cases)
+    })
 }
 
 #[cfg(test)]
@@ -64,6 +69,7 @@ mod tests {
             state: StateMode::Stateless,
             verdict,
             duration_ms: 3,
+            startup_ms: None,
             detail: None,
             checks: Vec::new(),
             snapshot: None,

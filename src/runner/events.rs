@@ -48,6 +48,8 @@ pub enum RunEvent {
         summary: Summary,
         /// Wall time of the whole run.
         elapsed: Duration,
+        /// Stopped by Ctrl-C or SIGTERM: only the case runs judged before are reported.
+        interrupted: bool,
     },
 }
 

@@ -2,12 +2,14 @@
 //! group and ledger (docs/contract.md); `--jobs` of them at a time. Also a
 //! library API that runs a case against an in-process async closure.
 
+mod capture;
 pub mod events;
+mod group;
 pub mod partition;
 mod persistent;
 mod process;
 
-pub(crate) use process::kill_group;
+pub(crate) use group::kill_group;
 pub mod task;
 
 use std::collections::BTreeSet;
@@ -101,6 +103,9 @@ impl Controller {
 pub struct RunOptions {
     /// Per-case timeout.
     pub timeout: Duration,
+    /// A fresh persistent worker's start-up budget: from its start until it reads its
+    /// first case line (docs/contract.md, section 9); not counted in `timeout`.
+    pub startup_timeout: Duration,
     /// Cases run at once.
     pub jobs: usize,
     /// What the fake server generates (ids, timestamps, every byte) derives from the
@@ -118,6 +123,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(30),
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
             seed: 0,
             snapshots: None,
@@ -126,6 +132,10 @@ impl Default for RunOptions {
         }
     }
 }
+
+/// A persistent worker's start-up budget when nothing sets one: an interpreter importing
+/// its SDK took 25 s on a loaded machine.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The environment a controller gets for one case.
 #[derive(Debug, Clone)]
@@ -204,6 +214,7 @@ fn unsupported(case: &Case, state: StateMode, missing: &[&str]) -> CaseReport {
         state,
         verdict: CaseVerdict::Unsupported,
         duration_ms: 0,
+        startup_ms: None,
         checks: Vec::new(),
         snapshot: None,
         recording: None,
@@ -257,6 +268,7 @@ pub(crate) fn finish(
         state,
         verdict: judgement.verdict,
         duration_ms: started.elapsed().as_millis() as u64,
+        startup_ms: None,
         checks: judgement.checks,
         snapshot: None,
         recording: None,
@@ -269,17 +281,22 @@ pub(crate) fn finish(
 }
 
 /// The result of a process that exited (or was killed at the timeout).
-fn result_of(
-    stdout: &str,
-    timed_out: bool,
-    started: Instant,
-) -> Result<ControllerResult, Unfinished> {
-    if timed_out {
+fn result_of(exited: &process::Exited, started: Instant) -> Result<ControllerResult, Unfinished> {
+    if exited.timed_out {
         return Err(Unfinished::TimedOut {
             after_ms: started.elapsed().as_millis() as u64,
         });
     }
-    ControllerResult::from_stdout(stdout).map_err(|why| Unfinished::NoResult { why })
+    ControllerResult::from_stdout(&exited.record.stdout).map_err(|mut why| {
+        if exited.last_line_cut {
+            why.push_str(&format!(
+                "; the line was cut: standard output passed the {} MiB capture cap, of which loopcheck keeps the first and the last {} KiB",
+                capture::OUTPUT_CAP >> 20,
+                capture::OUTPUT_CAP >> 11
+            ));
+        }
+        Unfinished::NoResult { why }
+    })
 }
 
 /// A fresh session for the case and its server on 127.0.0.1.
@@ -389,16 +406,16 @@ async fn run_case_with(
         task::var::TASK.to_owned(),
         task_path.to_string_lossy().into_owned(),
     ));
-    let record = process::run(controller, &prepared.vars, options.timeout).await;
+    let exited = process::run(controller, &prepared.vars, options.timeout).await;
     prepared.server.shutdown().await;
-    match record {
-        Ok((record, timed_out)) => {
-            let result = result_of(&record.stdout, timed_out, prepared.started);
+    match exited {
+        Ok(exited) => {
+            let result = result_of(&exited, prepared.started);
             finish(
                 &case.scenario,
                 state,
                 &prepared.session,
-                Some(record),
+                Some(exited.record),
                 result,
                 prepared.started,
             )
@@ -415,7 +432,8 @@ async fn run_case_with(
 }
 
 /// Runs one case on a persistent worker, starting one if needed; the worker is dropped
-/// when the case leaves it unusable.
+/// when the case leaves it unusable. A worker started for the case (the first, or one
+/// replacing a killed one) has the start-up budget before the case's clock starts.
 async fn run_case_persistent(
     case: &Case,
     state: StateMode,
@@ -450,27 +468,39 @@ async fn run_case_persistent(
     let Some(running) = worker.as_mut() else {
         return error_report(case, state, "no persistent worker".to_owned());
     };
+    let budgets = persistent::Budgets {
+        startup: options.startup_timeout,
+        case: options.timeout,
+    };
     let answer = running
-        .run(
-            &case.scenario.id,
-            &prepared.vars,
-            &prepared.task,
-            options.timeout,
-        )
+        .run(&case.scenario.id, &prepared.vars, &prepared.task, budgets)
         .await;
     if !answer.healthy {
         *worker = None;
     }
     prepared.server.shutdown().await;
-    let result = result_of(&answer.record.stdout, answer.timed_out, prepared.started);
-    finish(
+    let result = match answer.late {
+        Some(persistent::Late::Startup) => Err(Unfinished::StartupTimedOut {
+            after_ms: answer.startup_ms.unwrap_or_default(),
+        }),
+        Some(persistent::Late::Case) => Err(Unfinished::TimedOut {
+            after_ms: answer.case_started.elapsed().as_millis() as u64,
+        }),
+        None => ControllerResult::from_stdout(&answer.record.stdout)
+            .map_err(|why| Unfinished::NoResult { why }),
+    };
+    let report = finish(
         &case.scenario,
         state,
         &prepared.session,
         Some(answer.record),
         result,
-        prepared.started,
-    )
+        answer.case_started,
+    );
+    CaseReport {
+        startup_ms: answer.startup_ms,
+        ..report
+    }
 }
 
 /// What a controller of `session`, served by `server`, is given for `case`.
@@ -608,6 +638,29 @@ pub async fn run_all(
     options: &RunOptions,
     emit: &mut (dyn FnMut(&RunEvent) + Send),
 ) -> Vec<CaseReport> {
+    run_all_until(cases, controller, options, emit, std::future::pending())
+        .await
+        .reports
+}
+
+/// What [`run_all_until`] ran.
+pub struct Ran {
+    /// The judged case runs, in plan order: all of them, unless interrupted.
+    pub reports: Vec<CaseReport>,
+    /// `stop` resolved before the run's end.
+    pub interrupted: bool,
+}
+
+/// [`run_all`], stopped early when `stop` resolves (Ctrl-C): no case starts after it, the
+/// running ones are dropped with every controller process they started (their groups
+/// are killed when dropped), and only the case runs judged before are reported.
+pub async fn run_all_until(
+    cases: &[Case],
+    controller: &Controller,
+    options: &RunOptions,
+    emit: &mut (dyn FnMut(&RunEvent) + Send),
+    stop: impl Future<Output = ()>,
+) -> Ran {
     let started = Instant::now();
     let mut plan = plan(cases);
     if let Some(partition) = options.partition {
@@ -679,40 +732,67 @@ pub async fn run_all(
     }
     drop(sender);
     let mut reports: Vec<Option<CaseReport>> = vec![None; plan.len()];
-    while let Some(message) = receiver.recv().await {
-        match message {
-            Message::Event(event) => emit(&event),
-            Message::Judged(slot, report) => {
-                emit(&RunEvent::CaseJudged(report.clone()));
-                reports[slot] = Some(*report);
+    let mut stop = std::pin::pin!(stop);
+    let mut interrupted = false;
+    let mut take = |message: Message, reports: &mut Vec<Option<CaseReport>>| match message {
+        Message::Event(event) => emit(&event),
+        Message::Judged(slot, report) => {
+            emit(&RunEvent::CaseJudged(report.clone()));
+            reports[slot] = Some(*report);
+        }
+    };
+    loop {
+        tokio::select! {
+            message = receiver.recv() => match message {
+                Some(message) => take(message, &mut reports),
+                None => break,
+            },
+            () = &mut stop => {
+                interrupted = true;
+                set.abort_all();
+                break;
             }
         }
     }
+    // An aborted worker is gone once its join ends: its case, and the controller
+    // processes with it, have been dropped.
     while let Some(joined) = set.join_next().await {
-        if let Err(err) = joined {
+        if let Err(err) = joined
+            && !err.is_cancelled()
+        {
             eprintln!("loopcheck: a case worker failed: {err}");
         }
+    }
+    while let Ok(message) = receiver.try_recv() {
+        take(message, &mut reports);
     }
     let reports: Vec<CaseReport> = reports
         .into_iter()
         .enumerate()
-        .map(|(slot, report)| {
-            report.unwrap_or_else(|| {
+        .filter_map(|(slot, report)| match report {
+            Some(report) => Some(report),
+            // A case cut short by the interruption is not reported at all.
+            None if interrupted => None,
+            None => {
                 let (index, state) = plan[slot];
-                error_report(
+                Some(error_report(
                     &cases[index],
                     state,
                     "the case's task ended without a report".to_owned(),
-                )
-            })
+                ))
+            }
         })
         .collect();
     emit(&RunEvent::RunFinished {
         controller: controller.name.clone(),
         summary: Summary::of(&reports),
         elapsed: started.elapsed(),
+        interrupted,
     });
-    reports
+    Ran {
+        reports,
+        interrupted,
+    }
 }
 
 /// Runs one case against an in-process controller: `controller` gets the environment and

@@ -2,7 +2,14 @@
 //! line on standard input; each case's result is the next line on standard output. A
 //! worker that dies, hangs or prints a garbled line is killed and restarted for the next
 //! case; the case it was running is `crashed` or `timeout`.
+//!
+//! A fresh worker's start-up has its own budget: the contract has no readiness
+//! handshake, so a worker is *ready* when it has taken (begun to read) its first case
+//! line from the pipe, which loopcheck sees as the pipe's unread bytes going down
+//! (`FIONREAD`). The case clock starts then. An interpreter importing its SDK under load
+//! spends that time with the line waiting in the pipe, not on the case.
 
+use std::os::fd::{AsRawFd, RawFd};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,7 +20,8 @@ use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
 use super::Controller;
-use super::process::{kill_group, start_command};
+use super::group::ProcessGroup;
+use super::process::start_command;
 use super::task::var;
 use crate::transcript::ProcessRecord;
 
@@ -22,13 +30,39 @@ use crate::transcript::ProcessRecord;
 /// worker starts may need a key before the first case brings one.
 const CASE_VARIABLES: [&str; 3] = [var::TASK, var::TOOLS_URL, var::CASE];
 
+/// How often a fresh worker's pipe is looked at until it takes its first line.
+const READY_POLL: Duration = Duration::from_millis(10);
+
 /// One running persistent controller.
 pub(super) struct Worker {
+    // First, so dropped first: the group is killed while its leader is unreaped.
+    group: ProcessGroup,
     child: Child,
     stdin: ChildStdin,
     lines: mpsc::UnboundedReceiver<String>,
     stderr: Arc<Mutex<Vec<u8>>>,
-    group: Option<i32>,
+    /// When the process was started.
+    spawned: Instant,
+    /// No case line was sent to it yet.
+    fresh: bool,
+}
+
+/// The two budgets of a case on a worker.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Budgets {
+    /// A fresh worker's start-up: from its start until it takes its first case line.
+    pub startup: Duration,
+    /// The case: from when the worker is ready until its result line.
+    pub case: Duration,
+}
+
+/// Which budget ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Late {
+    /// The fresh worker did not take its case line within the start-up budget.
+    Startup,
+    /// No result line within the case timeout.
+    Case,
 }
 
 /// How one case went.
@@ -37,8 +71,23 @@ pub(super) struct Answer {
     pub record: ProcessRecord,
     /// False when the worker must be replaced before the next case.
     pub healthy: bool,
-    /// No result line came within the case timeout.
-    pub timed_out: bool,
+    /// Set when a budget ran out.
+    pub late: Option<Late>,
+    /// When the case's clock started: the worker took the line (a fresh worker), or the
+    /// line was being sent (a worker that ran cases before).
+    pub case_started: Instant,
+    /// A fresh worker's start-up time, until it took its first case line.
+    pub startup_ms: Option<u64>,
+}
+
+/// What came of sending a case line.
+enum Outcome {
+    /// The next non-empty line of standard output.
+    Line(String),
+    /// The worker closed its standard output or input, or exited.
+    Closed,
+    /// A budget ran out.
+    Late(Late),
 }
 
 impl Worker {
@@ -55,7 +104,16 @@ impl Worker {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;
-        let group = child.id().map(|pid| pid as i32);
+        let spawned = Instant::now();
+        let pipes: Vec<RawFd> = [
+            child.stdin.as_ref().map(AsRawFd::as_raw_fd),
+            child.stdout.as_ref().map(AsRawFd::as_raw_fd),
+            child.stderr.as_ref().map(AsRawFd::as_raw_fd),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let group = ProcessGroup::new(child.id(), &pipes);
         let stdin = child
             .stdin
             .take()
@@ -91,65 +149,120 @@ impl Worker {
             }
         });
         Ok(Self {
+            group,
             child,
             stdin,
             lines,
             stderr,
-            group,
+            spawned,
+            fresh: true,
         })
     }
 
-    /// Sends one case and waits for its result line, at most `timeout`.
+    /// Sends one case and waits for its result line. A fresh worker first gets
+    /// `budgets.startup` (counted from its start) to take the line; then the case gets
+    /// `budgets.case`. Every wait, the write included, is inside one of them: a worker
+    /// that never reads cannot hold the run up on a full pipe.
     pub async fn run(
         &mut self,
         case: &str,
         env: &[(String, String)],
         task: &Value,
-        timeout: Duration,
+        budgets: Budgets,
     ) -> Answer {
-        let started = Instant::now();
         let env: serde_json::Map<String, Value> =
             env.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
         let mut line = json!({"case": case, "env": env, "task": task}).to_string();
         line.push('\n');
-        let written = self
-            .stdin
-            .write_all(line.as_bytes())
-            .await
-            .and(self.stdin.flush().await);
-        let outcome = match written {
-            Err(_) => Ok(None),
-            Ok(()) => tokio::time::timeout(timeout, self.next_result_line()).await,
+        let mut startup_ms = None;
+        let (case_started, outcome) = if std::mem::take(&mut self.fresh) {
+            let left = budgets.startup.saturating_sub(self.spawned.elapsed());
+            let taken = tokio::time::timeout(left, self.hand_over(line.as_bytes())).await;
+            startup_ms = Some(self.spawned.elapsed().as_millis() as u64);
+            let case_started = Instant::now();
+            let outcome = match taken {
+                Err(_) => Outcome::Late(Late::Startup),
+                Ok(Err(_)) => Outcome::Closed,
+                Ok(Ok(())) => self.result_within(budgets.case).await,
+            };
+            (case_started, outcome)
+        } else {
+            let case_started = Instant::now();
+            let answered = tokio::time::timeout(budgets.case, async {
+                match self.write_line(line.as_bytes()).await {
+                    Ok(()) => self.next_result_line().await,
+                    Err(_) => None,
+                }
+            })
+            .await;
+            let outcome = match answered {
+                Ok(Some(result)) => Outcome::Line(result),
+                Ok(None) => Outcome::Closed,
+                Err(_) => Outcome::Late(Late::Case),
+            };
+            (case_started, outcome)
         };
         let mut record = ProcessRecord::default();
-        let mut timed_out = false;
+        let mut late = None;
         let healthy = match outcome {
-            Ok(Some(result)) => {
+            Outcome::Line(result) => {
                 let valid = crate::transcript::ControllerResult::from_stdout(&result).is_ok();
                 record.stdout = result;
                 valid
             }
-            Ok(None) => {
+            Outcome::Closed => {
                 record.exit_code = self.child.try_wait().ok().flatten().and_then(|s| s.code());
                 false
             }
-            Err(_) => {
-                timed_out = true;
+            Outcome::Late(which) => {
+                late = Some(which);
                 false
             }
         };
         if !healthy {
             // The stream of results is out of step or gone: this worker is done.
-            kill_group(self.group);
+            self.group.kill_all();
             let _ = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+            self.group.disarm();
         }
         record.stderr = self.take_stderr();
-        record.duration_ms = started.elapsed().as_millis() as u64;
+        record.duration_ms = case_started.elapsed().as_millis() as u64;
         Answer {
             record,
             healthy,
-            timed_out,
+            late,
+            case_started,
+            startup_ms,
         }
+    }
+
+    /// The next result line within `timeout`.
+    async fn result_within(&mut self, timeout: Duration) -> Outcome {
+        match tokio::time::timeout(timeout, self.next_result_line()).await {
+            Ok(Some(result)) => Outcome::Line(result),
+            Ok(None) => Outcome::Closed,
+            Err(_) => Outcome::Late(Late::Case),
+        }
+    }
+
+    async fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+        self.stdin.write_all(line).await?;
+        self.stdin.flush().await
+    }
+
+    /// Writes a fresh worker's first line and waits until the worker has begun to read
+    /// it: the pipe then holds less than the line. Where the pipe's fill cannot be read,
+    /// the completed write is all there is to see.
+    async fn hand_over(&mut self, line: &[u8]) -> std::io::Result<()> {
+        self.write_line(line).await?;
+        let fd = self.stdin.as_raw_fd();
+        while unread(fd).is_some_and(|bytes| bytes >= line.len()) {
+            if self.child.try_wait()?.is_some() {
+                return Err(std::io::Error::other("the worker exited"));
+            }
+            tokio::time::sleep(READY_POLL).await;
+        }
+        Ok(())
     }
 
     /// The next non-empty stdout line, or `None` when the process closed it.
@@ -170,9 +283,24 @@ impl Worker {
     }
 
     /// Ends the worker: closes its input, then kills what is left of its group.
-    pub async fn stop(mut self) {
-        drop(self.stdin);
-        let _ = tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await;
-        kill_group(self.group);
+    pub async fn stop(self) {
+        let Self {
+            mut group,
+            mut child,
+            stdin,
+            ..
+        } = self;
+        drop(stdin);
+        let _ = tokio::time::timeout(Duration::from_millis(500), child.wait()).await;
+        group.kill_all();
+        group.disarm();
     }
+}
+
+/// The bytes written to a pipe and not read yet (Linux reads this on either end).
+fn unread(fd: RawFd) -> Option<usize> {
+    let mut bytes: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int into `bytes`; a bad fd or request is an error.
+    let ok = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut bytes) } == 0;
+    ok.then_some(bytes.max(0) as usize)
 }

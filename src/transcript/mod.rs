@@ -78,6 +78,12 @@ pub enum Unfinished {
         /// How long it had run.
         after_ms: u64,
     },
+    /// A persistent worker that had not taken its first case line at the start-up
+    /// timeout, and was killed.
+    StartupTimedOut {
+        /// How long it had been starting.
+        after_ms: u64,
+    },
     /// Ended without a valid result line.
     NoResult {
         /// What was wrong with what it printed.

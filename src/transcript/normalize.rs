@@ -368,6 +368,7 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
     });
     let unfinished = transcript.unfinished.as_ref().map(|u| match u {
         Unfinished::TimedOut { .. } => "timed-out".to_owned(),
+        Unfinished::StartupTimedOut { .. } => "startup-timed-out".to_owned(),
         Unfinished::NoResult { why } => redactor.text(why),
     });
     Normalized {

@@ -19,6 +19,7 @@ mod process;
 mod properties;
 mod pytest_plugin;
 mod record;
+mod reliability;
 mod scenario_errors;
 mod schema;
 mod sdk_node;

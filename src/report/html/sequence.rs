@@ -430,6 +430,9 @@ fn ending(transcript: &Transcript) -> String {
         (None, Some(Unfinished::TimedOut { after_ms })) => {
             format!("no result: killed at the timeout after {after_ms} ms")
         }
+        (None, Some(Unfinished::StartupTimedOut { after_ms })) => {
+            format!("no result: still starting after {after_ms} ms, killed")
+        }
         (None, Some(Unfinished::NoResult { why })) => format!("no result: {}", clip(why, 80)),
         (None, None) => "no result".to_owned(),
     }
