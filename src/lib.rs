@@ -17,6 +17,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+mod secret;
 pub mod serve;
 pub mod server;
 pub mod snapshot;
