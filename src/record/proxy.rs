@@ -20,7 +20,7 @@ use hyper::{Response, StatusCode};
 use serde_json::Value;
 
 use crate::scenario::RecordedEvent;
-use crate::server::http::{DropConnection, ReplyStream, RunningServer, read_request, send};
+use crate::server::http::{DropConnection, ReplyStream, RunningServer, send};
 use crate::server::{EngineRequest, Session, stream};
 use crate::transcript::{ModelExchange, StreamRecord};
 
@@ -189,7 +189,7 @@ impl Proxy {
         let proxy = self.clone();
         RunningServer::serve(Arc::new(move |request| {
             let proxy = proxy.clone();
-            Box::pin(async move { proxy.answer(read_request(request).await).await })
+            Box::pin(async move { proxy.answer(request).await })
         }))
         .await
     }

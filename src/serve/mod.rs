@@ -14,8 +14,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use hyper::Request;
-use hyper::body::Incoming;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
@@ -25,7 +23,7 @@ pub use registry::{Limits, Registry, SessionError};
 use crate::runner::{self, ControllerEnv, task};
 use crate::scenario::{Case, StateMode};
 use crate::server::http::{self, DropConnection, ReplyStream, RunningServer};
-use crate::server::{EngineReply, EngineRequest, ReplyBody};
+use crate::server::{EngineReply, EngineRequest, HttpLimits, ReplyBody};
 use crate::transcript::{ControllerResult, Unfinished};
 
 /// How a serve server is set up.
@@ -37,6 +35,8 @@ pub struct ServeOptions {
     pub limits: Limits,
     /// The seed sessions use unless their creation names one.
     pub seed: u64,
+    /// What the HTTP front lets each client do.
+    pub http: HttpLimits,
 }
 
 /// A running serve server; dropping it (or [`SessionServer::shutdown`]) stops it.
@@ -76,7 +76,7 @@ impl SessionServer {
                 Box::pin(async move { front.answer(request).await }) as http::BoxFuture<'static, _>
             })
         };
-        let server = RunningServer::serve_on(options.port, handler).await?;
+        let server = RunningServer::serve_on(options.port, handler, options.http).await?;
         let _ = front.origin.set(server.base_url());
         let reaper = tokio::spawn(reap(Arc::downgrade(&registry)));
         Ok(Self {
@@ -143,9 +143,8 @@ fn session_error(err: SessionError) -> Answer {
 impl Front {
     async fn answer(
         &self,
-        request: Request<Incoming>,
+        request: EngineRequest,
     ) -> Result<hyper::Response<ReplyStream>, DropConnection> {
-        let request = http::read_request(request).await;
         let path = request.path.clone();
         let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         let method = request.method.as_str();

@@ -2,8 +2,6 @@
 //! process, judged over HTTP. A hundred at once must each get exactly what the same case
 //! gets alone; bad requests get clear errors; idle sessions expire.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use loopcheck::serve::{Limits, ServeOptions, SessionServer};
@@ -384,37 +382,11 @@ async fn idle_sessions_expire_and_a_runaway_session_is_capped() {
     server.shutdown().await;
 }
 
-/// `loopcheck serve` as a command: the first line names the URL the helpers read.
-struct ServeProcess(Child);
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
-    let mut child = Command::new(support::loopcheck_bin())
-        .args(["serve", "--filter", "dispatch/*", "--stop-on-eof"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("loopcheck serve starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let stdin = child.stdin.take().expect("stdin");
-    let mut process = ServeProcess(child);
-    let mut first = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut first)
-        .expect("a first line");
-    let url = first
-        .split_whitespace()
-        .find(|word| word.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no URL on the first line: {first:?}"))
-        .to_owned();
+    let (mut process, url) =
+        support::ServeProcess::start(&["serve", "--filter", "dispatch/*", "--stop-on-eof"], None);
+    let stdin = process.stdin();
     let cases = get_json(
         &reqwest::Client::new(),
         &format!("{url}/loopcheck/cases"),
@@ -438,7 +410,7 @@ async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
     // With --stop-on-eof, the server ends once whoever started it closes its stdin.
     drop(stdin);
     let mut waited = Duration::ZERO;
-    while process.0.try_wait().expect("try_wait").is_none() {
+    while process.child.try_wait().expect("try_wait").is_none() {
         assert!(
             waited < Duration::from_secs(10),
             "the server outlived its stdin"
