@@ -273,22 +273,22 @@ async fn a_sessions_token_and_key_open_no_other_session_nor_server() {
         (reqwest::Method::POST, field(&b, "result_url").to_owned()),
         (reqwest::Method::DELETE, field(&b, "url").to_owned()),
     ];
+    let status = |method: &reqwest::Method, route: &str, token: Option<&str>| {
+        let request = client
+            .request(method.clone(), route)
+            .json(&json!({"status": "failed", "output": "not mine"}));
+        let request = match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        };
+        async move { request.send().await.expect("request").status() }
+    };
+    let a_token = a["token"].as_str().unwrap_or_default();
     for (method, route) in &control {
-        let with_a = client
-            .request(method.clone(), route)
-            .bearer_auth(a["token"].as_str().unwrap_or_default())
-            .json(&json!({"status": "failed", "output": "not mine"}))
-            .send()
-            .await
-            .expect("request");
-        assert_eq!(with_a.status(), 404, "{method} {route} with A's token");
-        let with_none = client
-            .request(method.clone(), route)
-            .json(&json!({"status": "failed", "output": "not mine"}))
-            .send()
-            .await
-            .expect("request");
-        assert_eq!(with_none.status(), 401, "{method} {route} without a token");
+        let with_a = status(method, route, Some(a_token)).await;
+        assert_eq!(with_a, 404, "{method} {route} with A's token");
+        let with_none = status(method, route, None).await;
+        assert_eq!(with_none, 401, "{method} {route} without a token");
     }
     assert_eq!(server.registry().live(), 2, "B was deleted by another");
     let real = client
