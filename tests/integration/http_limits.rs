@@ -82,8 +82,9 @@ fn a_thousand_announced_64_mib_bodies_of_one_byte_stay_under_200_mb() {
         address(&url)
     );
     let mut held = Vec::with_capacity(CONNECTIONS);
-    for _ in 0..CONNECTIONS {
-        let mut stream = TcpStream::connect(address(&url)).expect("connect");
+    for n in 0..CONNECTIONS {
+        let mut stream = TcpStream::connect(address(&url))
+            .unwrap_or_else(|err| panic!("connection {n} to {url}: {err}"));
         stream.write_all(request.as_bytes()).expect("send");
         held.push(stream);
     }
@@ -173,7 +174,7 @@ fn cpu_ticks(pid: u32) -> u64 {
 
 #[test]
 fn a_server_out_of_descriptors_waits_instead_of_spinning() {
-    let (server, url) = ServeProcess::start(&["serve", "--filter", "dispatch/*"], Some(64));
+    let (mut server, url) = ServeProcess::start(&["serve", "--filter", "dispatch/*"], Some(64));
     let pid = server.pid();
     // More connections than the server has descriptors: `accept` fails for the rest.
     let held: Vec<TcpStream> = (0..100)
@@ -183,6 +184,11 @@ fn a_server_out_of_descriptors_waits_instead_of_spinning() {
     let start = cpu_ticks(pid);
     std::thread::sleep(Duration::from_secs(2));
     let used = cpu_ticks(pid) - start;
+    assert!(
+        matches!(server.child.try_wait(), Ok(None)),
+        "the server ended; its CPU time says nothing"
+    );
+    eprintln!("serve out of descriptors: {used} ticks of CPU in 2 s");
     // 100 ticks a second: spinning takes most of 200; waiting takes almost none. A loaded
     // machine only gives the server less time, so this cannot fail for load.
     assert!(

@@ -238,10 +238,11 @@ impl ServeProcess {
         let stdout = child.stdout.take().expect("stdout");
         let stdin = child.stdin.take();
         let process = Self { child, stdin };
+        let mut stdout = BufReader::new(stdout);
         let mut first = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut first)
-            .expect("a first line");
+        stdout.read_line(&mut first).expect("a first line");
+        // Drained for the process's life: with the pipe closed, its next line would end it.
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
         let url = first
             .split_whitespace()
             .find(|word| word.starts_with("http://127.0.0.1:"))
