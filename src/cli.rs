@@ -908,6 +908,7 @@ async fn serve(args: ServeArgs) -> u8 {
             ..crate::serve::Limits::default()
         },
         seed: args.seed,
+        http: crate::server::HttpLimits::default(),
     };
     let server = match crate::serve::SessionServer::start(cases, options).await {
         Ok(server) => server,

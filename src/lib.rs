@@ -19,6 +19,7 @@ pub mod redact;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+mod secret;
 pub mod serve;
 pub mod server;
 pub mod snapshot;

@@ -4,10 +4,14 @@
 
 use serde_json::{Value, json};
 
-/// GETs `url` and parses its JSON answer.
-pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
-    client
-        .get(url)
+/// GETs `url` and parses its JSON answer; a session's control routes need its `token`.
+pub async fn get_json(client: &reqwest::Client, url: &str, token: Option<&str>) -> Value {
+    let request = client.get(url);
+    let request = match token {
+        Some(token) => request.bearer_auth(token),
+        None => request,
+    };
+    request
         .send()
         .await
         .unwrap_or_else(|err| panic!("GET {url}: {err}"))
@@ -30,6 +34,11 @@ impl Finished {
         self.created[key]
             .as_str()
             .unwrap_or_else(|| panic!("no {key} in {}", self.created))
+    }
+
+    /// The token the session's control routes need.
+    pub fn token(&self) -> &str {
+        self.url("token")
     }
 }
 
@@ -66,12 +75,13 @@ pub async fn run_reference(
     let outcome = loopcheck_reference::run(&env, &task).await;
     let posted = client
         .post(text("result_url"))
+        .bearer_auth(text("token"))
         .json(&outcome)
         .send()
         .await
         .expect("post the result");
     assert_eq!(posted.status(), 200, "{case} {state}: result refused");
-    let verdict = get_json(client, &text("verdict_url")).await;
+    let verdict = get_json(client, &text("verdict_url"), Some(&text("token"))).await;
     Finished { created, verdict }
 }
 
@@ -79,6 +89,7 @@ pub async fn run_reference(
 pub async fn delete(client: &reqwest::Client, finished: &Finished) {
     let answer = client
         .delete(finished.url("url"))
+        .bearer_auth(finished.token())
         .send()
         .await
         .expect("delete the session");

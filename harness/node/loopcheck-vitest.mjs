@@ -177,12 +177,15 @@ export function globToRegExp(glob) {
   return new RegExp(`^${source}$`);
 }
 
-async function request(method, url, body) {
+/** Sends JSON; a session's control routes need its `token`. */
+async function request(method, url, body, token) {
+  const headers = body === undefined ? {} : { 'Content-Type': 'application/json' };
+  if (token !== undefined) headers.Authorization = `Bearer ${token}`;
   let answer;
   try {
     answer = await fetch(url, {
       method,
-      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (err) {
@@ -317,6 +320,8 @@ export async function loopcheckSession(run, ctx) {
     task: created.task,
     env: created.env,
     url: created.url,
+    // What `url`, `resultUrl` and `verdictUrl` need, as `Authorization: Bearer ${token}`.
+    token: created.token,
     resultUrl: created.result_url,
     verdictUrl: created.verdict_url,
 
@@ -325,13 +330,13 @@ export async function loopcheckSession(run, ctx) {
     async verdict(result) {
       if (cachedVerdict) return cachedVerdict;
       if (result !== undefined) {
-        const posted = await request('POST', created.result_url, result);
+        const posted = await request('POST', created.result_url, result, created.token);
         // 422: not a result object; the verdict says what was wrong with it.
         if (posted.status !== 200 && posted.status !== 422) {
           throw serverError(`posting the result of ${run.name}`, posted);
         }
       }
-      const judged = await request('GET', created.verdict_url);
+      const judged = await request('GET', created.verdict_url, undefined, created.token);
       if (judged.status !== 200) throw serverError(`the verdict of ${run.name}`, judged);
       cachedVerdict = judged.json;
       return cachedVerdict;
@@ -368,7 +373,7 @@ export async function loopcheckSession(run, ctx) {
     async close() {
       if (closed) return;
       closed = true;
-      const deleted = await request('DELETE', created.url);
+      const deleted = await request('DELETE', created.url, undefined, created.token);
       // 410: the server already dropped it (deleted, or expired).
       if (deleted.status !== 200 && deleted.status !== 204 && deleted.status !== 410) {
         throw serverError(`deleting the session of ${run.name}`, deleted);

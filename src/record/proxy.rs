@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::redact;
 use crate::scenario::RecordedEvent;
-use crate::server::http::{DropConnection, ReplyStream, RunningServer, read_request, send};
+use crate::server::http::{DropConnection, ReplyStream, RunningServer, send};
 use crate::server::{EngineRequest, Session, stream};
 use crate::transcript::{ModelExchange, StreamRecord};
 
@@ -204,7 +204,7 @@ impl Proxy {
         let proxy = self.clone();
         RunningServer::serve(Arc::new(move |request| {
             let proxy = proxy.clone();
-            Box::pin(async move { proxy.answer(read_request(request).await).await })
+            Box::pin(async move { proxy.answer(request).await })
         }))
         .await
     }

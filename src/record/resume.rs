@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::proxy::Proxy;
 use super::replay::{comparable, request_only};
 use crate::scenario::Recorded;
-use crate::server::http::{DropConnection, ReplyStream, RunningServer, read_request, send};
+use crate::server::http::{DropConnection, ReplyStream, RunningServer, send};
 use crate::server::{EngineRequest, Session};
 use crate::transcript::ModelExchange;
 use crate::transcript::drift::changes;
@@ -47,7 +47,7 @@ impl Resume {
         let resume = self.clone();
         RunningServer::serve(Arc::new(move |request| {
             let resume = resume.clone();
-            Box::pin(async move { resume.answer(read_request(request).await).await })
+            Box::pin(async move { resume.answer(request).await })
         }))
         .await
     }

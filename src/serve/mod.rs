@@ -4,16 +4,16 @@
 //!
 //! A test creates a session of a case, points its loop at the session's base URL, posts
 //! the loop's result, and asks for the oracle's verdict. The control routes live under
-//! `/loopcheck/`; a session's fake API and tool backend under `/s/{id}/`.
+//! `/loopcheck/`; a session's fake API and tool backend under `/s/{id}/`. A session's
+//! control routes need the token its creation answered, its API the API key.
 
 pub mod registry;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use hyper::Request;
-use hyper::body::Incoming;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
@@ -23,7 +23,7 @@ pub use registry::{Limits, Registry, SessionError};
 use crate::runner::{self, ControllerEnv, task};
 use crate::scenario::{Case, StateMode};
 use crate::server::http::{self, DropConnection, ReplyStream, RunningServer};
-use crate::server::{EngineReply, EngineRequest, ReplyBody};
+use crate::server::{EngineReply, EngineRequest, HttpLimits, ReplyBody};
 use crate::transcript::{ControllerResult, Unfinished};
 
 /// How a serve server is set up.
@@ -35,6 +35,8 @@ pub struct ServeOptions {
     pub limits: Limits,
     /// The seed sessions use unless their creation names one.
     pub seed: u64,
+    /// What the HTTP front lets each client do.
+    pub http: HttpLimits,
 }
 
 /// A running serve server; dropping it (or [`SessionServer::shutdown`]) stops it.
@@ -74,7 +76,7 @@ impl SessionServer {
                 Box::pin(async move { front.answer(request).await }) as http::BoxFuture<'static, _>
             })
         };
-        let server = RunningServer::serve_on(options.port, handler).await?;
+        let server = RunningServer::serve_on(options.port, handler, options.http).await?;
         let _ = front.origin.set(server.base_url());
         let reaper = tokio::spawn(reap(Arc::downgrade(&registry)));
         Ok(Self {
@@ -130,6 +132,7 @@ fn error(status: u16, message: impl std::fmt::Display) -> Answer {
 fn session_error(err: SessionError) -> Answer {
     let status = match err {
         SessionError::Unknown(_) => 404,
+        SessionError::NoToken => 401,
         SessionError::Gone(_) => 410,
         SessionError::Full(_) => 503,
         SessionError::ResultTwice(_) => 409,
@@ -140,9 +143,8 @@ fn session_error(err: SessionError) -> Answer {
 impl Front {
     async fn answer(
         &self,
-        request: Request<Incoming>,
+        request: EngineRequest,
     ) -> Result<hyper::Response<ReplyStream>, DropConnection> {
-        let request = http::read_request(request).await;
         let path = request.path.clone();
         let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         let method = request.method.as_str();
@@ -150,36 +152,51 @@ impl Front {
             ["s", id, rest @ ..] => return self.session_request(id, rest, request).await,
             ["loopcheck", "cases"] if method == "GET" => (200, self.cases()),
             ["loopcheck", "sessions"] if method == "POST" => self.create(&request.body),
-            ["loopcheck", "sessions", id] if method == "DELETE" => match self.registry.delete(id) {
-                Ok(()) => (200, json!({"id": id, "deleted": true})),
-                Err(err) => session_error(err),
-            },
-            ["loopcheck", "sessions", id, "result"] if method == "POST" => {
-                self.take_result(id, &request.body)
-            }
-            ["loopcheck", "sessions", id, "verdict"] if method == "GET" => {
-                match self.registry.verdict(id) {
-                    Ok(report) => (200, serde_json::to_value(&report).unwrap_or_default()),
-                    Err(err) => session_error(err),
-                }
-            }
-            ["loopcheck", "sessions", id, "transcript"] if method == "GET" => {
-                match self.registry.transcript(id) {
-                    Ok(transcript) => (200, serde_json::to_value(&transcript).unwrap_or_default()),
-                    Err(err) => session_error(err),
-                }
-            }
-            _ => error(
-                404,
-                format!(
-                    "no route {method} {path}: loopcheck serve answers GET /loopcheck/cases, \
-                     POST /loopcheck/sessions, POST /loopcheck/sessions/{{id}}/result, \
-                     GET /loopcheck/sessions/{{id}}/verdict and /transcript, DELETE /loopcheck/sessions/{{id}}, \
-                     and a session's API under /s/{{id}}/v1 and its tools under /s/{{id}}/tools"
-                ),
-            ),
+            ["loopcheck", "sessions", id, rest @ ..] => self.control(id, rest, &request),
+            _ => not_found(method, &path),
         };
-        http::send(json_reply(status, body)).await
+        let mut reply = json_reply(status, body);
+        if status == 401 {
+            reply
+                .headers
+                .push(("www-authenticate", Cow::Borrowed("Bearer")));
+        }
+        http::send(reply).await
+    }
+
+    /// A session's control route, with the `/loopcheck/sessions/{id}` prefix taken off:
+    /// only for the session's own token.
+    fn control(&self, id: &str, rest: &[&str], request: &EngineRequest) -> Answer {
+        let method = request.method.as_str();
+        let known = matches!(
+            (method, rest),
+            ("DELETE", []) | ("POST", ["result"]) | ("GET", ["verdict" | "transcript"])
+        );
+        if !known {
+            return not_found(method, &request.path);
+        }
+        let Some(token) = request.bearer() else {
+            return session_error(SessionError::NoToken);
+        };
+        let answer = match rest {
+            [] => self
+                .registry
+                .delete(id, &token)
+                .map(|()| json!({"id": id, "deleted": true})),
+            ["result"] => return self.take_result(id, &token, &request.body),
+            ["verdict"] => self
+                .registry
+                .verdict(id, &token)
+                .map(|report| serde_json::to_value(&report).unwrap_or_default()),
+            _ => self
+                .registry
+                .transcript(id, &token)
+                .map(|transcript| serde_json::to_value(&transcript).unwrap_or_default()),
+        };
+        match answer {
+            Ok(body) => (200, body),
+            Err(err) => session_error(err),
+        }
     }
 
     /// A request to a session's fake API or tool backend, with the `/s/{id}` prefix
@@ -304,6 +321,7 @@ impl Front {
             201,
             json!({
                 "id": created.id,
+                "token": created.token,
                 "case": id,
                 "state": state.as_str(),
                 "requires": runner::required_capabilities(&case.scenario, state),
@@ -321,7 +339,7 @@ impl Front {
 
     /// Takes the loop's result object; one that is not a result is kept as the reason
     /// there is none, so the verdict says what was wrong with it.
-    fn take_result(&self, id: &str, body: &[u8]) -> Answer {
+    fn take_result(&self, id: &str, token: &str, body: &[u8]) -> Answer {
         let parsed = serde_json::from_slice::<Value>(body)
             .map_err(|err| format!("the posted result is not JSON ({err})"))
             .and_then(|value| ControllerResult::from_value(&value));
@@ -330,11 +348,24 @@ impl Front {
             Err(why) => error(422, why),
         };
         let result = parsed.map_err(|why| Unfinished::NoResult { why });
-        match self.registry.set_result(id, result) {
+        match self.registry.set_result(id, token, result) {
             Ok(()) => (status, answer),
             Err(err) => session_error(err),
         }
     }
+}
+
+fn not_found(method: &str, path: &str) -> Answer {
+    error(
+        404,
+        format!(
+            "no route {method} {path}: loopcheck serve answers GET /loopcheck/cases, \
+             POST /loopcheck/sessions, POST /loopcheck/sessions/{{id}}/result, \
+             GET /loopcheck/sessions/{{id}}/verdict and /transcript, DELETE /loopcheck/sessions/{{id}} \
+             (each with `Authorization: Bearer TOKEN`), and a session's API under /s/{{id}}/v1 \
+             and its tools under /s/{{id}}/tools"
+        ),
+    )
 }
 
 fn json_reply(status: u16, body: Value) -> EngineReply {

@@ -1,10 +1,10 @@
 //! The sessions of `loopcheck serve`: each one a case's fake API and tool backend, kept
 //! apart from every other, with the limits that keep a long-running server's memory
 //! bounded: a session expires after a while unused, its traffic is capped, and only so
-//! many live at once.
+//! many live at once. Each session's id and control token are random: a session can
+//! neither find nor drive another.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -42,8 +42,11 @@ impl Default for Limits {
 /// Why a session could not be found or used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionError {
-    /// No session of this server ever had this id.
+    /// No session of this server ever had this id, or the token given is not its own
+    /// (answered alike, so a token cannot probe for other sessions' ids).
     Unknown(String),
+    /// A control route was asked without a token.
+    NoToken,
     /// The session was deleted, or expired unused.
     Gone(String),
     /// Creating one more session would pass the limit.
@@ -55,7 +58,14 @@ pub enum SessionError {
 impl std::fmt::Display for SessionError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Unknown(id) => write!(f, "no session `{id}` was created on this server"),
+            Self::Unknown(id) => write!(
+                f,
+                "no session `{id}` with this token was created on this server"
+            ),
+            Self::NoToken => f.write_str(
+                "a session's control routes need its token: send `Authorization: Bearer \
+                 TOKEN` with the `token` its creation answered",
+            ),
             Self::Gone(id) => write!(
                 f,
                 "session `{id}` is gone: it was deleted, or expired after going unused \
@@ -73,6 +83,8 @@ impl std::fmt::Display for SessionError {
 
 /// One live session.
 struct Entry {
+    /// What the control routes must be sent.
+    token: String,
     case: Arc<Case>,
     session: Arc<Session>,
     created: Instant,
@@ -91,10 +103,6 @@ const EXPIRED_MEMORY: usize = 4_096;
 pub struct Registry {
     limits: Limits,
     seed: u64,
-    /// Part of every id, so an id from an earlier server never names a session of this
-    /// one.
-    nonce: u64,
-    counter: AtomicU64,
     state: Mutex<RegistryState>,
 }
 
@@ -108,6 +116,8 @@ struct RegistryState {
 pub struct Created {
     /// Its id.
     pub id: String,
+    /// What its control routes must be sent.
+    pub token: String,
     /// The engine serving it.
     pub session: Arc<Session>,
 }
@@ -123,16 +133,9 @@ pub enum Admission {
 impl Registry {
     /// An empty registry; sessions generate from `seed` as a run's cases do.
     pub fn new(limits: Limits, seed: u64) -> Self {
-        let nonce = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_nanos() as u64)
-            .unwrap_or_default()
-            ^ u64::from(std::process::id()).rotate_left(32);
         Self {
             limits,
             seed,
-            nonce: nonce & 0xffff_ffff,
-            counter: AtomicU64::new(1),
             state: Mutex::new(RegistryState::default()),
         }
     }
@@ -162,11 +165,9 @@ impl Registry {
         if registry.live.len() >= self.limits.sessions {
             return Err(SessionError::Full(self.limits.sessions));
         }
-        let id = format!(
-            "{:08x}-{}",
-            self.nonce,
-            self.counter.fetch_add(1, Ordering::Relaxed)
-        );
+        // 24 letters and digits: 142 bits, so no id is guessed or met twice.
+        let id = crate::secret::token(24);
+        let token = crate::secret::token(32);
         let session = Arc::new(Session::with_options(
             Arc::new(case.scenario.clone()),
             state,
@@ -178,6 +179,7 @@ impl Registry {
         registry.live.insert(
             id.clone(),
             Entry {
+                token: token.clone(),
                 case,
                 session: session.clone(),
                 created: now,
@@ -188,7 +190,7 @@ impl Registry {
                 result: None,
             },
         );
-        Ok(Created { id, session })
+        Ok(Created { id, token, session })
     }
 
     /// Counts a request of `body_bytes` to session `id` and says whether to serve it.
@@ -223,9 +225,10 @@ impl Registry {
     pub fn set_result(
         &self,
         id: &str,
+        token: &str,
         result: Result<ControllerResult, Unfinished>,
     ) -> Result<(), SessionError> {
-        self.with_entry(id, |entry| match entry.result {
+        self.with_control(id, token, |entry| match entry.result {
             Some(_) => Err(SessionError::ResultTwice(id.to_owned())),
             None => {
                 entry.result = Some(result);
@@ -236,8 +239,8 @@ impl Registry {
 
     /// The oracle's verdict on session `id` as it stands: its transcript so far and the
     /// result it was given (none yet is judged as no result).
-    pub fn verdict(&self, id: &str) -> Result<CaseReport, SessionError> {
-        let (case, session, created, overflow, result) = self.with_entry(id, |entry| {
+    pub fn verdict(&self, id: &str, token: &str) -> Result<CaseReport, SessionError> {
+        let (case, session, created, overflow, result) = self.with_control(id, token, |entry| {
             (
                 entry.case.clone(),
                 entry.session.clone(),
@@ -270,15 +273,15 @@ impl Registry {
     }
 
     /// What session `id` has recorded so far.
-    pub fn transcript(&self, id: &str) -> Result<Transcript, SessionError> {
-        let session = self.with_entry(id, |entry| entry.session.clone())?;
+    pub fn transcript(&self, id: &str, token: &str) -> Result<Transcript, SessionError> {
+        let session = self.with_control(id, token, |entry| entry.session.clone())?;
         Ok(session.transcript())
     }
 
     /// Ends session `id`.
-    pub fn delete(&self, id: &str) -> Result<(), SessionError> {
+    pub fn delete(&self, id: &str, token: &str) -> Result<(), SessionError> {
         // Looked up first so a second delete says the session is gone.
-        self.with_entry(id, |_| ())?;
+        self.with_control(id, token, |_| ())?;
         let mut registry = self.lock();
         if registry.live.remove(id).is_some() {
             remember_expired(&mut registry, id.to_owned());
@@ -309,6 +312,20 @@ impl Registry {
             registry.live.remove(&id);
             remember_expired(registry, id);
         }
+    }
+
+    /// Runs `f` on live session `id` if `token` is its own, marking it used.
+    fn with_control<T>(
+        &self,
+        id: &str,
+        token: &str,
+        f: impl FnOnce(&mut Entry) -> T,
+    ) -> Result<T, SessionError> {
+        self.with_entry(id, |entry| {
+            crate::secret::same(token, &entry.token)
+                .then(|| f(entry))
+                .ok_or_else(|| SessionError::Unknown(id.to_owned()))
+        })?
     }
 
     /// Runs `f` on live session `id`, marking it used.
@@ -371,7 +388,7 @@ mod tests {
             registry.create(case(), StateMode::Stateless, None).err(),
             Some(SessionError::Full(2))
         );
-        registry.delete(&first.id).unwrap();
+        registry.delete(&first.id, &first.token).unwrap();
         assert!(registry.create(case(), StateMode::Stateless, None).is_ok());
         assert_eq!(registry.live(), 2);
     }
@@ -379,10 +396,8 @@ mod tests {
     #[test]
     fn a_session_past_its_request_cap_stops_answering_and_says_why() {
         let registry = Registry::new(limits(), 0);
-        let id = registry
-            .create(case(), StateMode::Stateless, None)
-            .unwrap()
-            .id;
+        let created = registry.create(case(), StateMode::Stateless, None).unwrap();
+        let id = created.id;
         for _ in 0..3 {
             assert!(matches!(
                 registry.admit(&id, 1).unwrap(),
@@ -393,7 +408,7 @@ mod tests {
             panic!("the fourth request is served");
         };
         assert!(why.contains("more than 3 requests"), "{why}");
-        let report = registry.verdict(&id).unwrap();
+        let report = registry.verdict(&id, &created.token).unwrap();
         assert_eq!(report.verdict, crate::oracle::CaseVerdict::Error);
         assert_eq!(report.detail.as_deref(), Some(why.as_str()));
     }
@@ -437,22 +452,38 @@ mod tests {
         );
     }
 
+    fn no_result() -> Result<ControllerResult, Unfinished> {
+        Err(Unfinished::NoResult {
+            why: "test".to_owned(),
+        })
+    }
+
     #[test]
     fn a_second_result_is_refused() {
         let registry = Registry::new(limits(), 0);
-        let id = registry
-            .create(case(), StateMode::Stateless, None)
-            .unwrap()
-            .id;
-        let result = || {
-            Err(Unfinished::NoResult {
-                why: "test".to_owned(),
-            })
-        };
-        registry.set_result(&id, result()).unwrap();
+        let Created { id, token, .. } =
+            registry.create(case(), StateMode::Stateless, None).unwrap();
+        registry.set_result(&id, &token, no_result()).unwrap();
         assert_eq!(
-            registry.set_result(&id, result()),
+            registry.set_result(&id, &token, no_result()),
             Err(SessionError::ResultTwice(id.clone()))
         );
+    }
+
+    #[test]
+    fn a_sessions_token_opens_no_other_session() {
+        let registry = Registry::new(limits(), 0);
+        let a = registry.create(case(), StateMode::Stateless, None).unwrap();
+        let b = registry.create(case(), StateMode::Stateless, None).unwrap();
+        assert_ne!(a.id, b.id);
+        assert_ne!(a.session.api_key(), b.session.api_key());
+        let unknown = Err(SessionError::Unknown(b.id.clone()));
+        assert_eq!(registry.set_result(&b.id, &a.token, no_result()), unknown);
+        assert_eq!(registry.delete(&b.id, &a.token), unknown);
+        assert_eq!(registry.delete(&b.id, ""), unknown);
+        assert!(registry.transcript(&b.id, &a.token).is_err());
+        assert!(registry.verdict(&b.id, &a.token).is_err());
+        assert_eq!(registry.live(), 2);
+        registry.set_result(&b.id, &b.token, no_result()).unwrap();
     }
 }

@@ -1,6 +1,8 @@
 //! Serving a session over HTTP/1.1 on 127.0.0.1 with hyper, one free port per case.
 //! hyper directly (not a framework) because a fault must be able to close a connection
 //! without any answer, and a stream must go out event by event and break off midway.
+//! Every request's body is read here, within the server's [`HttpLimits`], before its
+//! handler sees it.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -18,17 +20,16 @@ use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::engine::{EngineReply, EngineRequest, ReplyBody, Session};
+use super::limits::{Backoff, BodyBudget, HttpLimits, Reservation};
 use super::recorder::StreamProgress;
 use super::stream::StreamFrames;
-
-/// Request bodies above this are refused.
-const MAX_BODY: usize = 64 * 1024 * 1024;
+use crate::wire::error::ApiError;
 
 /// A running server; dropping it (or calling [`RunningServer::shutdown`]) stops it and
 /// every connection it holds.
@@ -37,10 +38,10 @@ pub struct RunningServer {
     task: Option<JoinHandle<()>>,
 }
 
-/// What answers each request of a server: a future of a response, or of a dropped
-/// connection.
+/// What answers each request of a server, its body read: a future of a response, or of
+/// a dropped connection.
 pub(crate) type Handler = Arc<
-    dyn Fn(Request<Incoming>) -> BoxFuture<'static, Result<Response<ReplyStream>, DropConnection>>
+    dyn Fn(EngineRequest) -> BoxFuture<'static, Result<Response<ReplyStream>, DropConnection>>
         + Send
         + Sync,
 >;
@@ -59,15 +60,19 @@ impl RunningServer {
 
     /// Binds 127.0.0.1 on a free port and answers every request with `handler`.
     pub(crate) async fn serve(handler: Handler) -> std::io::Result<Self> {
-        Self::serve_on(0, handler).await
+        Self::serve_on(0, handler, HttpLimits::default()).await
     }
 
     /// Binds 127.0.0.1 on `port` (0: a free one) and answers every request with
-    /// `handler`.
-    pub(crate) async fn serve_on(port: u16, handler: Handler) -> std::io::Result<Self> {
+    /// `handler`, within `limits`.
+    pub(crate) async fn serve_on(
+        port: u16,
+        handler: Handler,
+        limits: HttpLimits,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
-        let task = tokio::spawn(accept_loop(listener, handler));
+        let task = tokio::spawn(accept_loop(listener, handler, limits));
         Ok(Self {
             addr,
             task: Some(task),
@@ -101,20 +106,44 @@ impl Drop for RunningServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, handler: Handler) {
+async fn accept_loop(listener: TcpListener, handler: Handler, limits: HttpLimits) {
     // Connections live in the set, so aborting this task closes them all.
     let mut connections = JoinSet::new();
+    let open = Arc::new(Semaphore::new(limits.connections.max(1)));
+    let budget = BodyBudget::new(limits.body_budget);
+    let mut backoff = Backoff::default();
     loop {
-        let Ok((tcp, _)) = listener.accept().await else {
-            continue;
+        // Past the cap, connections wait in the listen queue until one closes.
+        let Ok(permit) = open.clone().acquire_owned().await else {
+            return;
         };
+        let tcp = match listener.accept().await {
+            Ok((tcp, _)) => tcp,
+            Err(_) => {
+                tokio::time::sleep(backoff.failed()).await;
+                continue;
+            }
+        };
+        backoff.succeeded();
         // Without TCP_NODELAY a keep-alive client stalls ~40 ms per request (Nagle plus
         // delayed ACK).
         let _ = tcp.set_nodelay(true);
-        let handler = handler.clone();
+        let (handler, budget) = (handler.clone(), budget.clone());
         connections.spawn(async move {
-            let service = service_fn(move |request| handler(request));
+            let _permit = permit;
+            let service = service_fn(move |request| {
+                let (handler, budget) = (handler.clone(), budget.clone());
+                async move {
+                    match read_request(request, &limits, &budget).await {
+                        // The body's bytes count against the budget until it is handled.
+                        Ok((request, _held)) => handler(request).await,
+                        Err(refusal) => refusal.answer().await,
+                    }
+                }
+            });
             let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
                 .serve_connection(TokioIo::new(tcp), service)
                 .await;
         });
@@ -134,41 +163,105 @@ impl std::fmt::Display for DropConnection {
 
 impl std::error::Error for DropConnection {}
 
-/// Reads a whole request into the engine's transport-neutral form.
-pub(crate) async fn read_request(request: Request<Incoming>) -> EngineRequest {
+/// Why a request's body was not read.
+enum Refusal {
+    /// Larger than [`HttpLimits::max_body`] (announced or sent): 413.
+    TooLarge(usize),
+    /// The budget of bytes in flight is spent: 503.
+    Busy,
+    /// It broke off, or stalled past [`HttpLimits::body_idle`]: the connection goes.
+    Broken,
+}
+
+impl Refusal {
+    async fn answer(self) -> Result<Response<ReplyStream>, DropConnection> {
+        let error = match self {
+            Self::TooLarge(limit) => ApiError::body_too_large(limit),
+            Self::Busy => ApiError::overloaded(),
+            Self::Broken => return Err(DropConnection),
+        };
+        send(EngineReply {
+            status: error.status,
+            headers: Vec::new(),
+            body: ReplyBody::Json(error.body().to_string().into()),
+            delay: Duration::ZERO,
+        })
+        .await
+    }
+}
+
+/// Reads a whole request into the engine's transport-neutral form; the reservation
+/// holds its body's bytes against the budget.
+async fn read_request(
+    request: Request<Incoming>,
+    limits: &HttpLimits,
+    budget: &Arc<BodyBudget>,
+) -> Result<(EngineRequest, Reservation), Refusal> {
     let (parts, mut body) = request.into_parts();
-    let body = read_body(&mut body).await.unwrap_or_default();
-    EngineRequest {
+    let (body, held) = read_body(&mut body, limits, budget).await?;
+    let request = EngineRequest {
         method: parts.method.as_str().to_owned(),
         path: parts.uri.path().to_owned(),
         query: parts.uri.query().map(str::to_owned),
         headers: parts.headers,
         body,
-    }
+    };
+    Ok((request, held))
 }
 
-/// The whole body, copied once into a buffer of its announced size: hyper's chunks
-/// share their whole read buffer, which a transcript would otherwise keep alive for every
-/// request it records. `None` when it breaks off or exceeds [`MAX_BODY`].
-async fn read_body(body: &mut Incoming) -> Option<Bytes> {
-    let announced = usize::try_from(body.size_hint().lower()).unwrap_or(MAX_BODY);
-    let mut buffer = Vec::with_capacity(announced.min(MAX_BODY));
-    while let Some(frame) = body.frame().await {
-        if let Ok(data) = frame.ok()?.into_data() {
-            if buffer.len() + data.len() > MAX_BODY {
-                return None;
-            }
-            buffer.extend_from_slice(&data);
-        }
+/// The whole body, copied into a buffer of its own: hyper's chunks share their whole
+/// read buffer, which a transcript would otherwise keep alive for every request it
+/// records. The buffer grows as bytes arrive, never to more than has come (doubled) or
+/// was announced: reserving an announced size up front let a client that sends one
+/// byte hold 64 MiB.
+async fn read_body(
+    body: &mut Incoming,
+    limits: &HttpLimits,
+    budget: &Arc<BodyBudget>,
+) -> Result<(Bytes, Reservation), Refusal> {
+    let max = limits.max_body;
+    let announced = body.size_hint().lower();
+    if announced > max as u64 {
+        return Err(Refusal::TooLarge(max));
     }
-    Some(Bytes::from(buffer))
+    let announced = announced as usize;
+    let mut held = budget.reservation();
+    let mut buffer = Vec::new();
+    loop {
+        let frame = match tokio::time::timeout(limits.body_idle, body.frame()).await {
+            Ok(Some(Ok(frame))) => frame,
+            Ok(None) => break,
+            Ok(Some(Err(_))) | Err(_) => return Err(Refusal::Broken),
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let needed = buffer.len() + data.len();
+        if needed > max {
+            return Err(Refusal::TooLarge(max));
+        }
+        if needed > buffer.capacity() {
+            // Doubling, up to the announced length (the whole limit for a body of no
+            // length, or one longer than it said).
+            let ceiling = if announced >= needed { announced } else { max };
+            let grown = needed.max(buffer.capacity() * 2).min(ceiling);
+            if !held.hold(grown) {
+                return Err(Refusal::Busy);
+            }
+            buffer.reserve_exact(grown - buffer.len());
+        }
+        buffer.extend_from_slice(&data);
+    }
+    // A body without a length may have grown past what it holds.
+    buffer.shrink_to_fit();
+    Ok((Bytes::from(buffer), held))
 }
 
 async fn serve(
     session: Arc<Session>,
-    request: Request<Incoming>,
+    request: EngineRequest,
 ) -> Result<Response<ReplyStream>, DropConnection> {
-    let reply = session.handle_async(read_request(request).await).await;
+    let reply = session.handle_async(request).await;
     send(reply).await
 }
 

@@ -1,7 +1,7 @@
 //! The fake Responses API: a transport-free session engine (routing and recording), the
 //! store it keeps with its rules, the API handlers over that store, script playback
 //! (with the turns a session serves again compiled), strict emulation, server-sent
-//! events, and the hyper front that serves it.
+//! events, and the hyper front that serves it within its limits.
 //!
 //! Data flows one way: a front end hands the engine a request; the engine routes it to
 //! a handler (`api`) or the tool backend, which read and change the `store`; the engine
@@ -13,6 +13,7 @@ mod clock;
 mod compiled;
 mod engine;
 pub(crate) mod http;
+mod limits;
 mod recorder;
 pub mod script;
 mod store;
@@ -21,6 +22,7 @@ pub mod validate;
 
 pub use engine::{EngineReply, EngineRequest, HeaderMap, ReplyBody, Session, SessionOptions};
 pub use http::RunningServer;
+pub use limits::HttpLimits;
 pub use recorder::{Observer, Recorded, StreamProgress};
 
 /// `text` as one of the `known` strings when it is one (no copy), else copied: for types

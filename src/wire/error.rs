@@ -288,6 +288,32 @@ impl ApiError {
         )
     }
 
+    /// A request body over the server's limit.
+    pub fn body_too_large(limit: usize) -> Self {
+        Self::invalid(
+            413,
+            "transport",
+            format!(
+                "The request body is too large: this server accepts at most {} bytes.",
+                limit
+            ),
+            None,
+            None,
+        )
+    }
+
+    /// The server holds as many request bytes as it will; the client may retry.
+    pub fn overloaded() -> Self {
+        Self {
+            status: 503,
+            rule: "transport",
+            message: "The server is overloaded or not ready yet.".to_owned(),
+            kind: "server_error",
+            param: None,
+            code: None,
+        }
+    }
+
     /// An unknown route.
     pub fn invalid_url(method: &str, path: &str) -> Self {
         Self::invalid(

@@ -10,6 +10,7 @@ mod families;
 mod frameworks;
 mod fuzzing;
 mod html;
+mod http_limits;
 mod init;
 mod junit;
 mod msrv;

@@ -2,8 +2,6 @@
 //! process, judged over HTTP. A hundred at once must each get exactly what the same case
 //! gets alone; bad requests get clear errors; idle sessions expire.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use loopcheck::serve::{Limits, ServeOptions, SessionServer};
@@ -38,7 +36,12 @@ struct Run {
 
 async fn run_session(client: &reqwest::Client, url: &str, case: &str, state: &str) -> Run {
     let finished = serve_client::run_reference(client, url, case, state).await;
-    let transcript = get_json(client, &format!("{}/transcript", finished.url("url"))).await;
+    let transcript = get_json(
+        client,
+        &format!("{}/transcript", finished.url("url")),
+        Some(finished.token()),
+    )
+    .await;
     serve_client::delete(client, &finished).await;
     Run {
         case: case.to_owned(),
@@ -140,8 +143,12 @@ async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
         .expect("serve");
     let url = server.url();
     let client = reqwest::Client::new();
-    let post = |path: &str, body: Value| {
-        let request = client.post(format!("{url}{path}")).json(&body);
+    // `token` "" sends none.
+    let post = |path: &str, token: &str, body: Value| {
+        let request = client
+            .post(format!("{url}{path}"))
+            .bearer_auth(token)
+            .json(&body);
         async move {
             let answer = request.send().await.expect("request");
             let status = answer.status().as_u16();
@@ -150,17 +157,18 @@ async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
     };
     let message = |answer: &Value| answer["error"]["message"].as_str().unwrap_or("").to_owned();
 
-    let (status, answer) = post("/loopcheck/sessions", json!({"case": "no/such-case"})).await;
+    let (status, answer) = post("/loopcheck/sessions", "", json!({"case": "no/such-case"})).await;
     assert_eq!(status, 404);
     assert!(
         message(&answer).contains("no case `no/such-case`"),
         "{answer}"
     );
-    let (status, answer) = post("/loopcheck/sessions", json!({"state": "stateless"})).await;
+    let (status, answer) = post("/loopcheck/sessions", "", json!({"state": "stateless"})).await;
     assert_eq!(status, 400);
     assert!(message(&answer).contains("`case` is missing"), "{answer}");
     let (status, answer) = post(
         "/loopcheck/sessions",
+        "",
         json!({"case": "dispatch/01-unknown-tool", "state": "sideways"}),
     )
     .await;
@@ -169,13 +177,16 @@ async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
 
     let (status, created) = post(
         "/loopcheck/sessions",
+        "",
         json!({"case": "dispatch/01-unknown-tool"}),
     )
     .await;
     assert_eq!(status, 201, "{created}");
     let result_url = created["result_url"].as_str().expect("result_url");
+    let token = created["token"].as_str().expect("token");
     let (status, answer) = post(
         result_url.trim_start_matches(&url),
+        token,
         json!({"status": "done"}),
     )
     .await;
@@ -184,6 +195,7 @@ async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
     let verdict = get_json(
         &client,
         created["verdict_url"].as_str().expect("verdict_url"),
+        Some(token),
     )
     .await;
     assert_eq!(verdict["verdict"], "crashed", "{verdict}");
@@ -193,6 +205,7 @@ async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
     );
     let (status, _) = post(
         result_url.trim_start_matches(&url),
+        token,
         json!({"status": "failed"}),
     )
     .await;
@@ -200,6 +213,7 @@ async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
 
     let gone = client
         .delete(created["url"].as_str().expect("url"))
+        .bearer_auth(token)
         .send()
         .await
         .expect("delete");
@@ -215,6 +229,90 @@ async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
         .expect("request");
     assert_eq!(after.status(), 410, "a deleted session's API is gone");
     server.shutdown().await;
+}
+
+/// A session created over HTTP: its creation answer.
+async fn create(client: &reqwest::Client, url: &str, case: &str) -> Value {
+    let answer = client
+        .post(format!("{url}/loopcheck/sessions"))
+        .json(&json!({"case": case, "seed": 7}))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(answer.status(), 201);
+    answer.json().await.expect("JSON")
+}
+
+fn field<'a>(created: &'a Value, key: &str) -> &'a str {
+    created[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {key} in {created}"))
+}
+
+#[tokio::test]
+async fn a_sessions_token_and_key_open_no_other_session_nor_server() {
+    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
+        .await
+        .expect("serve");
+    let other = SessionServer::start(support::catalogue(), ServeOptions::default())
+        .await
+        .expect("a second server");
+    let client = reqwest::Client::new();
+    let case = "dispatch/01-unknown-tool";
+    let a = create(&client, &server.url(), case).await;
+    let b = create(&client, &server.url(), case).await;
+    // The same case, state and seed on another server.
+    let c = create(&client, &other.url(), case).await;
+
+    let control = [
+        (
+            reqwest::Method::GET,
+            format!("{}/transcript", field(&b, "url")),
+        ),
+        (reqwest::Method::GET, field(&b, "verdict_url").to_owned()),
+        (reqwest::Method::POST, field(&b, "result_url").to_owned()),
+        (reqwest::Method::DELETE, field(&b, "url").to_owned()),
+    ];
+    let status = |method: &reqwest::Method, route: &str, token: Option<&str>| {
+        let request = client
+            .request(method.clone(), route)
+            .json(&json!({"status": "failed", "output": "not mine"}));
+        let request = match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        };
+        async move { request.send().await.expect("request").status() }
+    };
+    let a_token = a["token"].as_str().unwrap_or_default();
+    for (method, route) in &control {
+        let with_a = status(method, route, Some(a_token)).await;
+        assert_eq!(with_a, 404, "{method} {route} with A's token");
+        let with_none = status(method, route, None).await;
+        assert_eq!(with_none, 401, "{method} {route} without a token");
+    }
+    assert_eq!(server.registry().live(), 2, "B was deleted by another");
+    let real = client
+        .post(field(&b, "result_url"))
+        .bearer_auth(b["token"].as_str().unwrap_or_default())
+        .json(&json!({"status": "failed", "output": "B's own"}))
+        .send()
+        .await
+        .expect("B's result");
+    assert_eq!(real.status(), 200, "B's own result was refused");
+
+    let model = |session: &Value, key: &str| {
+        client
+            .post(format!("{}/responses", field(session, "base_url")))
+            .bearer_auth(key.to_owned())
+            .json(&json!({"model": "gpt-5", "input": "hi"}))
+            .send()
+    };
+    let a_key = field(&a, "api_key");
+    assert_ne!(model(&a, a_key).await.expect("A").status(), 401);
+    assert_eq!(model(&b, a_key).await.expect("B").status(), 401);
+    assert_eq!(model(&c, a_key).await.expect("C").status(), 401);
+    server.shutdown().await;
+    other.shutdown().await;
 }
 
 #[tokio::test]
@@ -260,6 +358,7 @@ async fn idle_sessions_expire_and_a_runaway_session_is_capped() {
     let verdict = get_json(
         &client,
         runaway["verdict_url"].as_str().expect("verdict_url"),
+        runaway["token"].as_str(),
     )
     .await;
     assert_eq!(verdict["verdict"], "error", "{verdict}");
@@ -275,6 +374,7 @@ async fn idle_sessions_expire_and_a_runaway_session_is_capped() {
     );
     let answer = client
         .get(idle["verdict_url"].as_str().expect("verdict_url"))
+        .bearer_auth(idle["token"].as_str().expect("token"))
         .send()
         .await
         .expect("verdict");
@@ -282,38 +382,17 @@ async fn idle_sessions_expire_and_a_runaway_session_is_capped() {
     server.shutdown().await;
 }
 
-/// `loopcheck serve` as a command: the first line names the URL the helpers read.
-struct ServeProcess(Child);
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
-    let mut child = Command::new(support::loopcheck_bin())
-        .args(["serve", "--filter", "dispatch/*", "--stop-on-eof"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("loopcheck serve starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let stdin = child.stdin.take().expect("stdin");
-    let mut process = ServeProcess(child);
-    let mut first = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut first)
-        .expect("a first line");
-    let url = first
-        .split_whitespace()
-        .find(|word| word.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no URL on the first line: {first:?}"))
-        .to_owned();
-    let cases = get_json(&reqwest::Client::new(), &format!("{url}/loopcheck/cases")).await;
+    let (mut process, url) =
+        support::ServeProcess::start(&["serve", "--filter", "dispatch/*", "--stop-on-eof"], None);
+    let stdin = process.stdin();
+    let cases = get_json(
+        &reqwest::Client::new(),
+        &format!("{url}/loopcheck/cases"),
+        None,
+    )
+    .await;
     let ids: Vec<&str> = cases["cases"]
         .as_array()
         .expect("a list")
@@ -331,7 +410,7 @@ async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
     // With --stop-on-eof, the server ends once whoever started it closes its stdin.
     drop(stdin);
     let mut waited = Duration::ZERO;
-    while process.0.try_wait().expect("try_wait").is_none() {
+    while process.child.try_wait().expect("try_wait").is_none() {
         assert!(
             waited < Duration::from_secs(10),
             "the server outlived its stdin"

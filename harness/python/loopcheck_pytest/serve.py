@@ -41,12 +41,15 @@ def find_binary(explicit=None):
     return found
 
 
-def request(method, url, body=None, timeout=30):
-    """Sends JSON, returns (status, parsed JSON answer)."""
+def request(method, url, body=None, timeout=30, token=None):
+    """Sends JSON, returns (status, parsed JSON answer). A session's control routes need
+    its `token`."""
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method)
     if data is not None:
         req.add_header("content-type", "application/json")
+    if token is not None:
+        req.add_header("authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as answer:
             status, text = answer.status, answer.read()
@@ -169,6 +172,9 @@ class Session:
         #: The environment a controller process would get.
         self.env = created["env"]
         self.requires = created["requires"]
+        #: What the session's control routes (result, verdict, delete) need, as
+        #: `Authorization: Bearer {token}`.
+        self.token = created["token"]
         self._posted = False
         #: True once a verdict was asked for.
         self.judged = False
@@ -191,7 +197,7 @@ class Session:
 
     def post_result(self, result):
         """Hands the loop's result object to the session (once)."""
-        status, answer = request("POST", self.created["result_url"], result)
+        status, answer = request("POST", self.created["result_url"], result, token=self.token)
         self._posted = True
         # 422 keeps the bad result as the reason there is none; the verdict says why.
         if status not in (200, 422):
@@ -202,7 +208,7 @@ class Session:
         given."""
         if result is not None and not self._posted:
             self.post_result(result)
-        status, answer = request("GET", self.created["verdict_url"])
+        status, answer = request("GET", self.created["verdict_url"], token=self.token)
         self.judged = True
         if status != 200:
             raise ServeError(f"the verdict on {self.case}: {status} {error_text(answer)}")
@@ -220,7 +226,7 @@ class Session:
         return verdict
 
     def close(self):
-        request("DELETE", self.created["url"])
+        request("DELETE", self.created["url"], token=self.token)
 
 
 def failure_message(verdict):
