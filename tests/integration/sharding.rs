@@ -147,7 +147,12 @@ fn a_baseline_accepts_the_failures_it_lists_and_fails_when_they_are_fixed() {
         text.contains("case = \"correlation/01-single-call\""),
         "{text}"
     );
-    assert!(text.contains("checks = [\"terminal/outcome\"]"), "{text}");
+    assert!(
+        text.contains(
+            "checks = [\n    \"terminal/outcome\",\n    \"terminal/reached-outcome\",\n]"
+        ),
+        "{text}"
+    );
     // ...which makes the same failures expected...
     let out = loopcheck(
         &[
@@ -251,7 +256,7 @@ fn a_profile_in_loopcheck_toml_sets_the_run_and_the_command_line_wins() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("LOOPCHECK_JOBS=many: expected a whole number")
+            .contains("LOOPCHECK_JOBS=many: not a whole number; expected a whole number")
     );
     let out = run(&["--profile", "nightly"], &[]);
     assert!(
