@@ -170,16 +170,7 @@ fn what_request_meets(scenario: &Scenario, request: usize) -> String {
 mod tests {
     use super::super::test_support::{Run, assert_fails, assert_passes};
     use super::*;
-    use crate::scenario::{StateMode, catalogue};
-
-    fn scenario(id: &str) -> Scenario {
-        catalogue()
-            .expect("the catalogue loads")
-            .into_iter()
-            .find(|c| c.scenario.id == id)
-            .unwrap_or_else(|| panic!("no catalogue case {id}"))
-            .scenario
-    }
+    use crate::scenario::{StateMode, catalogue_scenario as scenario};
 
     #[test]
     fn a_canned_failure_with_no_request_fails_and_names_the_turn() {

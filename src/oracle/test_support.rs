@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::{CheckResult, CheckVerdict, Judgement, judge};
 use crate::runner::task::task_json;
-use crate::scenario::{Scenario, StateMode, catalogue, final_message_text};
+use crate::scenario::{Scenario, StateMode, final_message_text};
 use crate::server::{EngineRequest, HeaderMap, ReplyBody, Session};
 use crate::transcript::{ControllerResult, Transcript, Unfinished};
 use hyper::header::HeaderName;
@@ -35,12 +35,7 @@ pub struct Run {
 impl Run {
     /// A run of catalogue case `id` in `state`.
     pub fn case(id: &str, state: StateMode) -> Self {
-        let case = catalogue()
-            .expect("the catalogue loads")
-            .into_iter()
-            .find(|c| c.scenario.id == id)
-            .unwrap_or_else(|| panic!("no catalogue case {id}"));
-        Self::of(case.scenario, state)
+        Self::of(crate::scenario::catalogue_scenario(id), state)
     }
 
     /// A run of a scenario given as YAML.

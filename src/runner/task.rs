@@ -93,16 +93,8 @@ pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
 mod tests {
     use super::*;
     use crate::runner::required_capabilities;
-    use crate::scenario::catalogue;
 
-    fn case(id: &str) -> Scenario {
-        catalogue()
-            .expect("the catalogue loads")
-            .into_iter()
-            .find(|c| c.scenario.id == id)
-            .unwrap_or_else(|| panic!("no catalogue case {id}"))
-            .scenario
-    }
+    use crate::scenario::catalogue_scenario as case;
 
     #[test]
     fn the_budgets_are_written_and_needed_only_when_the_case_sets_them() {

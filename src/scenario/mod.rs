@@ -35,6 +35,17 @@ pub fn catalogue() -> Result<Vec<Case>, Vec<ScenarioError>> {
     }))
 }
 
+/// The embedded catalogue's case `id`, for tests; panics when there is none.
+#[cfg(test)]
+pub fn catalogue_scenario(id: &str) -> Scenario {
+    catalogue()
+        .expect("the catalogue loads")
+        .into_iter()
+        .find(|c| c.scenario.id == id)
+        .unwrap_or_else(|| panic!("no catalogue case {id}"))
+        .scenario
+}
+
 /// Loads scenario files and directories (recursively, `.yaml`, `.yml`, `.json`).
 pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<Case>, Vec<ScenarioError>> {
     let mut files = Vec::new();
