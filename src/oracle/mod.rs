@@ -83,12 +83,7 @@ fn judge_checks(
     checks.extend(background::check(&facts));
     checks.extend(program::check(&facts));
     checks.extend(terminal::check(&facts));
-    checks.extend(reached::check(&facts));
     for check in &mut checks {
-        // A run that never reached its outcome proves nothing at any level.
-        if check.id == checks::TERMINAL_REACHED_OUTCOME.id {
-            continue;
-        }
         let level = check.level.weakest(scenario.level);
         if level != check.level {
             *check = CheckResult::judge(
@@ -103,6 +98,11 @@ fn judge_checks(
             )
             .with_diff(check.diff.clone());
         }
+    }
+    // The floor is what stands between a run that proved nothing and a pass: a run that
+    // fails already is told its failures, not also that it stopped short of them.
+    if !checks.iter().any(|c| c.verdict == CheckVerdict::Fail) {
+        checks.extend(reached::check(&facts));
     }
     checks
 }

@@ -1,7 +1,8 @@
 //! `terminal/reached-outcome`: a result counts only when the model requests it rests on
 //! reached the fake. Without this floor a controller that never talks to the API and
 //! prints a canned failure (`api_error`, `incomplete`, `max_rounds`, ...) would pass
-//! every case whose expected outcome is that failure.
+//! every case whose expected outcome is that failure. The oracle asks for it only when
+//! no other check fails, and no case level softens it: a run that proved nothing fails.
 
 use super::checks;
 use super::facts::Facts;
