@@ -113,11 +113,7 @@ fn accepted(f: &Facts, transcript: &Transcript) -> CheckResult {
     let problems = transcript
         .model
         .iter()
-        .filter(|m| {
-            m.rejected_by
-                .as_deref()
-                .is_some_and(|rule| rule != "script")
-        })
+        .filter(|m| m.rejected_by_api())
         .map(|m| {
             let position = f.requests.iter().position(|r| r.seq == m.seq);
             let label =

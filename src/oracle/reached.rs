@@ -14,12 +14,7 @@ pub fn check(f: &Facts) -> Option<CheckResult> {
     let result = f.result?;
     // A request the emulation rejected stopped the run short with a finding at its
     // cause (`wire/accepted`); the floor is for runs that never tried.
-    let rejected = f.exchanges.iter().any(|m| {
-        m.rejected_by
-            .as_deref()
-            .is_some_and(|rule| rule != "script")
-    });
-    if rejected {
+    if f.exchanges.iter().any(|m| m.rejected_by_api()) {
         return None;
     }
     let needed = needed_requests(f.scenario);

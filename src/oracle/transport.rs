@@ -100,10 +100,7 @@ fn rejected_and_resent(f: &Facts) -> Vec<String> {
     for (position, round) in f.rounds.iter().enumerate() {
         for pair in round.windows(2) {
             let rejected = &pair[0];
-            if rejected
-                .rejected_by
-                .as_deref()
-                .is_some_and(|rule| rule != "script")
+            if rejected.rejected_by_api()
                 && (400..500).contains(&rejected.status)
                 && !matches!(rejected.status, 408 | 409 | 429)
             {

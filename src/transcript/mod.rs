@@ -145,6 +145,14 @@ impl ModelExchange {
             .map(|_| self.final_response.as_deref().unwrap_or(&self.response))
     }
 
+    /// Whether the strict emulation of the real API rejected the request (a request past
+    /// the script's end, rule `script`, is not the API's rejection).
+    pub fn rejected_by_api(&self) -> bool {
+        self.rejected_by
+            .as_deref()
+            .is_some_and(|rule| rule != "script")
+    }
+
     /// The `x-stainless-retry-count` the client sent, if any.
     pub fn retry_count(&self) -> Option<u32> {
         self.headers
