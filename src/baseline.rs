@@ -6,6 +6,7 @@
 //! [[expected]]
 //! case = "dispatch/06-near-miss-name"
 //! state = "stateless"                       # optional: every state mode
+//! delivery = "stream"                       # optional: JSON and streamed runs alike
 //! checks = ["dispatch/registered-only"]     # optional: any failure at all
 //! reason = "names are normalised upstream"  # optional
 //! ```
@@ -17,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::oracle::{CaseVerdict, CheckVerdict};
 use crate::report::CaseReport;
-use crate::scenario::StateMode;
+use crate::scenario::{Delivery, StateMode};
 
 /// One expected failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +29,9 @@ pub struct Entry {
     /// Only in this state mode (every mode when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<StateMode>,
+    /// Only in this delivery (`json` or `stream`; both when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
     /// Only these checks may fail (any failure, a crash included, when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<Vec<String>>,
@@ -59,10 +63,15 @@ impl Baseline {
     }
 
     /// The entries for a case run.
-    fn entries_for<'a>(&'a self, id: &'a str, state: StateMode) -> impl Iterator<Item = &'a Entry> {
+    fn entries_for(&self, run: &CaseReport) -> Vec<&Entry> {
         self.expected
             .iter()
-            .filter(move |e| e.case == id && e.state.is_none_or(|s| s == state))
+            .filter(|e| {
+                e.case == run.id
+                    && e.state.is_none_or(|s| s == run.state)
+                    && e.delivery.is_none_or(|d| d == run.delivery)
+            })
+            .collect()
     }
 
     /// Entries naming a case that is not among `ids` (a typo, or a case filtered out).
@@ -77,7 +86,7 @@ impl Baseline {
     /// `expected-fail`, an expected failure that did not happen becomes `stale`, and a
     /// failure beyond what the baseline lists stays what it is, with a note saying so.
     pub fn apply(&self, report: &mut CaseReport) {
-        let entries: Vec<&Entry> = self.entries_for(&report.id, report.state).collect();
+        let entries = self.entries_for(report);
         if entries.is_empty() || report.verdict == CaseVerdict::Unsupported {
             return;
         }
@@ -162,6 +171,7 @@ impl Baseline {
                 Some(Entry {
                     case: r.id.clone(),
                     state: Some(r.state),
+                    delivery: Some(r.delivery),
                     checks: by_checks.then_some(failing),
                     reason: (!by_checks).then(|| r.verdict.as_str().to_owned()),
                 })
@@ -201,6 +211,7 @@ mod tests {
             summary: String::new(),
             level: Level::Must,
             state: StateMode::Stateless,
+            delivery: Default::default(),
             verdict,
             duration_ms: 1,
             startup_ms: None,

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::report::CaseReport;
-use crate::scenario::StateMode;
+use crate::scenario::{Delivery, StateMode};
 use crate::transcript::drift::{Comparison, ComparisonStatus, changes, text_diff};
 use crate::transcript::normalize::{NORMALIZED_FORMAT, Normalized, normalize};
 
@@ -74,9 +74,14 @@ impl Snapshots {
         })
     }
 
-    /// The file of a case run: `<dir>/<area>/<name>.<state>.snap`.
-    pub fn path(&self, id: &str, state: StateMode) -> PathBuf {
-        self.dir.join(format!("{id}.{}.snap", state.as_str()))
+    /// The file of a case run: `<dir>/<area>/<name>.<state>.snap`, and
+    /// `<name>.<state>.stream.snap` for a streamed run.
+    pub fn path(&self, id: &str, state: StateMode, delivery: Delivery) -> PathBuf {
+        let streamed = match delivery {
+            Delivery::Json => "",
+            Delivery::Stream => ".stream",
+        };
+        self.dir.join(format!("{id}.{}{streamed}.snap", state.as_str()))
     }
 
     /// Compares a judged case run with its snapshot (or writes one), and folds the
@@ -90,7 +95,7 @@ impl Snapshots {
             return; // unsupported or not run: nothing was sent
         }
         let actual = normalize(&report.id, report.state, &report.transcript);
-        let path = self.path(&report.id, report.state);
+        let path = self.path(&report.id, report.state, report.delivery);
         let note = self.compare(&path, &actual, cut_by_clock);
         report.fold_snapshot(note);
     }

@@ -353,6 +353,7 @@ impl Plan {
             tags: vec!["fuzz".to_owned()],
             task: self.task(),
             states: vec![self.state],
+            deliveries: None,
             tools: self.behaviours(),
             script,
             expect: expectation(self, answer),

@@ -325,6 +325,7 @@ pub fn build(
             None => inferred_task(&marked, creates),
         },
         states: vec![state],
+        deliveries: None,
         tools: task.map(|f| f.tools.clone()).unwrap_or_default(),
         script,
         expect,

@@ -127,6 +127,7 @@ fn recording_session(id: &str, task: Option<&TaskFile>, state: StateMode) -> Sce
                 tool_timeout_ms: None,
             }),
         states: vec![state],
+        deliveries: None,
         tools: task.map(|t| t.tools.clone()).unwrap_or_default(),
         script: Vec::new(),
         expect: Expectation {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::oracle::{CaseVerdict, CheckResult};
 use crate::redact::Redactor;
-use crate::scenario::{Level, StateMode};
+use crate::scenario::{Delivery, Level, StateMode};
 use crate::transcript::Transcript;
 use crate::transcript::drift::{Comparison, ComparisonStatus};
 
@@ -27,7 +27,8 @@ use crate::transcript::drift::{Comparison, ComparisonStatus};
 ///   Compatible additions: `"expected_fail"` and `"stale"` in the summary, the verdicts
 ///   `expected-fail` and `stale`, a case's `"baseline"` note (`--baseline`), a case's
 ///   `"startup_ms"` (persistent controllers), and `"interrupted": true` at the top of
-///   the partial report of a run stopped by Ctrl-C or SIGTERM.
+///   the partial report of a run stopped by Ctrl-C or SIGTERM; a case's `"delivery"`
+///   (`json` or `stream`).
 pub const REPORT_FORMAT: u32 = 1;
 
 /// Everything known about one case run.
@@ -43,6 +44,10 @@ pub struct CaseReport {
     pub level: Level,
     /// State mode.
     pub state: StateMode,
+    /// How the fake delivered responses: `json` or `stream` (reports written before
+    /// deliveries existed read as `json`).
+    #[serde(default)]
+    pub delivery: Delivery,
     /// Verdict.
     pub verdict: CaseVerdict,
     /// Wall time; for a case on a persistent controller, from when the controller was
@@ -124,9 +129,15 @@ impl CaseReport {
         self.detail.iter_mut().for_each(text);
     }
 
-    /// Reports in the order runs are planned: by case id, then state mode.
+    /// Reports in the order runs are planned: by case id, then state mode, then
+    /// delivery.
     pub fn order(a: &Self, b: &Self) -> std::cmp::Ordering {
-        (&a.id, a.state).cmp(&(&b.id, b.state))
+        (&a.id, a.state, a.delivery).cmp(&(&b.id, b.state, b.delivery))
+    }
+
+    /// The run's name beside its case id: `stateless`, or `stateless, stream`.
+    pub fn run_label(&self) -> String {
+        crate::scenario::run_label(self.state, self.delivery)
     }
 }
 

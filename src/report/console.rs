@@ -98,7 +98,7 @@ pub fn case_line(report: &CaseReport) -> String {
         "{:<11} {} [{}] {} ms{startup}",
         report.verdict.as_str().to_uppercase(),
         report.id,
-        report.state,
+        report.run_label(),
         report.duration_ms
     )
 }
@@ -119,7 +119,7 @@ pub fn details(reports: &[CaseReport]) -> String {
             "\n{} {} [{}]",
             report.verdict.as_str().to_uppercase(),
             report.id,
-            report.state
+            report.run_label()
         );
         let _ = writeln!(out, "  {}", report.summary);
         if let Some(detail) = &report.detail {

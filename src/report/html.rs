@@ -129,7 +129,7 @@ fn area(id: &str) -> &str {
 
 /// An HTML id for a case run.
 fn anchor(case: &CaseReport) -> String {
-    let raw = format!("case-{}-{}", case.id, case.state);
+    let raw = format!("case-{}-{}", case.id, case.run_label());
     raw.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()
@@ -266,7 +266,7 @@ fn case_section(case: &CaseReport, transcripts: bool) -> String {
         out,
         "<summary><span class=\"badge v-{verdict}\">{verdict}</span> <b>{}</b> [{}] <span class=\"dim\">{} ms</span> <span class=\"failing\">{}</span></summary>",
         escape(&case.id),
-        case.state,
+        case.run_label(),
         case.duration_ms,
         failing_ids.join(", ")
     );
@@ -638,6 +638,7 @@ mod tests {
             summary: "a summary".into(),
             level: Level::Must,
             state: StateMode::PreviousResponseId,
+            delivery: Default::default(),
             verdict,
             duration_ms: 7,
             startup_ms: None,

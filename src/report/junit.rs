@@ -83,7 +83,7 @@ pub fn render(
 }
 
 fn test_case(area: &str, case: &CaseReport) -> TestCase {
-    let mut test = TestCase::new(format!("{} [{}]", case.id, case.state), status(case));
+    let mut test = TestCase::new(format!("{} [{}]", case.id, case.run_label()), status(case));
     test.set_classname(area);
     test.set_time(Duration::from_millis(case.duration_ms));
     if let Some(ms) = case.startup_ms {

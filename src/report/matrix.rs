@@ -103,19 +103,32 @@ impl<'a> Matrix<'a> {
         Self { columns }
     }
 
+    /// Every run any column has, in plan order: a controller that does not stream has
+    /// no streamed runs, so columns are aligned by run, not by position.
+    fn runs(&self) -> Vec<&'a CaseReport> {
+        let mut runs: Vec<&CaseReport> = self.columns.iter().flat_map(|(_, r)| r).collect();
+        runs.sort_by(|a, b| CaseReport::order(a, b));
+        runs.dedup_by(|a, b| CaseReport::order(a, b).is_eq());
+        runs
+    }
+
+    /// Each column's report of `run`, if it has one.
+    fn cells(&self, run: &CaseReport) -> impl Iterator<Item = Option<&'a CaseReport>> {
+        self.columns.iter().map(move |(_, reports)| {
+            reports
+                .iter()
+                .find(|r| CaseReport::order(r, run).is_eq())
+        })
+    }
+
     fn rows(&self) -> Vec<(String, Vec<&'static str>)> {
-        let Some((_, first)) = self.columns.first() else {
-            return Vec::new();
-        };
-        first
-            .iter()
-            .enumerate()
-            .map(|(i, report)| {
-                let label = format!("{} [{}]", report.id, report.state);
+        self.runs()
+            .into_iter()
+            .map(|run| {
+                let label = format!("{} [{}]", run.id, run.run_label());
                 let cells = self
-                    .columns
-                    .iter()
-                    .map(|(_, reports)| reports.get(i).map_or("-", |r| r.verdict.as_str()))
+                    .cells(run)
+                    .map(|cell| cell.map_or("-", |r| r.verdict.as_str()))
                     .collect();
                 (label, cells)
             })
@@ -189,21 +202,16 @@ impl<'a> Matrix<'a> {
             .map(|(name, reports)| (name.clone(), Summary::of(reports)))
             .collect();
         let rows = self.rows();
-        let failing: Vec<Vec<Vec<String>>> = (0..rows.len())
-            .map(|i| {
-                self.columns
-                    .iter()
-                    .map(|(_, reports)| {
-                        reports
-                            .get(i)
-                            .into_iter()
+        let failing: Vec<Vec<Vec<String>>> = self
+            .runs()
+            .into_iter()
+            .map(|run| {
+                self.cells(run)
+                    .map(|cell| {
+                        cell.into_iter()
                             .flat_map(|r| &r.checks)
                             .filter(|c| {
-                                matches!(
-                                    c.verdict,
-                                    crate::oracle::CheckVerdict::Fail
-                                        | crate::oracle::CheckVerdict::NonStrict
-                                )
+                                matches!(c.verdict, CheckVerdict::Fail | CheckVerdict::NonStrict)
                             })
                             .map(|c| c.id.clone())
                             .collect()
@@ -214,49 +222,38 @@ impl<'a> Matrix<'a> {
         super::html::matrix_page(&controllers, &rows, &failing)
     }
 
-    /// `{"loopcheck", "controllers", "cases": [{"id", "state", "verdicts": {name: v},
+    /// `{"loopcheck", "controllers", "cases": [{"id", "state", "delivery", "verdicts": {name: v},
     /// "failing": {name: [check ids]}}], "summary": {name: counts}}`; `failing` names
     /// only the controllers with a check that did not hold, so a published matrix can
     /// say which check each failure is.
     pub fn json(&self) -> Value {
         let cases: Vec<Value> = self
-            .columns
-            .first()
-            .map(|(_, first)| {
-                first
-                    .iter()
-                    .enumerate()
-                    .map(|(i, report)| {
-                        let mut verdicts = serde_json::Map::new();
-                        let mut failing = serde_json::Map::new();
-                        for (name, reports) in self.columns {
-                            let run = reports.get(i);
-                            verdicts.insert(name.clone(), json!(run.map(|r| r.verdict.as_str())));
-                            let ids: Vec<&str> = run
-                                .into_iter()
-                                .flat_map(|r| &r.checks)
-                                .filter(|c| {
-                                    matches!(
-                                        c.verdict,
-                                        CheckVerdict::Fail | CheckVerdict::NonStrict
-                                    )
-                                })
-                                .map(|c| c.id.as_str())
-                                .collect();
-                            if !ids.is_empty() {
-                                failing.insert(name.clone(), json!(ids));
-                            }
-                        }
-                        json!({
-                            "id": report.id,
-                            "state": report.state.as_str(),
-                            "verdicts": verdicts,
-                            "failing": failing,
-                        })
-                    })
-                    .collect()
+            .runs()
+            .into_iter()
+            .map(|run| {
+                let mut verdicts = serde_json::Map::new();
+                let mut failing = serde_json::Map::new();
+                for ((name, _), cell) in self.columns.iter().zip(self.cells(run)) {
+                    verdicts.insert(name.clone(), json!(cell.map(|r| r.verdict.as_str())));
+                    let ids: Vec<&str> = cell
+                        .into_iter()
+                        .flat_map(|r| &r.checks)
+                        .filter(|c| matches!(c.verdict, CheckVerdict::Fail | CheckVerdict::NonStrict))
+                        .map(|c| c.id.as_str())
+                        .collect();
+                    if !ids.is_empty() {
+                        failing.insert(name.clone(), json!(ids));
+                    }
+                }
+                json!({
+                    "id": run.id,
+                    "state": run.state.as_str(),
+                    "delivery": run.delivery.as_str(),
+                    "verdicts": verdicts,
+                    "failing": failing,
+                })
             })
-            .unwrap_or_default();
+            .collect();
         let summary: serde_json::Map<String, Value> = self
             .columns
             .iter()

@@ -39,10 +39,11 @@ pub fn merge(shards: Vec<RunReport>) -> Result<RunReport, String> {
     let interrupted = shards.iter().any(|r| r.interrupted);
     for shard in shards {
         for case in shard.cases {
-            if !seen.insert((case.id.clone(), case.state)) {
+            if !seen.insert((case.id.clone(), case.state, case.delivery)) {
                 return Err(format!(
                     "{} [{}] is in more than one report: merge the shards of one partitioned run",
-                    case.id, case.state
+                    case.id,
+                    case.run_label()
                 ));
             }
             cases.push(case);
@@ -67,6 +68,7 @@ mod tests {
             summary: String::new(),
             level: Level::Must,
             state: StateMode::Stateless,
+            delivery: Default::default(),
             verdict,
             duration_ms: 3,
             startup_ms: None,

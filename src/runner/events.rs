@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::report::{CaseReport, Summary};
-use crate::scenario::StateMode;
+use crate::scenario::{Delivery, StateMode};
 use crate::server::Recorded;
 
 /// One thing that happened during a run.
@@ -17,7 +17,7 @@ pub enum RunEvent {
         controller: String,
         /// Cases selected.
         cases: usize,
-        /// Case runs planned (a case in two state modes runs twice).
+        /// Case runs planned (a case in two state modes runs twice; streamed, twice more).
         runs: usize,
         /// Case runs at once.
         jobs: usize,
@@ -28,6 +28,8 @@ pub enum RunEvent {
         id: String,
         /// Its state mode.
         state: StateMode,
+        /// Its delivery.
+        delivery: Delivery,
     },
     /// The fake server or the tool backend recorded an exchange of a running case.
     ExchangeRecorded {
@@ -35,6 +37,8 @@ pub enum RunEvent {
         id: String,
         /// Its state mode.
         state: StateMode,
+        /// Its delivery.
+        delivery: Delivery,
         /// What was recorded.
         exchange: ExchangeNote,
     },

@@ -212,6 +212,7 @@ fn unsupported(case: &Case, state: StateMode, missing: &[&str]) -> CaseReport {
         summary: case.scenario.summary.clone(),
         level: case.scenario.level,
         state,
+        delivery: case.scenario.delivery(),
         verdict: CaseVerdict::Unsupported,
         duration_ms: 0,
         startup_ms: None,
@@ -266,6 +267,7 @@ pub(crate) fn finish(
         summary: scenario.summary.clone(),
         level: scenario.level,
         state,
+        delivery: scenario.delivery(),
         verdict: judgement.verdict,
         duration_ms: started.elapsed().as_millis() as u64,
         startup_ms: None,
@@ -541,6 +543,42 @@ pub fn write_bytes_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Resu
     Ok(())
 }
 
+/// Each case as it runs in each of its deliveries, for a controller that supports
+/// `supports`: a controller that does not declare `stream` gets only each case as its
+/// file asks, so its report gains no `unsupported` streamed runs.
+pub fn delivered(cases: &[Case], supports: &BTreeSet<String>) -> Vec<Case> {
+    let streams = supports.contains("stream");
+    let mut runs = Vec::with_capacity(cases.len() * 2);
+    for case in cases {
+        let deliveries = case.scenario.run_deliveries();
+        if let [only] = deliveries[..]
+            && only == case.scenario.delivery()
+        {
+            runs.push(case.clone());
+            continue;
+        }
+        let as_written = case.scenario.delivery();
+        let mut planned = false;
+        for delivery in deliveries.iter().copied() {
+            if streams || delivery == as_written {
+                planned = true;
+                runs.push(Case {
+                    scenario: case.scenario.delivered(delivery),
+                    source: case.source.clone(),
+                });
+            }
+        }
+        if !planned {
+            // Streamed only, for a controller that does not stream: reported unsupported.
+            runs.push(Case {
+                scenario: case.scenario.delivered(deliveries[0]),
+                source: case.source.clone(),
+            });
+        }
+    }
+    runs
+}
+
 /// The (case, state) pairs a run covers, in report order.
 pub fn plan(cases: &[Case]) -> Vec<(usize, StateMode)> {
     cases
@@ -662,13 +700,16 @@ pub async fn run_all_until(
     stop: impl Future<Output = ()>,
 ) -> Ran {
     let started = Instant::now();
-    let mut plan = plan(cases);
+    let selected = cases.len();
+    let cases = delivered(cases, &controller.supports);
+    let mut plan = plan(&cases);
     if let Some(partition) = options.partition {
         plan = plan
             .into_iter()
             .enumerate()
             .filter(|(position, (index, state))| {
-                partition.keeps(*position, &cases[*index].scenario.id, *state)
+                let scenario = &cases[*index].scenario;
+                partition.keeps(*position, &scenario.id, *state, scenario.delivery())
             })
             .map(|(_, run)| run)
             .collect();
@@ -676,7 +717,7 @@ pub async fn run_all_until(
     let jobs = options.jobs.max(1).min(plan.len().max(1));
     emit(&RunEvent::RunStarted {
         controller: controller.name.clone(),
-        cases: cases.len(),
+        cases: selected,
         runs: plan.len(),
         jobs: options.jobs,
     });
@@ -688,7 +729,7 @@ pub async fn run_all_until(
                 .map(|(slot, (index, state))| (slot, index, state))
                 .collect(),
         ));
-    let cases = Arc::new(cases.to_vec());
+    let cases = Arc::new(cases);
     let controller = Arc::new(controller.clone());
     let options = Arc::new(options.clone());
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -712,15 +753,18 @@ pub async fn run_all_until(
                 };
                 let case = &cases[index];
                 let id = case.scenario.id.clone();
+                let delivery = case.scenario.delivery();
                 let _ = sender.send(Message::Event(RunEvent::CaseStarted {
                     id: id.clone(),
                     state,
+                    delivery,
                 }));
                 let exchanges = sender.clone();
                 let observer: Observer = Arc::new(move |recorded| {
                     let _ = exchanges.send(Message::Event(RunEvent::ExchangeRecorded {
                         id: id.clone(),
                         state,
+                        delivery,
                         exchange: ExchangeNote::of(recorded),
                     }));
                 });
@@ -826,4 +870,61 @@ where
         }),
     };
     finish(&case.scenario, state, &session, None, result, started)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Delivery, catalogue};
+
+    fn supports(words: &[&str]) -> BTreeSet<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    fn runs_of(id: &str, words: &[&str]) -> Vec<Delivery> {
+        let cases = catalogue().expect("the catalogue loads");
+        let case: Vec<Case> = cases.into_iter().filter(|c| c.scenario.id == id).collect();
+        delivered(&case, &supports(words))
+            .iter()
+            .map(|c| c.scenario.delivery())
+            .collect()
+    }
+
+    #[test]
+    fn a_json_case_runs_streamed_too_for_a_controller_that_streams() {
+        let id = "authz/03-approval-granted";
+        assert_eq!(
+            runs_of(id, &["stateless", "stream"]),
+            [Delivery::Json, Delivery::Stream]
+        );
+        assert_eq!(runs_of(id, &["stateless"]), [Delivery::Json]);
+    }
+
+    #[test]
+    fn a_streamed_case_a_background_case_and_a_pinned_case_run_as_written() {
+        for words in [&["stream"][..], &[]] {
+            assert_eq!(runs_of("stream/01-single-call", words), [Delivery::Stream]);
+            assert_eq!(runs_of("background/01-polling", words), [Delivery::Json]);
+        }
+        let mut case = crate::scenario::catalogue_scenario("correlation/01-single-call");
+        case.deliveries = Some(vec![Delivery::Json]);
+        let cases = [Case {
+            scenario: case,
+            source: PathBuf::new(),
+        }];
+        assert_eq!(delivered(&cases, &supports(&["stream"])).len(), 1);
+    }
+
+    #[test]
+    fn a_streamed_run_asks_the_controller_for_a_stream() {
+        let case = crate::scenario::catalogue_scenario("budget/01-endless-tool-calls");
+        let streamed = case.delivered(Delivery::Stream);
+        assert!(streamed.task.stream);
+        assert_eq!(
+            task::task_json(&streamed, StateMode::Stateless)["stream"],
+            true
+        );
+        assert!(required_capabilities(&streamed, StateMode::Stateless).contains(&"stream"));
+        assert_eq!(streamed.script, case.script);
+    }
 }

@@ -6,14 +6,15 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::scenario::StateMode;
+use crate::scenario::{Delivery, StateMode, run_label};
 
 /// How runs are dealt out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
     /// Every N-th run of the plan, starting at the K-th.
     Slice,
-    /// The runs whose hash of `case [state]` is K-1 modulo N.
+    /// The runs whose hash of `case [state]` (`case [state, stream]` for a streamed run)
+    /// is K-1 modulo N.
     Hash,
 }
 
@@ -29,12 +30,12 @@ pub struct Partition {
 }
 
 impl Partition {
-    /// Whether the run at `position` of the plan, of case `id` in `state`, is in this
-    /// shard.
-    pub fn keeps(&self, position: usize, id: &str, state: StateMode) -> bool {
+    /// Whether the run at `position` of the plan, of case `id` in `state` with
+    /// `delivery`, is in this shard.
+    pub fn keeps(&self, position: usize, id: &str, state: StateMode, delivery: Delivery) -> bool {
         let index = match self.scheme {
             Scheme::Slice => position as u64,
-            Scheme::Hash => fnv1a(format!("{id} [{state}]").as_bytes()),
+            Scheme::Hash => fnv1a(format!("{id} [{}]", run_label(state, delivery)).as_bytes()),
         };
         index % self.total == self.shard - 1
     }
@@ -111,7 +112,7 @@ mod tests {
             for (position, (id, state)) in runs().iter().enumerate() {
                 let owners = shards
                     .iter()
-                    .filter(|p| p.keeps(position, id, *state))
+                    .filter(|p| p.keeps(position, id, *state, Delivery::Json))
                     .count();
                 assert_eq!(owners, 1, "{scheme}: {id} [{state}]");
             }
@@ -121,7 +122,7 @@ mod tests {
                     runs()
                         .iter()
                         .enumerate()
-                        .filter(|(i, (id, s))| p.keeps(*i, id, *s))
+                        .filter(|(i, (id, s))| p.keeps(*i, id, *s, Delivery::Json))
                         .count()
                 })
                 .collect();
@@ -136,8 +137,8 @@ mod tests {
     fn a_hashed_run_keeps_its_shard_whatever_its_position() {
         let p: Partition = "hash:2/4".parse().unwrap();
         assert_eq!(
-            p.keeps(0, "dispatch/01-unknown-tool", Stateless),
-            p.keeps(57, "dispatch/01-unknown-tool", Stateless)
+            p.keeps(0, "dispatch/01-unknown-tool", Stateless, Delivery::Stream),
+            p.keeps(57, "dispatch/01-unknown-tool", Stateless, Delivery::Stream)
         );
     }
 

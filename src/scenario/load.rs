@@ -179,6 +179,12 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
             "empty `states`: expected at least one state mode".to_owned(),
         );
     }
+    if scenario.deliveries.as_ref().is_some_and(Vec::is_empty) {
+        return err(
+            "deliveries",
+            "empty `deliveries`: expected `json`, `stream` or both".to_owned(),
+        );
+    }
     if !(scenario.task.input.is_string() || scenario.task.input.is_array()) {
         return err(
             "input",

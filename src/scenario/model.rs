@@ -21,7 +21,7 @@ use serde_json::Value;
 ///   Compatible additions: a scenario's `origin`; a deny rule's `after`; a stream's
 ///   `interleave`; optional budgets `task.deadline_ms`, `task.max_tool_calls`,
 ///   `task.tool_timeout_ms`, and a tool's `slow` answers (`when`, `delay_ms`,
-///   `attempts`); a stream's `done_delay_ms`.
+///   `attempts`); a stream's `done_delay_ms`; a case's `deliveries`.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -102,6 +102,65 @@ impl fmt::Display for StateMode {
     }
 }
 
+/// How a case's responses reach the controller: whole JSON bodies, or server-sent events.
+/// A case runs in every delivery its script allows, as it runs in several state modes.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Delivery {
+    /// `stream` absent or false: each response is one JSON body.
+    #[default]
+    Json,
+    /// `stream: true`: each response arrives as server-sent events.
+    Stream,
+}
+
+impl Delivery {
+    /// The lowercase word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Stream => "stream",
+        }
+    }
+
+    /// Parses the lowercase word.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "json" => Some(Self::Json),
+            "stream" => Some(Self::Stream),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Delivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a case run is named in reports: `stateless`, or `stateless, stream` for a
+/// streamed run.
+pub fn run_label(state: StateMode, delivery: Delivery) -> String {
+    match delivery {
+        Delivery::Json => state.to_string(),
+        Delivery::Stream => format!("{state}, stream"),
+    }
+}
+
 fn default_states() -> Vec<StateMode> {
     vec![StateMode::PreviousResponseId, StateMode::Stateless]
 }
@@ -130,6 +189,11 @@ pub struct Scenario {
     /// The state modes the case runs in.
     #[serde(default = "default_states")]
     pub states: Vec<StateMode>,
+    /// The deliveries the case runs in. By default a case runs with JSON responses and
+    /// again streamed, for controllers that declare `stream`; a `task.stream: true` case
+    /// runs streamed only, and a background case or a recording as it is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliveries: Option<Vec<Delivery>>,
     /// Scripted behaviour of the fixture tools, by tool name.
     #[serde(default, skip_serializing_if = "is_default")]
     pub tools: BTreeMap<String, ToolBehaviour>,
@@ -165,6 +229,41 @@ impl Scenario {
     /// The area: the part of the id before the first `/`.
     pub fn area(&self) -> &str {
         self.id.split('/').next().unwrap_or(&self.id)
+    }
+
+    /// The delivery the file asks for: `stream` when `task.stream` is set.
+    pub fn delivery(&self) -> Delivery {
+        if self.task.stream {
+            Delivery::Stream
+        } else {
+            Delivery::Json
+        }
+    }
+
+    /// The deliveries the case runs in: the file's `deliveries`, else every delivery its
+    /// script allows. A streamed case's stream is what it probes, so it runs streamed
+    /// only; a background run is polled, not streamed; a recording replays as recorded.
+    pub fn run_deliveries(&self) -> Vec<Delivery> {
+        if let Some(deliveries) = &self.deliveries {
+            return deliveries.clone();
+        }
+        let as_written = self.task.stream
+            || self.task.background
+            || self.script.iter().any(|turn| turn.recorded.is_some());
+        if as_written {
+            vec![self.delivery()]
+        } else {
+            vec![Delivery::Json, Delivery::Stream]
+        }
+    }
+
+    /// The case as run with `delivery`: the same script, served as JSON bodies or as
+    /// events, and a task that asks for that delivery.
+    pub fn delivered(&self, delivery: Delivery) -> Self {
+        let mut scenario = self.clone();
+        scenario.task.stream = delivery == Delivery::Stream;
+        scenario.deliveries = Some(vec![delivery]);
+        scenario
     }
 }
 
