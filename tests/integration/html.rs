@@ -331,9 +331,10 @@ fn merged_shards_make_a_page_without_diagrams() {
     assert!(status.success());
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("Merged from 2 shard report(s)"), "{html}");
+    // Two cases, in two state modes, each with JSON and streamed responses.
     assert_eq!(
         html.matches(r#"<details class="case""#).count(),
-        4,
+        8,
         "{html}"
     );
     assert!(html.contains("No diagram: merged JSON reports hold no transcripts."));

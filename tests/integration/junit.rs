@@ -82,14 +82,19 @@ fn the_schema_rejects_what_ci_systems_would_not_read() {
 #[test]
 fn a_passing_run_is_one_suite_per_area_and_one_case_per_state_mode() {
     let xml = junit_of(&["--filter", "correlation/0[12]*", "--filter", "terminal/09*"]);
+    // Each case in two state modes, with JSON and with streamed responses.
     assert!(
         xml.contains(
-            r#"<testsuite name="correlation" tests="4" skipped="0" errors="0" failures="0""#
+            r#"<testsuite name="correlation" tests="8" skipped="0" errors="0" failures="0""#
         ),
         "{xml}"
     );
     assert!(
-        xml.contains(r#"<testsuite name="terminal" tests="2""#),
+        xml.contains(r#"<testsuite name="terminal" tests="4""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<testcase name="terminal/09-refusal [stateless, stream]""#),
         "{xml}"
     );
     assert!(
