@@ -81,7 +81,8 @@ impl Snapshots {
             Delivery::Json => "",
             Delivery::Stream => ".stream",
         };
-        self.dir.join(format!("{id}.{}{streamed}.snap", state.as_str()))
+        self.dir
+            .join(format!("{id}.{}{streamed}.snap", state.as_str()))
     }
 
     /// Compares a judged case run with its snapshot (or writes one), and folds the

@@ -206,7 +206,7 @@ function serverError(what, answer) {
   return new Error(`loopcheck: ${what}: HTTP ${answer.status}: ${message}`);
 }
 
-/** One case in one state mode. Its string is its name, so a `'%s'` test title shows it
+/** One case in one state mode and one delivery. Its string is its name, so a `'%s'` test title shows it
  * whole (a `$name` title is quoted and cut short). */
 class CaseRun {
   constructor(fields) {
@@ -219,11 +219,12 @@ class CaseRun {
 }
 
 /**
- * The catalogue's case runs (one per case and state mode), for `test.for`.
+ * The catalogue's case runs (one per case, state mode and delivery), for `test.for`.
  *
  * `filter`: case id globs (all cases when empty). `supports`: the loop's capabilities;
  * runs needing others are kept but marked `supported: false`, and `loopcheckSession`
- * skips them, so they show as skipped rather than vanish.
+ * skips them, so they show as skipped rather than vanish. A loop that does not stream
+ * gets no streamed run of a case that also runs with JSON responses.
  */
 export async function loopcheckCases({ filter = [], supports = DEFAULT_SUPPORTS } = {}) {
   const globs = (Array.isArray(filter) ? filter : [filter]).map(globToRegExp);
@@ -233,13 +234,16 @@ export async function loopcheckCases({ filter = [], supports = DEFAULT_SUPPORTS 
   const runs = [];
   for (const entry of answer.json.cases) {
     if (globs.length > 0 && !globs.some((glob) => glob.test(entry.id))) continue;
-    for (const { state, requires } of entry.runs) {
+    const deliveries = new Set(entry.runs.map((run) => run.delivery ?? 'json'));
+    for (const { state, delivery = 'json', requires } of entry.runs) {
+      if (delivery === 'stream' && deliveries.has('json') && !capabilities.has('stream')) continue;
       const missing = requires.filter((capability) => !capabilities.has(capability));
       runs.push(
         new CaseRun({
-          name: `${entry.id} [${state}]`,
+          name: `${entry.id} [${state}${delivery === 'stream' ? ', stream' : ''}]`,
           case: entry.id,
           state,
+          delivery,
           requires,
           supported: missing.length === 0,
           missing,
@@ -272,7 +276,8 @@ function oneLine(error) {
 export function describeVerdict(verdict, options = {}) {
   const { strict = false } = options;
   const failing = new Set(strict ? ['fail', 'non-strict'] : ['fail']);
-  const lines = [`loopcheck: ${verdict.id} [${verdict.state}]: ${verdict.verdict}`];
+  const streamed = verdict.delivery === 'stream' ? ', stream' : '';
+  const lines = [`loopcheck: ${verdict.id} [${verdict.state}${streamed}]: ${verdict.verdict}`];
   // One line for the loop's error: its stack goes on the assertion's `cause`.
   if ('loopError' in options) lines.push(`  the loop threw: ${oneLine(options.loopError)}`);
   const messages = new Set();
@@ -302,6 +307,7 @@ export async function loopcheckSession(run, ctx) {
   const answer = await request('POST', `${loopcheckUrl()}/loopcheck/sessions`, {
     case: run.case,
     state: run.state,
+    delivery: run.delivery,
   });
   if (answer.status !== 201) throw serverError(`creating a session for ${run.name}`, answer);
   const created = answer.json;
@@ -313,6 +319,7 @@ export async function loopcheckSession(run, ctx) {
     id: created.id,
     case: created.case,
     state: created.state,
+    delivery: created.delivery,
     requires: created.requires,
     baseUrl: created.base_url,
     toolsUrl: created.tools_url,

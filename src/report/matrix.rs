@@ -114,11 +114,9 @@ impl<'a> Matrix<'a> {
 
     /// Each column's report of `run`, if it has one.
     fn cells(&self, run: &CaseReport) -> impl Iterator<Item = Option<&'a CaseReport>> {
-        self.columns.iter().map(move |(_, reports)| {
-            reports
-                .iter()
-                .find(|r| CaseReport::order(r, run).is_eq())
-        })
+        self.columns
+            .iter()
+            .map(move |(_, reports)| reports.iter().find(|r| CaseReport::order(r, run).is_eq()))
     }
 
     fn rows(&self) -> Vec<(String, Vec<&'static str>)> {
@@ -238,7 +236,9 @@ impl<'a> Matrix<'a> {
                     let ids: Vec<&str> = cell
                         .into_iter()
                         .flat_map(|r| &r.checks)
-                        .filter(|c| matches!(c.verdict, CheckVerdict::Fail | CheckVerdict::NonStrict))
+                        .filter(|c| {
+                            matches!(c.verdict, CheckVerdict::Fail | CheckVerdict::NonStrict)
+                        })
                         .map(|c| c.id.as_str())
                         .collect();
                     if !ids.is_empty() {

@@ -21,7 +21,7 @@ use registry::Admission;
 pub use registry::{Limits, Registry, SessionError};
 
 use crate::runner::{self, ControllerEnv, task};
-use crate::scenario::{Case, StateMode};
+use crate::scenario::{Case, Delivery, StateMode};
 use crate::server::http::{self, DropConnection, ReplyStream, RunningServer};
 use crate::server::{EngineReply, EngineRequest, HttpLimits, ReplyBody};
 use crate::transcript::{ControllerResult, Unfinished};
@@ -231,12 +231,16 @@ impl Front {
             .map(|case| {
                 let scenario = &case.scenario;
                 let runs: Vec<Value> = scenario
-                    .states
-                    .iter()
-                    .map(|state| {
-                        json!({
-                            "state": state.as_str(),
-                            "requires": runner::required_capabilities(scenario, *state),
+                    .run_deliveries()
+                    .into_iter()
+                    .flat_map(|delivery| {
+                        let delivered = scenario.delivered(delivery);
+                        scenario.states.iter().map(move |state| {
+                            json!({
+                                "state": state.as_str(),
+                                "delivery": delivery.as_str(),
+                                "requires": runner::required_capabilities(&delivered, *state),
+                            })
                         })
                     })
                     .collect();
@@ -290,6 +294,31 @@ impl Front {
                 }
             },
         };
+        let deliveries = case.scenario.run_deliveries();
+        let delivery = match request.get("delivery") {
+            None | Some(Value::Null) => deliveries[0],
+            Some(word) => match word.as_str().and_then(Delivery::parse) {
+                Some(delivery) if deliveries.contains(&delivery) => delivery,
+                _ => {
+                    let words: Vec<&str> = deliveries.iter().map(|d| d.as_str()).collect();
+                    return error(
+                        400,
+                        format!(
+                            "case `{id}` runs in delivery {}; got {word}",
+                            words.join(", ")
+                        ),
+                    );
+                }
+            },
+        };
+        let case = if deliveries == [delivery] {
+            case.clone()
+        } else {
+            Arc::new(Case {
+                scenario: case.scenario.delivered(delivery),
+                source: case.source.clone(),
+            })
+        };
         let seed = match request.get("seed") {
             None | Some(Value::Null) => None,
             Some(seed) => match seed.as_u64() {
@@ -324,6 +353,7 @@ impl Front {
                 "token": created.token,
                 "case": id,
                 "state": state.as_str(),
+                "delivery": delivery.as_str(),
                 "requires": runner::required_capabilities(&case.scenario, state),
                 "base_url": base_url,
                 "tools_url": tools_url,

@@ -419,3 +419,73 @@ async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
         waited += Duration::from_millis(50);
     }
 }
+
+#[tokio::test]
+async fn a_case_is_served_streamed_when_a_session_asks_for_its_stream_delivery() {
+    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
+        .await
+        .expect("serve");
+    let client = reqwest::Client::new();
+    let listed: Value = client
+        .get(format!("{}/loopcheck/cases", server.url()))
+        .send()
+        .await
+        .expect("cases")
+        .json()
+        .await
+        .expect("JSON");
+    let runs = |id: &str| -> Vec<(String, String)> {
+        let case = listed["cases"]
+            .as_array()
+            .and_then(|cases| cases.iter().find(|c| c["id"] == id))
+            .unwrap_or_else(|| panic!("no {id} in {listed}"));
+        case["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|r| {
+                (
+                    field(r, "state").to_owned(),
+                    field(r, "delivery").to_owned(),
+                )
+            })
+            .collect()
+    };
+    let both = runs("correlation/01-single-call");
+    assert_eq!(both.len(), 4, "{both:?}");
+    assert!(both.contains(&("stateless".to_owned(), "stream".to_owned())));
+    assert_eq!(
+        runs("stream/01-single-call").len(),
+        2,
+        "a streaming case runs streamed only"
+    );
+
+    let create = |body: Value| {
+        let request = client
+            .post(format!("{}/loopcheck/sessions", server.url()))
+            .json(&body);
+        async move {
+            let answer = request.send().await.expect("create");
+            (answer.status(), answer.json::<Value>().await.expect("JSON"))
+        }
+    };
+    let (status, streamed) =
+        create(json!({"case": "correlation/01-single-call", "delivery": "stream"})).await;
+    assert_eq!(status, 201, "{streamed}");
+    assert_eq!(streamed["delivery"], "stream");
+    assert_eq!(streamed["task"]["stream"], true);
+    assert!(streamed["requires"].to_string().contains("stream"));
+    let (_, plain) = create(json!({"case": "correlation/01-single-call"})).await;
+    assert_eq!(
+        (&plain["delivery"], &plain["task"]["stream"]),
+        (&json!("json"), &json!(false))
+    );
+    let (status, refused) =
+        create(json!({"case": "stream/01-single-call", "delivery": "json"})).await;
+    assert_eq!(status, 400);
+    assert!(
+        refused.to_string().contains("runs in delivery stream"),
+        "{refused}"
+    );
+    server.shutdown().await;
+}

@@ -85,13 +85,13 @@ def pytest_generate_tests(metafunc):
         runs = [run for run in runs if run[1] in states]
     params = [
         pytest.param(
-            (case, state),
-            id=f"{case}:{state}",
+            (case, state, delivery),
+            id=f"{case}:{state}" + (":stream" if delivery == "stream" else ""),
             marks=[pytest.mark.skip(reason=f"the loop does not support: {', '.join(missing)}")]
             if missing
             else [],
         )
-        for case, state, missing in runs
+        for case, state, delivery, missing in runs
     ]
     if not params:
         params = [
@@ -108,8 +108,8 @@ def pytest_generate_tests(metafunc):
 def loopcheck_session(request):
     """A fresh session of this test's case run: `base_url`, `api_key`, `tools_url`,
     `task`, `env`, and `assert_conforms(result)`."""
-    case, state = request.param
-    session = _server(request.config).session(case, state)
+    case, state, delivery = request.param
+    session = _server(request.config).session(case, state, delivery=delivery)
     yield session
     session.close()
 

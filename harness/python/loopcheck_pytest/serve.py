@@ -125,21 +125,29 @@ class Serve:
 
     def runs(self, filters=(), supports=DEFAULT_SUPPORTS):
         """The case runs whose id matches one of `filters` (globs; none: every case), each
-        as (case id, state, missing capabilities)."""
+        as (case id, state, delivery, missing capabilities). A loop that does not stream
+        gets no streamed run of a case that also runs with JSON responses."""
         selected = []
         for case in self.cases():
             if filters and not any(fnmatch.fnmatchcase(case["id"], f) for f in filters):
                 continue
+            deliveries = {run.get("delivery", "json") for run in case["runs"]}
             for run in case["runs"]:
+                delivery = run.get("delivery", "json")
+                if delivery == "stream" and "json" in deliveries and "stream" not in supports:
+                    continue
                 missing = [word for word in run["requires"] if word not in supports]
-                selected.append((case["id"], run["state"], missing))
+                selected.append((case["id"], run["state"], delivery, missing))
         return selected
 
-    def session(self, case, state=None, seed=None):
-        """A new session of `case` in `state` (default: the case's first state mode)."""
+    def session(self, case, state=None, seed=None, delivery=None):
+        """A new session of `case` in `state` (default: the case's first state mode),
+        with `delivery` "json" or "stream" (default: the case's first delivery)."""
         body = {"case": case}
         if state is not None:
             body["state"] = state
+        if delivery is not None:
+            body["delivery"] = delivery
         if seed is not None:
             body["seed"] = seed
         status, answer = request("POST", f"{self.url}/loopcheck/sessions", body)
