@@ -307,6 +307,11 @@ fn parse_state(word: &str) -> Result<crate::scenario::StateMode, String> {
     })
 }
 
+fn parse_delivery(word: &str) -> Result<crate::scenario::Delivery, String> {
+    crate::scenario::Delivery::parse(word)
+        .ok_or_else(|| format!("unknown delivery '{word}': expected json or stream"))
+}
+
 #[derive(Debug, Args)]
 struct ListArgs {
     /// List the checks (id, level, rule) instead of the cases.
@@ -368,6 +373,9 @@ struct TaskArgs {
     /// The state mode (default: the case's first).
     #[arg(long, value_parser = parse_state)]
     state: Option<scenario::StateMode>,
+    /// The delivery, `json` or `stream` (default: the case's first).
+    #[arg(long, value_parser = parse_delivery)]
+    delivery: Option<scenario::Delivery>,
     /// Print only the task file's JSON (to save as $LOOPCHECK_TASK).
     #[arg(long)]
     json: bool,
@@ -883,12 +891,25 @@ fn task(args: TaskArgs) -> u8 {
             .copied()
             .unwrap_or(scenario::StateMode::PreviousResponseId),
     };
+    let deliveries = case.scenario.run_deliveries();
+    let scenario = match args.delivery {
+        None => case.scenario.delivered(deliveries[0]),
+        Some(delivery) if deliveries.contains(&delivery) => case.scenario.delivered(delivery),
+        Some(delivery) => {
+            let runs: Vec<&str> = deliveries.iter().map(|d| d.as_str()).collect();
+            return usage_error(format!(
+                "{} does not run in delivery {delivery}: it runs in {}",
+                args.case,
+                runs.join(", ")
+            ));
+        }
+    };
     let text = if args.json {
-        serde_json::to_string_pretty(&runner::task::task_json(&case.scenario, state))
+        serde_json::to_string_pretty(&runner::task::task_json(&scenario, state))
             .unwrap_or_default()
             + "\n"
     } else {
-        scenario::preview::preview(&case.scenario, state)
+        scenario::preview::preview(&scenario, state)
     };
     print_listing(&text)
 }
