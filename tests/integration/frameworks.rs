@@ -26,13 +26,23 @@ fn installed() -> PathBuf {
     }
 }
 
-/// (verdict, failing checks) per case run of `report` rows.
+/// (verdict, failing checks) per case run of `report` rows, named by case, state mode
+/// and delivery (a row without one is a JSON run, as reports before deliveries were).
 fn verdicts(rows: impl Iterator<Item = (String, String, Value)>) -> Vec<(String, Value)> {
     let mut runs: Vec<(String, Value)> = rows
         .map(|(id, state, value)| (format!("{id} [{state}]"), value))
         .collect();
     runs.sort_by(|a, b| a.0.cmp(&b.0));
     runs
+}
+
+/// `stateless`, or `stateless, stream` for a streamed run.
+fn run_label(row: &Value) -> String {
+    let state = row["state"].as_str().unwrap_or_default();
+    match row["delivery"].as_str() {
+        Some("stream") => format!("{state}, stream"),
+        _ => state.to_owned(),
+    }
 }
 
 #[test]
@@ -82,7 +92,7 @@ fn a_framework_gets_the_verdicts_the_matrix_publishes() {
             .collect();
         (
             case["id"].as_str().unwrap_or_default().to_owned(),
-            case["state"].as_str().unwrap_or_default().to_owned(),
+            run_label(case),
             serde_json::json!({"verdict": case["verdict"], "failing": failing}),
         )
     }));
@@ -101,7 +111,7 @@ fn a_framework_gets_the_verdicts_the_matrix_publishes() {
                 let failing = row["failing"][FRAMEWORK].clone();
                 (
                     row["id"].as_str().unwrap_or_default().to_owned(),
-                    row["state"].as_str().unwrap_or_default().to_owned(),
+                    run_label(row),
                     serde_json::json!({
                         "verdict": row["verdicts"][FRAMEWORK],
                         "failing": if failing.is_null() { serde_json::json!([]) } else { failing },
