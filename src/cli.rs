@@ -320,6 +320,12 @@ struct ListArgs {
     /// List the catalogue's areas with their case counts instead of the cases.
     #[arg(long, conflicts_with = "checks")]
     areas: bool,
+    /// List the tool loop's rules with their checks, cases, mutants and status.
+    #[arg(long, conflicts_with_all = ["checks", "areas"])]
+    rules: bool,
+    /// The mutants' folder `--rules` reads (covered or partial).
+    #[arg(long, value_name = "DIR", requires = "rules", default_value = crate::rules::MUTANTS_DIR)]
+    mutants: PathBuf,
     /// Print a JSON array instead of a table.
     #[arg(long, conflicts_with = "markdown")]
     json: bool,
@@ -978,7 +984,38 @@ fn list(args: ListArgs) -> u8 {
     if args.areas {
         return print_listing(&list_areas(&args, &cases));
     }
+    if args.rules {
+        return match list_rules(&args, &cases) {
+            Ok(text) => print_listing(&text),
+            Err(err) => usage_error(err),
+        };
+    }
     print_listing(&list_cases(&args, &cases))
+}
+
+/// The rule-coverage table; an error when the registry names a check or a case that does
+/// not exist, or the mutants cannot be read.
+fn list_rules(args: &ListArgs, cases: &[scenario::Case]) -> Result<String, String> {
+    use crate::rules;
+    let registry = rules::registry()?;
+    let case_ids: Vec<String> = cases.iter().map(|c| c.scenario.id.clone()).collect();
+    let problems = rules::problems(&registry, &case_ids);
+    if !problems.is_empty() {
+        return Err(format!(
+            "{} is stale:\n  {}",
+            rules::REGISTRY_PATH,
+            problems.join("\n  ")
+        ));
+    }
+    let mutants = rules::read_mutants(&args.mutants)?;
+    let table = rules::coverage(&registry, &case_ids, &mutants)?;
+    Ok(if args.markdown {
+        rules::markdown(&table, &registry)
+    } else if args.json {
+        serde_json::to_string_pretty(&rules::json(&table)).unwrap_or_default() + "\n"
+    } else {
+        rules::text(&table)
+    })
 }
 
 /// Writes a listing to standard output; a closed pipe (`loopcheck list | head`) ends the

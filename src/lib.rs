@@ -17,6 +17,7 @@ pub mod oracle;
 pub mod record;
 pub mod redact;
 pub mod report;
+pub mod rules;
 pub mod runner;
 pub mod scenario;
 mod secret;

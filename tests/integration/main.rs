@@ -21,6 +21,7 @@ mod properties;
 mod pytest_plugin;
 mod record;
 mod reliability;
+mod rules;
 mod scenario_errors;
 mod schema;
 mod sdk_node;
