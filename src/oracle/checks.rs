@@ -60,7 +60,7 @@ checks! {
     REASONING_ITEMS_UNALTERED = "reasoning/items-unaltered", Must,
         "(stateless) replay the model's calls and messages as it produced them: a call's name and arguments, a message's text";
     STATE_CONFIG_RESENT = "state/config-resent", Must,
-        "send the task's model and exact tool set on every request, each definition meaning what the task's does (description, `strict`, `allowed_callers`, parameters; an omitted `strict` is true), and give the model the task's instructions on every request: as `instructions`, or as a system or developer message in the context the request carries (its input plus what its chain or conversation holds)";
+        "send the task's model and exact tool set on every request (the tools the model may call: the definitions, narrowed by `tool_choice.allowed_tools` when sent), each definition meaning what the task's does (description, `strict`, `allowed_callers`, parameters; an omitted `strict` is true), and give the model the task's instructions on every request: as `instructions`, or as a system or developer message in the context the request carries (its input plus what its chain or conversation holds)";
     STATE_CHAINED = "state/chained", Must,
         "(previous_response_id) chain to the latest response";
     STATE_NO_RESEND = "state/no-resend", Should,

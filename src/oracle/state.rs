@@ -70,15 +70,36 @@ fn config_resent(f: &Facts) -> CheckResult {
                 missing.join(", ")
             ));
         }
+        // What the model may call: the definitions, narrowed by `allowed_tools` when the
+        // request restricts them that way; a definition outside it is offered to no one.
+        let allowed = allowed_tools(&request.body);
+        let callable = |key: &str| allowed.as_ref().is_none_or(|allowed| allowed.contains(key));
+        let restricted_by = if allowed.is_some() {
+            " (allowed by `tool_choice.allowed_tools`)"
+        } else {
+            ""
+        };
         let extra: BTreeSet<String> = sent
             .iter()
             .map(|tool| tool_key(tool))
+            .filter(|key| callable(key))
             .filter(|key| !expected.iter().any(|want| &tool_key(want) == key))
             .collect();
         if !extra.is_empty() {
             problems.push(format!(
-                "{label} offers the model tool(s) the task does not: {} (the task's tools are the whole registry)",
+                "{label} offers the model tool(s) the task does not: {}{restricted_by} (the task's tools are the whole registry)",
                 extra.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let withheld: Vec<String> = expected
+            .iter()
+            .map(tool_key)
+            .filter(|key| !missing.contains(key) && !callable(key))
+            .collect();
+        if !withheld.is_empty() {
+            problems.push(format!(
+                "{label} sends the tool(s) {} but leaves them out of `tool_choice.allowed_tools`, so the model cannot call them: every request must let the model call the task's tools",
+                withheld.join(", ")
             ));
         }
         for tool in &sent {
@@ -142,6 +163,25 @@ fn task_tools(f: &Facts) -> Vec<Value> {
             ToolRef::Inline(definition) => definition.clone(),
         })
         .collect()
+}
+
+/// The tools a request's `tool_choice` of type `allowed_tools` lets the model call (by
+/// [`tool_key`]), whatever its `mode`; `None` when `tool_choice` does not restrict the
+/// tool list that way (the API reference, "Allowed tools").
+fn allowed_tools(body: &Value) -> Option<BTreeSet<String>> {
+    let choice = body.get("tool_choice")?;
+    if choice.get("type").and_then(Value::as_str) != Some("allowed_tools") {
+        return None;
+    }
+    Some(
+        choice
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(tool_key)
+            .collect(),
+    )
 }
 
 /// What identifies a tool in a request: a function's name, a hosted tool's type (a
@@ -765,6 +805,85 @@ mod tests {
             &judgement,
             "state/config-resent",
             "request 1 does not send the tool(s) programmatic_tool_calling",
+        );
+    }
+
+    /// Plays `TOOLS` correctly except that `change` rewrites every request body.
+    fn bodies_changed(state: StateMode, change: impl Fn(&mut serde_json::Value)) -> Judgement {
+        let run = Run::case(TOOLS, state);
+        let mut body = run.first_body();
+        loop {
+            change(&mut body);
+            let response = run.create(&body);
+            // The fake takes every `tool_choice` the API takes, and echoes it.
+            assert_eq!(response["status"], "completed", "{response}");
+            assert_eq!(response["tool_choice"], body["tool_choice"]);
+            if calls(&response).is_empty() {
+                return run.judge_completed();
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+        }
+    }
+
+    /// Adds a tool of the controller's own beside the task's and restricts the model to
+    /// the tools `allowed` names.
+    fn restricted_to(body: &mut serde_json::Value, allowed: &[&str]) {
+        let tools = body["tools"].as_array_mut().unwrap();
+        if !tools.iter().any(|t| t["name"] == "debug_dump") {
+            tools.push(json!({
+                "type": "function",
+                "name": "debug_dump",
+                "description": "Dump the agent's state.",
+                "parameters": {"type": "object", "properties": {}, "additionalProperties": false},
+                "strict": true
+            }));
+        }
+        let allowed: Vec<_> = allowed
+            .iter()
+            .map(|name| match *name {
+                "programmatic_tool_calling" => json!({"type": name}),
+                _ => json!({"type": "function", "name": name}),
+            })
+            .collect();
+        body["tool_choice"] = json!({"type": "allowed_tools", "mode": "auto", "tools": allowed});
+    }
+
+    const TASK_TOOLS: [&str; 3] = [
+        "find_flights",
+        "get_fare_rules",
+        "programmatic_tool_calling",
+    ];
+
+    #[test]
+    fn config_resent_passes_extra_tools_the_model_is_not_allowed_to_call() {
+        for state in [PreviousResponseId, Stateless] {
+            let judgement = bodies_changed(state, |body| restricted_to(body, &TASK_TOOLS));
+            assert_passes(&judgement, "state/config-resent");
+        }
+    }
+
+    #[test]
+    fn config_resent_fails_allowed_tools_that_let_the_model_call_another_tool() {
+        let mut allowed = TASK_TOOLS.to_vec();
+        allowed.push("debug_dump");
+        let judgement = bodies_changed(Stateless, |body| restricted_to(body, &allowed));
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "request 1 offers the model tool(s) the task does not: debug_dump (allowed by `tool_choice.allowed_tools`)",
+        );
+    }
+
+    #[test]
+    fn config_resent_fails_allowed_tools_that_withhold_a_task_tool() {
+        let judgement = bodies_changed(PreviousResponseId, |body| {
+            restricted_to(body, &["find_flights", "programmatic_tool_calling"])
+        });
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "request 1 sends the tool(s) get_fare_rules but leaves them out of `tool_choice.allowed_tools`, so the model cannot call them",
         );
     }
 
