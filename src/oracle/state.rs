@@ -1,4 +1,4 @@
-//! `state`: chaining with `previous_response_id`, stateless requests, and the per-request
+//! `state`: chaining with `previous_response_id`, stateless and replayed requests, and the per-request
 //! configuration (instructions and tools are never inherited).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +27,12 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         StateMode::Stateless => {
             out.push(store_false(f));
             out.push(include_encrypted(f));
+            if f.requests.len() > 1 {
+                out.push(input_replayed(f));
+            }
+        }
+        // Storage is left on: `store: false` and `include` are not asked, the history is.
+        StateMode::Replay => {
             if f.requests.len() > 1 {
                 out.push(input_replayed(f));
             }
@@ -505,7 +511,7 @@ fn user_text(item: &Value) -> Option<String> {
     }
 }
 
-/// Stateless: every request carries the task's own input again; without it the model
+/// Stateless and replay: every request carries the task's own input again; without it the model
 /// answers a conversation that never asked anything.
 fn input_replayed(f: &Facts) -> CheckResult {
     let task_input = match &f.scenario.task.input {
@@ -522,9 +528,10 @@ fn input_replayed(f: &Facts) -> CheckResult {
             .collect();
         for text in expected.iter().filter(|t| !sent.contains(t)) {
             problems.push(format!(
-                "{} does not replay the task's user input {:?}: in stateless mode every request carries the whole conversation",
+                "{} does not replay the task's user input {:?}: in {} mode every request carries the whole conversation",
                 Facts::request_label(position),
-                crate::transcript::clip(text, 60)
+                crate::transcript::clip(text, 60),
+                f.state
             ));
         }
     }
@@ -537,7 +544,7 @@ mod tests {
 
     use crate::oracle::Judgement;
     use crate::oracle::test_support::*;
-    use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Stateless};
+    use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Replay, Stateless};
 
     const CASE: &str = "state/01-instructions-every-request";
 
@@ -962,6 +969,41 @@ mod tests {
             &judgement,
             "state/include-encrypted",
             "request 1 does not ask for",
+        );
+    }
+
+    #[test]
+    fn replay_mode_asks_for_the_history_but_not_for_storage_off() {
+        let run = Run::case(CASE, Replay);
+        assert!(run.first_body().get("store").is_none());
+        run.correct();
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, "state/config-resent");
+        assert_passes(&judgement, "state/input-replayed");
+        for id in [
+            "state/store-false",
+            "state/include-encrypted",
+            "state/chained",
+            "state/no-resend",
+        ] {
+            assert_not_judged(&judgement, id);
+        }
+
+        let judgement = run_with(Replay, |body| {
+            let input: Vec<_> = body["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|item| item["role"] != "user")
+                .cloned()
+                .collect();
+            body["input"] = json!(input);
+        })
+        .judge_completed();
+        assert_fails(
+            &judgement,
+            "state/input-replayed",
+            "in replay mode every request carries the whole conversation",
         );
     }
 
