@@ -36,6 +36,7 @@ pub const CAPABILITIES: &[&str] = &[
     "previous_response_id",
     "stateless",
     "conversation",
+    "replay",
     "stream",
     "background",
     "programmatic",
@@ -79,12 +80,18 @@ impl Controller {
     }
 
     /// The built-in Rust reference controller: `loopcheck reference-controller` of the
-    /// executable `exe`, which supports everything. It runs in persistent mode (a worker
-    /// per job): a process per case spent more on starting than on most cases.
+    /// executable `exe`, which supports everything but the `replay` state mode (a
+    /// stateless loop with storage left on, which it has no reason to be). It runs in
+    /// persistent mode (a worker per job): a process per case spent more on starting than
+    /// on most cases.
     pub fn reference(name: &str, exe: PathBuf) -> Self {
         // Single-quoted for `sh`.
         let quoted = format!("'{}'", exe.to_string_lossy().replace('\'', r"'\''"));
-        let supports = CAPABILITIES.iter().map(|c| c.to_string()).collect();
+        let supports = CAPABILITIES
+            .iter()
+            .filter(|c| **c != "replay")
+            .map(|c| c.to_string())
+            .collect();
         Self {
             direct: Some(Direct {
                 program: exe,
