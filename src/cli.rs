@@ -881,7 +881,7 @@ fn task(args: TaskArgs) -> u8 {
         };
         return usage_error(format!("no case '{}' in the catalogue: {hint}", args.case));
     };
-    let states = &case.scenario.states;
+    let states = &case.scenario.run_states();
     let state = match args.state {
         Some(state) if states.contains(&state) => state,
         Some(state) => {
@@ -911,8 +911,7 @@ fn task(args: TaskArgs) -> u8 {
         }
     };
     let text = if args.json {
-        serde_json::to_string_pretty(&runner::task::task_json(&scenario, state))
-            .unwrap_or_default()
+        serde_json::to_string_pretty(&runner::task::task_json(&scenario, state)).unwrap_or_default()
             + "\n"
     } else {
         scenario::preview::preview(&scenario, state)

@@ -225,12 +225,12 @@ impl LoopcheckFake {
     /// The fake for `scenario` in `state`, serving what wiremock cannot do faithfully as
     /// best it can; every verdict's `detail` then names the approximations.
     pub fn approximating(scenario: Scenario, state: StateMode) -> Result<Self, FakeError> {
-        if !scenario.states.contains(&state) {
+        let states = scenario.run_states();
+        if !states.contains(&state) {
             return Err(FakeError::StateNotCovered {
                 case: scenario.id.clone(),
                 state: state.as_str(),
-                listed: scenario
-                    .states
+                listed: states
                     .iter()
                     .map(|s| s.as_str())
                     .collect::<Vec<_>>()

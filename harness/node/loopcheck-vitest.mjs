@@ -224,7 +224,8 @@ class CaseRun {
  * `filter`: case id globs (all cases when empty). `supports`: the loop's capabilities;
  * runs needing others are kept but marked `supported: false`, and `loopcheckSession`
  * skips them, so they show as skipped rather than vanish. A loop that does not stream
- * gets no streamed run of a case that also runs with JSON responses.
+ * gets no streamed run of a case that also runs with JSON responses, and a loop that does
+ * not declare `replay` no replay run.
  */
 export async function loopcheckCases({ filter = [], supports = DEFAULT_SUPPORTS } = {}) {
   const globs = (Array.isArray(filter) ? filter : [filter]).map(globToRegExp);
@@ -237,6 +238,7 @@ export async function loopcheckCases({ filter = [], supports = DEFAULT_SUPPORTS 
     const deliveries = new Set(entry.runs.map((run) => run.delivery ?? 'json'));
     for (const { state, delivery = 'json', requires } of entry.runs) {
       if (delivery === 'stream' && deliveries.has('json') && !capabilities.has('stream')) continue;
+      if (state === 'replay' && !capabilities.has('replay')) continue;
       const missing = requires.filter((capability) => !capabilities.has(capability));
       runs.push(
         new CaseRun({

@@ -52,15 +52,15 @@ checks! {
     CALL_ID_RESULT_MATCHES = "call-id/result-matches", Must,
         "send each call the backend's result for that very call (as it is, or in a one-level envelope such as `{\"result\": ...}`), and no other call's";
     REASONING_REPLAYED = "reasoning/replayed", Must,
-        "(stateless) replay every reasoning item with its `encrypted_content` intact";
+        "(stateless, replay) replay every reasoning item with its `encrypted_content` intact (in replay, its stored id is enough)";
     REASONING_ITEMS_IN_ORDER = "reasoning/items-in-order", Must,
-        "(stateless) replay every prior output item, in order, reasoning right before its item";
+        "(stateless, replay) replay every prior output item, in order, reasoning right before its item";
     REASONING_INPUT_SHAPE = "reasoning/input-shape", Must,
-        "(stateless) send no output-only fields (`status` on reasoning, even as null)";
+        "(stateless, replay) send no output-only fields (`status` on reasoning, even as null)";
     REASONING_ITEMS_UNALTERED = "reasoning/items-unaltered", Must,
-        "(stateless) replay the model's calls and messages as it produced them: a call's name and arguments, a message's text";
+        "(stateless, replay) replay the model's calls and messages as it produced them: a call's name and arguments, a message's text";
     STATE_CONFIG_RESENT = "state/config-resent", Must,
-        "send the task's model and exact tool set on every request, each definition meaning what the task's does (description, `strict`, `allowed_callers`, parameters; an omitted `strict` is true), and give the model the task's instructions on every request: as `instructions`, or as a system or developer message in the context the request carries (its input plus what its chain or conversation holds)";
+        "send the task's model and exact tool set on every request (the tools the model may call: the definitions, narrowed by `tool_choice.allowed_tools` when sent), each definition meaning what the task's does (description, `strict`, `allowed_callers`, parameters; an omitted `strict` is true), and give the model the task's instructions on every request: as `instructions`, or as a system or developer message in the context the request carries (its input plus what its chain or conversation holds)";
     STATE_CHAINED = "state/chained", Must,
         "(previous_response_id) chain to the latest response";
     STATE_NO_RESEND = "state/no-resend", Should,
@@ -70,7 +70,7 @@ checks! {
     STATE_INCLUDE_ENCRYPTED = "state/include-encrypted", Should,
         "(stateless) ask for `reasoning.encrypted_content`";
     STATE_INPUT_REPLAYED = "state/input-replayed", Must,
-        "(stateless) replay the task's own input on every request";
+        "(stateless, replay) replay the task's own input on every request";
     DISPATCH_REGISTERED_ONLY = "dispatch/registered-only", Must,
         "never execute a tool outside the task's registry";
     DISPATCH_ARGUMENTS_PARSED = "dispatch/arguments-parsed", Must,
@@ -144,7 +144,7 @@ checks! {
     PROGRAM_CALLER_ECHOED = "program/caller-echoed", Must,
         "answer a program-owned call with its `caller` unchanged";
     PROGRAM_REPLAYED = "program/replayed", Must,
-        "(stateless) replay `program` items verbatim, fingerprint included";
+        "(stateless, replay) replay `program` items verbatim, fingerprint included";
     PROGRAM_CONTINUED = "program/continued", Must,
         "go on past `program_output` to the model's final message";
     STATE_CONVERSATION = "state/conversation", Must,

@@ -63,7 +63,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         ));
     }
 
-    if f.state == StateMode::Stateless {
+    if matches!(f.state, StateMode::Stateless | StateMode::Replay) {
         let mut problems = Vec::new();
         let mut count = 0;
         for (position, request) in f.requests.iter().enumerate() {
@@ -76,9 +76,10 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 let id = item_id(program).unwrap_or_default();
                 match input.iter().find(|i| item_type(i) == "program" && i.get("call_id") == program.get("call_id")) {
                     None => problems.push(format!(
-                        "{} does not replay program {id} from {}: in stateless mode the program item travels with its calls",
+                        "{} does not replay program {id} from {}: in {} mode the program item travels with its calls",
                         Facts::request_label(position),
-                        f.response_label(*served)
+                        f.response_label(*served),
+                        f.state
                     )),
                     Some(sent) if sent.get("fingerprint") != program.get("fingerprint") || sent.get("code") != program.get("code") => {
                         problems.push(format!(

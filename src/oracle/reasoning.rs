@@ -1,5 +1,6 @@
-//! `reasoning`: in stateless mode, every prior output item replayed verbatim and in order,
-//! reasoning items with their `encrypted_content` and right before the item they produced.
+//! `reasoning`: in stateless and replay mode, every prior output item replayed verbatim and
+//! in order, reasoning items right before the item they produced; stateless, with their
+//! `encrypted_content` (replay mode stores them, so their id is enough).
 //! Judged from what the controller sent, not from what the server rejected: stripping
 //! `fc_` ids and dropping reasoning passes the real API silently, yet loses the model's
 //! reasoning.
@@ -14,9 +15,10 @@ use crate::tools::json_equal;
 use crate::wire::replay::{is_replay_of, may_follow, message_text, same_content};
 use crate::wire::request::{call_id, item_id, item_type};
 
-/// The `reasoning` checks (stateless mode only; the server carries reasoning otherwise).
+/// The `reasoning` checks (stateless and replay mode only; the server carries reasoning
+/// otherwise).
 pub fn check(f: &Facts) -> Vec<CheckResult> {
-    if f.state != StateMode::Stateless {
+    if !matches!(f.state, StateMode::Stateless | StateMode::Replay) {
         return Vec::new();
     }
     let replays: Vec<(usize, Vec<Value>)> = (1..f.requests.len())
@@ -70,9 +72,12 @@ fn replayed<'p>(
             let from = f.response_label(served);
             match input.iter().find(|i| item_type(i) == "reasoning" && item_id(i) == Some(id)) {
                 None => problems.push(format!(
-                    "{label} does not replay reasoning item {id} from {from}: in stateless mode every reasoning item must be sent back"
+                    "{label} does not replay reasoning item {id} from {from}: in {} mode every reasoning item must be sent back",
+                    f.state
                 )),
                 Some(sent) => match sent.get("encrypted_content").and_then(Value::as_str) {
+                    // A stored reasoning item is found by its id.
+                    None if f.state == StateMode::Replay => {}
                     None => problems.push(format!(
                         "{label} replays reasoning item {id} without its encrypted_content: expected it verbatim"
                     )),
@@ -86,7 +91,12 @@ fn replayed<'p>(
     }
     checks::REASONING_REPLAYED.judge(
         problems,
-        format!("{count} reasoning replay(s), each with its encrypted_content intact"),
+        match f.state {
+            StateMode::Replay => format!(
+                "{count} reasoning replay(s), each by its stored id or with its encrypted_content intact"
+            ),
+            _ => format!("{count} reasoning replay(s), each with its encrypted_content intact"),
+        },
     )
 }
 
@@ -275,7 +285,7 @@ mod tests {
 
     use crate::oracle::Judgement;
     use crate::oracle::test_support::*;
-    use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Stateless};
+    use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Replay, Stateless};
 
     const RETENTION: &str = "reasoning/01-encrypted-retention";
     const TWO_PAIRS: &str = "reasoning/02-two-reasoning-items-one-turn";
@@ -392,6 +402,36 @@ expect: {outcome: completed}
         for id in ALL {
             assert_not_judged(&judgement, id);
         }
+    }
+
+    #[test]
+    fn replay_mode_takes_stored_reasoning_by_id_and_still_needs_every_item() {
+        for case in [RETENTION, TWO_PAIRS, MIXED] {
+            let judgement = replay_with(
+                case,
+                Replay,
+                each("reasoning", |item| {
+                    item.as_object_mut().unwrap().remove("encrypted_content");
+                }),
+            );
+            assert_passes(&judgement, "wire/accepted");
+            for id in ALL {
+                assert_passes(&judgement, id);
+            }
+        }
+        let judgement = replay_with(RETENTION, Replay, |input| {
+            input.retain(|item| item["type"] != "reasoning")
+        });
+        assert_fails(
+            &judgement,
+            "reasoning/replayed",
+            "does not replay reasoning item rs_",
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/replayed",
+            "in replay mode every reasoning item must be sent back",
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `state`: chaining with `previous_response_id`, stateless requests, and the per-request
+//! `state`: chaining with `previous_response_id`, stateless and replayed requests, and the per-request
 //! configuration (instructions and tools are never inherited).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +27,12 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         StateMode::Stateless => {
             out.push(store_false(f));
             out.push(include_encrypted(f));
+            if f.requests.len() > 1 {
+                out.push(input_replayed(f));
+            }
+        }
+        // Storage is left on: `store: false` and `include` are not asked, the history is.
+        StateMode::Replay => {
             if f.requests.len() > 1 {
                 out.push(input_replayed(f));
             }
@@ -70,15 +76,36 @@ fn config_resent(f: &Facts) -> CheckResult {
                 missing.join(", ")
             ));
         }
+        // What the model may call: the definitions, narrowed by `allowed_tools` when the
+        // request restricts them that way; a definition outside it is offered to no one.
+        let allowed = allowed_tools(&request.body);
+        let callable = |key: &str| allowed.as_ref().is_none_or(|allowed| allowed.contains(key));
+        let restricted_by = if allowed.is_some() {
+            " (allowed by `tool_choice.allowed_tools`)"
+        } else {
+            ""
+        };
         let extra: BTreeSet<String> = sent
             .iter()
             .map(|tool| tool_key(tool))
+            .filter(|key| callable(key))
             .filter(|key| !expected.iter().any(|want| &tool_key(want) == key))
             .collect();
         if !extra.is_empty() {
             problems.push(format!(
-                "{label} offers the model tool(s) the task does not: {} (the task's tools are the whole registry)",
+                "{label} offers the model tool(s) the task does not: {}{restricted_by} (the task's tools are the whole registry)",
                 extra.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let withheld: Vec<String> = expected
+            .iter()
+            .map(tool_key)
+            .filter(|key| !missing.contains(key) && !callable(key))
+            .collect();
+        if !withheld.is_empty() {
+            problems.push(format!(
+                "{label} sends the tool(s) {} but leaves them out of `tool_choice.allowed_tools`, so the model cannot call them: every request must let the model call the task's tools",
+                withheld.join(", ")
             ));
         }
         for tool in &sent {
@@ -142,6 +169,25 @@ fn task_tools(f: &Facts) -> Vec<Value> {
             ToolRef::Inline(definition) => definition.clone(),
         })
         .collect()
+}
+
+/// The tools a request's `tool_choice` of type `allowed_tools` lets the model call (by
+/// [`tool_key`]), whatever its `mode`; `None` when `tool_choice` does not restrict the
+/// tool list that way (the API reference, "Allowed tools").
+fn allowed_tools(body: &Value) -> Option<BTreeSet<String>> {
+    let choice = body.get("tool_choice")?;
+    if choice.get("type").and_then(Value::as_str) != Some("allowed_tools") {
+        return None;
+    }
+    Some(
+        choice
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(tool_key)
+            .collect(),
+    )
 }
 
 /// What identifies a tool in a request: a function's name, a hosted tool's type (a
@@ -465,7 +511,7 @@ fn user_text(item: &Value) -> Option<String> {
     }
 }
 
-/// Stateless: every request carries the task's own input again; without it the model
+/// Stateless and replay: every request carries the task's own input again; without it the model
 /// answers a conversation that never asked anything.
 fn input_replayed(f: &Facts) -> CheckResult {
     let task_input = match &f.scenario.task.input {
@@ -482,9 +528,10 @@ fn input_replayed(f: &Facts) -> CheckResult {
             .collect();
         for text in expected.iter().filter(|t| !sent.contains(t)) {
             problems.push(format!(
-                "{} does not replay the task's user input {:?}: in stateless mode every request carries the whole conversation",
+                "{} does not replay the task's user input {:?}: in {} mode every request carries the whole conversation",
                 Facts::request_label(position),
-                crate::transcript::clip(text, 60)
+                crate::transcript::clip(text, 60),
+                f.state
             ));
         }
     }
@@ -497,7 +544,7 @@ mod tests {
 
     use crate::oracle::Judgement;
     use crate::oracle::test_support::*;
-    use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Stateless};
+    use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Replay, Stateless};
 
     const CASE: &str = "state/01-instructions-every-request";
 
@@ -768,6 +815,85 @@ mod tests {
         );
     }
 
+    /// Plays `TOOLS` correctly except that `change` rewrites every request body.
+    fn bodies_changed(state: StateMode, change: impl Fn(&mut serde_json::Value)) -> Judgement {
+        let run = Run::case(TOOLS, state);
+        let mut body = run.first_body();
+        loop {
+            change(&mut body);
+            let response = run.create(&body);
+            // The fake takes every `tool_choice` the API takes, and echoes it.
+            assert_eq!(response["status"], "completed", "{response}");
+            assert_eq!(response["tool_choice"], body["tool_choice"]);
+            if calls(&response).is_empty() {
+                return run.judge_completed();
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+        }
+    }
+
+    /// Adds a tool of the controller's own beside the task's and restricts the model to
+    /// the tools `allowed` names.
+    fn restricted_to(body: &mut serde_json::Value, allowed: &[&str]) {
+        let tools = body["tools"].as_array_mut().unwrap();
+        if !tools.iter().any(|t| t["name"] == "debug_dump") {
+            tools.push(json!({
+                "type": "function",
+                "name": "debug_dump",
+                "description": "Dump the agent's state.",
+                "parameters": {"type": "object", "properties": {}, "additionalProperties": false},
+                "strict": true
+            }));
+        }
+        let allowed: Vec<_> = allowed
+            .iter()
+            .map(|name| match *name {
+                "programmatic_tool_calling" => json!({"type": name}),
+                _ => json!({"type": "function", "name": name}),
+            })
+            .collect();
+        body["tool_choice"] = json!({"type": "allowed_tools", "mode": "auto", "tools": allowed});
+    }
+
+    const TASK_TOOLS: [&str; 3] = [
+        "find_flights",
+        "get_fare_rules",
+        "programmatic_tool_calling",
+    ];
+
+    #[test]
+    fn config_resent_passes_extra_tools_the_model_is_not_allowed_to_call() {
+        for state in [PreviousResponseId, Stateless] {
+            let judgement = bodies_changed(state, |body| restricted_to(body, &TASK_TOOLS));
+            assert_passes(&judgement, "state/config-resent");
+        }
+    }
+
+    #[test]
+    fn config_resent_fails_allowed_tools_that_let_the_model_call_another_tool() {
+        let mut allowed = TASK_TOOLS.to_vec();
+        allowed.push("debug_dump");
+        let judgement = bodies_changed(Stateless, |body| restricted_to(body, &allowed));
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "request 1 offers the model tool(s) the task does not: debug_dump (allowed by `tool_choice.allowed_tools`)",
+        );
+    }
+
+    #[test]
+    fn config_resent_fails_allowed_tools_that_withhold_a_task_tool() {
+        let judgement = bodies_changed(PreviousResponseId, |body| {
+            restricted_to(body, &["find_flights", "programmatic_tool_calling"])
+        });
+        assert_fails(
+            &judgement,
+            "state/config-resent",
+            "request 1 sends the tool(s) get_fare_rules but leaves them out of `tool_choice.allowed_tools`, so the model cannot call them",
+        );
+    }
+
     #[test]
     fn a_single_request_gives_chaining_nothing_to_judge() {
         let run = Run::answer_only(PreviousResponseId);
@@ -843,6 +969,41 @@ mod tests {
             &judgement,
             "state/include-encrypted",
             "request 1 does not ask for",
+        );
+    }
+
+    #[test]
+    fn replay_mode_asks_for_the_history_but_not_for_storage_off() {
+        let run = Run::case(CASE, Replay);
+        assert!(run.first_body().get("store").is_none());
+        run.correct();
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, "state/config-resent");
+        assert_passes(&judgement, "state/input-replayed");
+        for id in [
+            "state/store-false",
+            "state/include-encrypted",
+            "state/chained",
+            "state/no-resend",
+        ] {
+            assert_not_judged(&judgement, id);
+        }
+
+        let judgement = run_with(Replay, |body| {
+            let input: Vec<_> = body["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|item| item["role"] != "user")
+                .cloned()
+                .collect();
+            body["input"] = json!(input);
+        })
+        .judge_completed();
+        assert_fails(
+            &judgement,
+            "state/input-replayed",
+            "in replay mode every request carries the whole conversation",
         );
     }
 

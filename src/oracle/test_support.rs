@@ -191,6 +191,11 @@ expect: {outcome: completed}
                 let (_, conversation) = self.send("POST", "/v1/conversations", Some(&json!({})));
                 body["conversation"] = conversation["id"].clone();
             }
+            StateMode::Replay => {
+                if let Value::String(text) = &task["input"] {
+                    body["input"] = json!([{"role": "user", "content": text}]);
+                }
+            }
             StateMode::PreviousResponseId => {}
         }
         body
@@ -202,7 +207,7 @@ expect: {outcome: completed}
     pub fn next_body(&self, sent: &Value, response: &Value, outputs: &[Value]) -> Value {
         let mut body = sent.clone();
         match self.state {
-            StateMode::Stateless => {
+            StateMode::Stateless | StateMode::Replay => {
                 let mut input = sent["input"].as_array().cloned().unwrap_or_default();
                 input.extend(response["output"].as_array().cloned().unwrap_or_default());
                 input.extend(outputs.iter().cloned());

@@ -36,6 +36,7 @@ pub const CAPABILITIES: &[&str] = &[
     "previous_response_id",
     "stateless",
     "conversation",
+    "replay",
     "stream",
     "background",
     "programmatic",
@@ -79,12 +80,18 @@ impl Controller {
     }
 
     /// The built-in Rust reference controller: `loopcheck reference-controller` of the
-    /// executable `exe`, which supports everything. It runs in persistent mode (a worker
-    /// per job): a process per case spent more on starting than on most cases.
+    /// executable `exe`, which supports everything but the `replay` state mode (a
+    /// stateless loop with storage left on, which it has no reason to be). It runs in
+    /// persistent mode (a worker per job): a process per case spent more on starting than
+    /// on most cases.
     pub fn reference(name: &str, exe: PathBuf) -> Self {
         // Single-quoted for `sh`.
         let quoted = format!("'{}'", exe.to_string_lossy().replace('\'', r"'\''"));
-        let supports = CAPABILITIES.iter().map(|c| c.to_string()).collect();
+        let supports = CAPABILITIES
+            .iter()
+            .filter(|c| **c != "replay")
+            .map(|c| c.to_string())
+            .collect();
         Self {
             direct: Some(Direct {
                 program: exe,
@@ -579,16 +586,23 @@ pub fn delivered(cases: &[Case], supports: &BTreeSet<String>) -> Vec<Case> {
     runs
 }
 
-/// The (case, state) pairs a run covers, in report order.
-pub fn plan(cases: &[Case]) -> Vec<(usize, StateMode)> {
+/// The (case, state) pairs a run covers, in report order. The `replay` runs a stateless
+/// case adds are planned only for a controller that declares `replay`, so no other
+/// controller's report gains `unsupported` runs.
+pub fn plan(cases: &[Case], supports: &BTreeSet<String>) -> Vec<(usize, StateMode)> {
+    let replays = supports.contains(StateMode::Replay.as_str());
     cases
         .iter()
         .enumerate()
         .flat_map(|(index, case)| {
+            let listed = &case.scenario.states;
             case.scenario
-                .states
-                .iter()
-                .map(move |state| (index, *state))
+                .run_states()
+                .into_iter()
+                .filter(move |state| {
+                    *state != StateMode::Replay || replays || listed.contains(state)
+                })
+                .map(move |state| (index, state))
         })
         .collect()
 }
@@ -702,7 +716,7 @@ pub async fn run_all_until(
     let started = Instant::now();
     let selected = cases.len();
     let cases = delivered(cases, &controller.supports);
-    let mut plan = plan(&cases);
+    let mut plan = plan(&cases, &controller.supports);
     if let Some(partition) = options.partition {
         plan = plan
             .into_iter()

@@ -97,6 +97,17 @@ mod tests {
     use crate::scenario::catalogue_scenario as case;
 
     #[test]
+    fn a_replay_run_names_its_state_and_needs_the_replay_capability() {
+        let scenario = case("state/01-instructions-every-request");
+        let task = task_json(&scenario, StateMode::Replay);
+        assert_eq!(task["state"], "replay");
+        assert_eq!(
+            required_capabilities(&scenario, StateMode::Replay),
+            ["replay"]
+        );
+    }
+
+    #[test]
     fn the_budgets_are_written_and_needed_only_when_the_case_sets_them() {
         let budgets = ["deadline_ms", "max_tool_calls", "tool_timeout_ms"];
         let state = StateMode::PreviousResponseId;

@@ -73,6 +73,10 @@ pub enum StateMode {
     /// A `conversation` object carries the items.
     #[serde(rename = "conversation")]
     Conversation,
+    /// Every item replayed with storage left on: no `previous_response_id`, no
+    /// conversation, `store` absent or true. Every case that runs stateless runs so too.
+    #[serde(rename = "replay")]
+    Replay,
 }
 
 impl StateMode {
@@ -82,6 +86,7 @@ impl StateMode {
             Self::PreviousResponseId => "previous_response_id",
             Self::Stateless => "stateless",
             Self::Conversation => "conversation",
+            Self::Replay => "replay",
         }
     }
 
@@ -91,6 +96,7 @@ impl StateMode {
             "previous_response_id" => Some(Self::PreviousResponseId),
             "stateless" => Some(Self::Stateless),
             "conversation" => Some(Self::Conversation),
+            "replay" => Some(Self::Replay),
             _ => None,
         }
     }
@@ -264,6 +270,23 @@ impl Scenario {
         scenario.task.stream = delivery == Delivery::Stream;
         scenario.deliveries = Some(vec![delivery]);
         scenario
+    }
+
+    /// The state modes the case runs in: its `states`, with `replay` right after
+    /// `stateless`. A loop that replays every item with storage left on faces what a
+    /// stateless one does, so every stateless case judges it too, without each file
+    /// naming the mode.
+    pub fn run_states(&self) -> Vec<StateMode> {
+        let mut out = Vec::with_capacity(self.states.len() + 1);
+        for state in &self.states {
+            if !out.contains(state) {
+                out.push(*state);
+            }
+            if *state == StateMode::Stateless && !self.states.contains(&StateMode::Replay) {
+                out.push(StateMode::Replay);
+            }
+        }
+        out
     }
 }
 
@@ -762,4 +785,31 @@ pub struct Expectation {
     /// beyond the cap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_requests: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StateMode::{Conversation, PreviousResponseId, Replay, Stateless};
+    use crate::scenario::catalogue_scenario as case;
+
+    #[test]
+    fn replay_runs_right_after_stateless_and_only_where_stateless_runs() {
+        let both = case("state/01-instructions-every-request");
+        assert_eq!(both.states, [PreviousResponseId, Stateless]);
+        assert_eq!(both.run_states(), [PreviousResponseId, Stateless, Replay]);
+        let conversation = case("state/02-conversation-mode");
+        assert_eq!(conversation.run_states(), conversation.states);
+        assert!(!conversation.run_states().contains(&Replay));
+
+        let mut named = both.clone();
+        named.states = vec![Replay, Stateless, Conversation];
+        assert_eq!(named.run_states(), [Replay, Stateless, Conversation]);
+    }
+
+    #[test]
+    fn replay_is_a_contract_word() {
+        assert_eq!(Replay.as_str(), "replay");
+        assert_eq!(super::StateMode::parse("replay"), Some(Replay));
+        assert_eq!(serde_json::to_value(Replay).ok(), Some("replay".into()));
+    }
 }

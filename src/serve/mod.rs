@@ -235,11 +235,11 @@ impl Front {
                     .into_iter()
                     .flat_map(|delivery| {
                         let delivered = scenario.delivered(delivery);
-                        scenario.states.iter().map(move |state| {
+                        scenario.run_states().into_iter().map(move |state| {
                             json!({
                                 "state": state.as_str(),
                                 "delivery": delivery.as_str(),
-                                "requires": runner::required_capabilities(&delivered, *state),
+                                "requires": runner::required_capabilities(&delivered, state),
                             })
                         })
                     })
@@ -280,7 +280,7 @@ impl Front {
                 format!("no case `{id}` on this server (GET /loopcheck/cases lists them)"),
             );
         };
-        let states = &case.scenario.states;
+        let states = &case.scenario.run_states();
         let state = match request.get("state") {
             None | Some(Value::Null) => states[0],
             Some(word) => match word.as_str().and_then(StateMode::parse) {

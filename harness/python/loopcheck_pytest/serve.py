@@ -126,7 +126,8 @@ class Serve:
     def runs(self, filters=(), supports=DEFAULT_SUPPORTS):
         """The case runs whose id matches one of `filters` (globs; none: every case), each
         as (case id, state, delivery, missing capabilities). A loop that does not stream
-        gets no streamed run of a case that also runs with JSON responses."""
+        gets no streamed run of a case that also runs with JSON responses, and a loop that
+        does not declare `replay` no replay run."""
         selected = []
         for case in self.cases():
             if filters and not any(fnmatch.fnmatchcase(case["id"], f) for f in filters):
@@ -135,6 +136,8 @@ class Serve:
             for run in case["runs"]:
                 delivery = run.get("delivery", "json")
                 if delivery == "stream" and "json" in deliveries and "stream" not in supports:
+                    continue
+                if run["state"] == "replay" and "replay" not in supports:
                     continue
                 missing = [word for word in run["requires"] if word not in supports]
                 selected.append((case["id"], run["state"], delivery, missing))
