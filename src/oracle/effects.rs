@@ -5,7 +5,15 @@ use std::collections::BTreeMap;
 use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
+use crate::tools::rate_limit_rule;
 use crate::transcript::{ToolExchange, ToolRequestKind};
+
+/// Most requests for one call to a failing tool backend before the retries count as
+/// unbounded: generous, so that any sane policy (the SDKs make 3 attempts) passes.
+pub const MAX_TOOL_ATTEMPTS: usize = 10;
+
+/// Slack for timer and scheduling granularity when measuring a retry's wait.
+const WAIT_SLACK_MS: u64 = 10;
 
 /// The `effects` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
@@ -56,13 +64,104 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             ));
         }
     }
-    vec![checks::EFFECTS_AT_MOST_ONCE.judge(
+    let mut out = vec![checks::EFFECTS_AT_MOST_ONCE.judge(
         problems,
         format!(
             "{} execution request(s), no call executed twice",
             executions.len()
         ),
-    )]
+    )];
+    out.extend(retry_checks(f, &executions));
+    out
+}
+
+/// Whether the backend refused a request in a way worth retrying: rate limited (429) or
+/// failing (5xx).
+fn transient(execution: &ToolExchange) -> bool {
+    execution.status == 429 || execution.status >= 500
+}
+
+/// The backend's error message in a refusal, which an error output may repeat.
+fn backend_message(execution: &ToolExchange) -> Option<&str> {
+    execution.response.pointer("/error/message")?.as_str()
+}
+
+/// `effects/tool-retry-bounded` and `effects/tool-retry-spaced`, judged where the tool
+/// backend refused a call transiently (spacing only where a 429 asked for a wait).
+fn retry_checks(f: &Facts, executions: &[&ToolExchange]) -> Vec<CheckResult> {
+    if !executions.iter().any(|e| transient(e)) {
+        return Vec::new();
+    }
+    let mut call_ids: Vec<&str> = Vec::new();
+    for execution in executions {
+        if let Some(id) = execution.call_id.as_deref()
+            && !call_ids.contains(&id)
+        {
+            call_ids.push(id);
+        }
+    }
+    let mut unbounded = Vec::new();
+    let mut unspaced = Vec::new();
+    let mut waits = 0;
+    for call_id in call_ids {
+        let attempts = f.executions_of(call_id);
+        let name = &attempts[0].name;
+        let failures = attempts.iter().filter(|a| transient(a)).count();
+        if failures == 0 {
+            continue;
+        }
+        if attempts.len() > MAX_TOOL_ATTEMPTS {
+            unbounded.push(format!(
+                "{call_id} ('{name}') was sent to the tool backend {} times ({failures} refused with 429 or 5xx): retries must stop after at most {MAX_TOOL_ATTEMPTS} attempts and the call be answered with an error output",
+                attempts.len()
+            ));
+        }
+        if attempts.iter().all(|a| transient(a))
+            && let Some(call) = f.call_by_id(call_id)
+            && let Some(problem) = f.error_answer_problem(
+                call,
+                "the never-served",
+                attempts.last().and_then(|a| backend_message(a)),
+            )
+        {
+            unbounded.push(problem);
+        }
+        for (k, pair) in attempts.windows(2).enumerate() {
+            let (refused, retry) = (pair[0], pair[1]);
+            if refused.status != 429 {
+                continue;
+            }
+            let behaviour = f.scenario.tools.get(&refused.name);
+            let Some(asked) =
+                rate_limit_rule(behaviour, &refused.arguments).and_then(|rule| rule.delay_ms())
+            else {
+                continue;
+            };
+            waits += 1;
+            let answered = refused.at_ms + refused.delay_ms;
+            let gap = retry.at_ms.saturating_sub(answered);
+            if gap + WAIT_SLACK_MS < asked {
+                unspaced.push(format!(
+                    "{call_id} ('{name}'): attempt {} was refused with 429 asking to retry after {asked} ms, and attempt {} came {gap} ms later",
+                    k + 1,
+                    k + 2
+                ));
+            }
+        }
+    }
+    let mut out = vec![checks::EFFECTS_TOOL_RETRY_BOUNDED.judge(
+        unbounded,
+        format!(
+            "every call the tool backend refused was sent at most {MAX_TOOL_ATTEMPTS} times, and answered"
+        ),
+    )];
+    if waits > 0 {
+        out.push(checks::EFFECTS_TOOL_RETRY_SPACED.judge(
+            unspaced,
+            format!("each of {waits} retry(ies) after a 429 waited as long as it asked"),
+        ));
+    }
+    out
 }
 
 /// Whether `execution` is a retry under `tool_timeout_ms`: the same call_id sent again
