@@ -275,6 +275,115 @@ mod tests {
         );
     }
 
+    const BOUNDED: &str = "effects/tool-retry-bounded";
+    const SPACED: &str = "effects/tool-retry-spaced";
+
+    /// Sends `call` to the backend `times` times, `wait_ms` apart; the last answer as the
+    /// call's output.
+    fn attempt(run: &Run, call: &Value, times: usize, wait_ms: u64) -> Value {
+        let mut answer = Vec::new();
+        for k in 0..times {
+            if k > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+            }
+            answer = run.execute(&only(call));
+        }
+        answer.remove(0)
+    }
+
+    #[test]
+    fn tool_retries_pass_a_bounded_spaced_policy_that_gives_up_with_an_error() {
+        let run = Run::case("effects/03-tool-stays-unavailable", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let issued = calls(&response);
+        let outputs = vec![
+            attempt(&run, &issued[0], 1, 0),
+            attempt(&run, &issued[1], 3, 5),
+        ];
+        assert!(
+            outputs[1]["output"]
+                .as_str()
+                .unwrap()
+                .contains("unavailable")
+        );
+        run.create(&run.next_body(&first, &response, &outputs));
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, BOUNDED);
+        assert_passes(&judgement, ID);
+        assert_not_judged(&judgement, SPACED);
+    }
+
+    #[test]
+    fn tool_retry_bounded_fails_a_call_sent_eleven_times() {
+        let run = Run::case("effects/03-tool-stays-unavailable", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let issued = calls(&response);
+        let outputs = vec![
+            attempt(&run, &issued[0], 1, 0),
+            attempt(&run, &issued[1], 11, 0),
+        ];
+        run.create(&run.next_body(&first, &response, &outputs));
+        assert_fails(
+            &run.judge_completed(),
+            BOUNDED,
+            &format!(
+                "{} ('get_stock') was sent to the tool backend 11 times (11 refused with 429 or 5xx): retries must stop after at most 10 attempts",
+                issued[1]["call_id"].as_str().unwrap()
+            ),
+        );
+    }
+
+    #[test]
+    fn tool_retry_bounded_fails_a_never_served_call_answered_as_a_success() {
+        let run = Run::case("effects/03-tool-stays-unavailable", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let issued = calls(&response);
+        attempt(&run, &issued[1], 2, 0);
+        let outputs = vec![attempt(&run, &issued[0], 1, 0), output(&issued[1], "null")];
+        run.create(&run.next_body(&first, &response, &outputs));
+        assert_fails(
+            &run.judge_completed(),
+            BOUNDED,
+            "request 2: the output for the never-served call",
+        );
+    }
+
+    #[test]
+    fn tool_retry_spaced_passes_retries_that_waited_and_fails_one_that_did_not() {
+        let run = Run::case("effects/02-tool-rate-limited", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let issued = calls(&response);
+        // B2 asks for 200 ms twice: the first retry waits, the second comes at once.
+        let b2 = {
+            let refused = run.execute(&only(&issued[1]));
+            assert!(refused[0]["output"].as_str().unwrap().contains("200 ms"));
+            std::thread::sleep(std::time::Duration::from_millis(220));
+            run.execute(&only(&issued[1]));
+            run.execute(&only(&issued[1])).remove(0)
+        };
+        let outputs = vec![attempt(&run, &issued[0], 2, 1020), b2];
+        run.create(&run.next_body(&first, &response, &outputs));
+        let judgement = run.judge_completed();
+        assert_fails(
+            &judgement,
+            SPACED,
+            &format!(
+                "{} ('get_stock'): attempt 2 was refused with 429 asking to retry after 200 ms, and attempt 3 came",
+                issued[1]["call_id"].as_str().unwrap()
+            ),
+        );
+        assert!(
+            !describe(&judgement).contains("attempt 1 was refused"),
+            "{}",
+            describe(&judgement)
+        );
+        assert_passes(&judgement, BOUNDED);
+    }
+
     #[test]
     fn at_most_once_is_not_judged_when_nothing_was_executed() {
         let run = Run::case("budget/03-single-round", PreviousResponseId);

@@ -541,6 +541,54 @@ expect: {outcome: completed}
     }
 
     #[test]
+    fn a_rate_limit_answers_429_with_its_wait_and_an_unavailable_rule_without_attempts_never_ends()
+    {
+        let scenario = crate::scenario::parse(
+            std::path::Path::new("limits.yaml"),
+            r#"
+format: 1
+id: demo/limits
+summary: A rate-limited tool and one that stays down.
+level: must
+task: {input: "Hi", tools: [get_stock]}
+tools:
+  get_stock:
+    rate_limited: [{when: {sku: A7}, attempts: 1, retry_after: 2, retry_after_ms: 150}]
+    unavailable: [{when: {sku: B2}}]
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#,
+        )
+        .unwrap();
+        let backend = ToolBackend::new(&scenario);
+        let mut state = BackendState::default();
+        let call = |state: &mut BackendState, id: &str, sku: &str| {
+            backend.call(
+                state,
+                "get_stock",
+                &json!({"call_id": id, "arguments": {"sku": sku}}),
+            )
+        };
+        let limited = call(&mut state, "call_1", "A7");
+        assert_eq!(limited.status, 429);
+        assert_eq!(
+            limited.headers,
+            vec![
+                ("retry-after", "2".to_owned()),
+                ("retry-after-ms", "150".to_owned())
+            ]
+        );
+        assert!(!limited.effect);
+        let served = call(&mut state, "call_1", "A7");
+        assert_eq!((served.status, served.effect), (200, true));
+        assert!(served.headers.is_empty());
+        for _ in 0..20 {
+            assert_eq!(call(&mut state, "call_2", "B2").status, 503);
+        }
+    }
+
+    #[test]
     fn numbers_compare_by_value_everything_else_exactly() {
         assert!(json_equal(
             &json!({"a": [1200.0, 2]}),
