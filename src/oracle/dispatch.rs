@@ -358,7 +358,12 @@ mod tests {
         assert_fails(
             &judgement,
             "dispatch/caller-allowed",
-            "(send_email {\"to\":\"team@example.com\",\"subject\":\"A7\",\"body\":\"8\"}): the call comes from a caller the tool's allowed_callers excludes (a call from a program, and the tool has no allowed_callers, so only direct calls), yet the controller dispatched it",
+            "(send_email {\"to\":\"team@example.com\",\"subject\":\"A7\",\"body\":\"8\"}, called by program ",
+        );
+        assert_fails(
+            &judgement,
+            "dispatch/caller-allowed",
+            "): the call comes from a caller the tool's allowed_callers excludes (a call from a program, and the tool has no allowed_callers, so only direct calls), yet the controller dispatched it",
         );
     }
 
