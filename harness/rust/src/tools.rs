@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::client::describe;
-use crate::retry;
 use crate::response::FunctionCall;
+use crate::retry;
 use crate::{Outcome, Task, before_deadline};
 
 /// Retries of a call the backend answered with 429 or 5xx; safe because it de-duplicates by
