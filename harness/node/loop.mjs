@@ -44,11 +44,31 @@ export async function postJson(url, body, timeoutMs = 30_000) {
     signal: AbortSignal.timeout(timeoutMs),
   });
   const text = await answer.text();
+  const { headers } = answer;
   try {
-    return { status: answer.status, text, body: JSON.parse(text) };
+    return { status: answer.status, headers, text, body: JSON.parse(text) };
   } catch {
-    return { status: answer.status, text, body: null };
+    return { status: answer.status, headers, text, body: null };
   }
+}
+
+/** Attempts at one call the backend keeps refusing (429, 5xx) before it is answered as
+ * failed. */
+export const CALL_ATTEMPTS = 3;
+
+/** Whether a backend answer is worth resending under the same call_id. */
+export function retryable(status) {
+  return status === 429 || status >= 500;
+}
+
+/** Milliseconds to wait before resending: what the answer asks for (retry-after-ms, else
+ * retry-after in seconds), else 50 ms; null when it asks for more than 60 s. */
+export function retryWait(headers) {
+  for (const [name, scale] of [['retry-after-ms', 1], ['retry-after', 1000]]) {
+    const wait = Number.parseFloat(headers.get(name) ?? '') * scale;
+    if (wait > 0) return wait <= 60_000 ? wait : null;
+  }
+  return 50;
 }
 
 /** The task's registry: its function tools only. Hosted tools such as
@@ -155,9 +175,9 @@ export async function handleCall(tools, call) {
       }
       body.approval = decision.approval;
     }
-    // 5xx is transient, and so is a tool that does not answer within tool_timeout_ms:
-    // resending with the same call_id is safe because the backend de-duplicates by it.
-    // 403 (denied), 409, 404 and 422 would fail again: relayed.
+    // 429 and 5xx are transient, and so is a tool that does not answer within
+    // tool_timeout_ms: resending with the same call_id is safe because the backend
+    // de-duplicates by it. 403 (denied), 409, 404 and 422 would fail again: relayed.
     for (let attempt = 1; ; attempt++) {
       // tool_timeout_ms, cut to the time left before the deadline (whole ms, as
       // AbortSignal.timeout takes them).
@@ -168,13 +188,15 @@ export async function handleCall(tools, call) {
         if (err?.name !== 'TimeoutError') throw err;
         timeLeft(tools.deadline); // Stop('timeout') when it was the deadline
         log(`tool ${call.name} (${call.call_id}): no answer in time on attempt ${attempt}`);
-        if (attempt === 3) return errorOutput(`tool timed out: no answer within ${limit} ms`);
+        if (attempt === CALL_ATTEMPTS) return errorOutput(`tool timed out: no answer within ${limit} ms`);
         continue;
       }
-      if (answer.status < 500) break;
+      if (!retryable(answer.status)) break;
       log(`tool ${call.name} (${call.call_id}): HTTP ${answer.status} on attempt ${attempt}`);
-      if (attempt === 3) return errorOutput('tool unavailable');
-      await sleep(50);
+      if (attempt === CALL_ATTEMPTS) return errorOutput('tool unavailable');
+      const wait = retryWait(answer.headers);
+      if (wait === null) return errorOutput(`tool unavailable: HTTP ${answer.status}, retry much later`);
+      await sleep(wait);
     }
   } catch (err) {
     if (err instanceof Stop) throw err;

@@ -52,22 +52,28 @@ def error_output(message):
 def post_json(url, body, timeout=30):
     """POST JSON; (status, parsed body or None). Raises TimeoutError when no answer came
     within `timeout` seconds, OSError on other transport errors."""
+    status, answer, _ = post_json_with_headers(url, body, timeout)
+    return status, answer
+
+
+def post_json_with_headers(url, body, timeout=30):
+    """post_json, with the answer's headers as a third element."""
     request = urllib.request.Request(
         url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
-            status, text = answer.status, answer.read()
+            status, text, headers = answer.status, answer.read(), answer.headers
     except urllib.error.HTTPError as err:  # 4xx/5xx still carry a JSON body
-        status, text = err.code, err.read()
+        status, text, headers = err.code, err.read(), err.headers
     except urllib.error.URLError as err:
         if isinstance(err.reason, TimeoutError):  # urllib wraps a connect timeout
             raise err.reason from err
         raise
     try:
-        return status, json.loads(text)
+        return status, json.loads(text), headers
     except ValueError:
-        return status, None
+        return status, None, headers
 
 
 class Tools:
@@ -176,14 +182,16 @@ class Tools:
                     f"{len(self.executed) + 1}: max_tool_calls is {self.max_calls}",
                 )
             self.executed.add(call.call_id)
-        # 5xx is transient, and so is a tool that does not answer within tool_timeout_ms:
-        # resending with the same call_id is safe because the backend de-duplicates by it.
-        # 403 (denied), 409, 404 and 422 would fail again: relayed.
+        # 429 and 5xx are transient, and so is a tool that does not answer within
+        # tool_timeout_ms: resending with the same call_id is safe because the backend
+        # de-duplicates by it. 403 (denied), 409, 404 and 422 would fail again: relayed.
         timed_out = False
-        for attempt in range(3):
+        for attempt in range(self.CALL_ATTEMPTS):
             limit = self.request_timeout()
             try:
-                status, answer = post_json(f"{self.url}/call/{call.name}", body, limit)
+                status, answer, headers = post_json_with_headers(
+                    f"{self.url}/call/{call.name}", body, limit
+                )
             except TimeoutError:
                 time_left(self.deadline)  # Stop("timeout") when it was the deadline
                 log(f"tool {call.name} ({call.call_id}): no answer in time, attempt {attempt + 1}")
@@ -193,7 +201,11 @@ class Tools:
                 break
             log(f"tool {call.name} ({call.call_id}): HTTP {status} on attempt {attempt + 1}")
             timed_out = False
-            time.sleep(0.05)
+            wait = self.retry_wait(headers)
+            if wait is None:  # longer than any retry is worth: answered as failed
+                return error_output(f"tool unavailable: HTTP {status}, retry much later")
+            if attempt + 1 < self.CALL_ATTEMPTS:
+                time.sleep(wait)
         else:
             if timed_out:
                 return error_output(f"tool timed out: no answer within {limit * 1000:.0f} ms")
@@ -206,9 +218,26 @@ class Tools:
         limits = [t for t in (self.timeout, time_left(self.deadline)) if t is not None]
         return min(limits, default=30)
 
+    # Attempts at one call the backend keeps refusing (429, 5xx) before it is answered
+    # as failed.
+    CALL_ATTEMPTS = 3
+
     @staticmethod
     def retryable(status):
-        return status >= 500
+        return status == 429 or status >= 500
+
+    @staticmethod
+    def retry_wait(headers):
+        """Seconds to wait before resending: what the answer asks for (retry-after-ms,
+        else retry-after), else 50 ms; None when it asks for more than 60 s."""
+        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+            try:
+                wait = float(headers.get(name)) * scale
+            except (TypeError, ValueError):
+                continue
+            if wait > 0:
+                return wait if wait <= 60 else None
+        return 0.05
 
     @staticmethod
     def output_for(status, answer):

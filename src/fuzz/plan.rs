@@ -417,7 +417,7 @@ impl Plan {
                 }],
                 unavailable: vec![UnavailableRule {
                     when: Some(json!({"sku": "T5"})),
-                    attempts: 1,
+                    attempts: Some(1),
                 }],
                 ..ToolBehaviour::default()
             },

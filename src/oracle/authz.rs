@@ -481,6 +481,40 @@ mod tests {
         );
     }
 
+    /// `output` with the call's `caller` echoed.
+    fn with_caller(mut output: Value, call: &Value) -> Value {
+        output["caller"] = call["caller"].clone();
+        output
+    }
+
+    #[test]
+    fn denial_relayed_judges_a_program_call_like_a_direct_one() {
+        let judgement = play("program/11-child-call-denied", |run, calls| {
+            calls
+                .iter()
+                .map(|call| with_caller(run_tool(run, call, ACME, None), call))
+                .collect()
+        });
+        assert_passes(&judgement, "authz/denial-relayed");
+        assert_passes(&judgement, "program/caller-echoed");
+
+        let judgement = play("program/11-child-call-denied", |run, calls| {
+            let served = with_caller(run_tool(run, &calls[0], ACME, None), &calls[0]);
+            run_tool(run, &calls[1], ACME, None);
+            vec![served, with_caller(output(&calls[1], "null"), &calls[1])]
+        });
+        assert_fails(
+            &judgement,
+            "authz/denial-relayed",
+            "(get_invoice {\"invoice_id\":\"INV-9001\"}, called by program call_",
+        );
+        assert_fails(
+            &judgement,
+            "authz/denial-relayed",
+            ") is null, which is not an error: expected it to say the call did not run",
+        );
+    }
+
     #[test]
     fn denial_relayed_fails_a_loop_that_ends_at_the_denial() {
         let run = Run::case("authz/01-cross-tenant-denied", PreviousResponseId);

@@ -99,6 +99,10 @@ checks! {
         "send what a tool returns only as its call's output, never as a system, developer or user message or in `instructions`";
     EFFECTS_AT_MOST_ONCE = "effects/at-most-once", Must,
         "execute each call at most once, only calls the model issued";
+    EFFECTS_TOOL_RETRY_BOUNDED = "effects/tool-retry-bounded", Must,
+        "send one call to a failing tool backend (429, 5xx) at most 10 times, under its call_id, and when it never succeeds answer the call with an error output and go on";
+    EFFECTS_TOOL_RETRY_SPACED = "effects/tool-retry-spaced", Must,
+        "wait as long as a tool backend's 429 asks (`retry-after-ms`, else `retry-after` in seconds) before sending that call again";
     BUDGET_MAX_ROUNDS = "budget/max-rounds", Must,
         "make at most `max_rounds` model requests";
     BUDGET_LAST_ROUND_IDLE = "budget/last-round-idle", Must,

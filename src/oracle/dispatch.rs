@@ -351,6 +351,31 @@ mod tests {
     }
 
     #[test]
+    fn registered_only_judges_a_program_call_to_an_unknown_tool_like_a_direct_one() {
+        let judgement = play("program/10-child-unknown-tool", |run, calls| {
+            correct(run, calls, &["get_stock"])
+        });
+        assert_passes(&judgement, "dispatch/registered-only");
+        assert_passes(&judgement, "dispatch/rejection-answered");
+        assert_passes(&judgement, "dispatch/valid-executed");
+        assert_passes(&judgement, "program/caller-echoed");
+
+        let judgement = play("program/10-child-unknown-tool", |run, calls| {
+            calls.iter().map(|call| dispatch(run, call)).collect()
+        });
+        assert_fails(
+            &judgement,
+            "dispatch/registered-only",
+            "(get_price {\"sku\":\"A7\"}, called by program call_",
+        );
+        assert_fails(
+            &judgement,
+            "dispatch/registered-only",
+            "): the call is not in the task's registry, yet the controller dispatched it to the backend",
+        );
+    }
+
+    #[test]
     fn caller_allowed_fails_a_program_call_to_a_direct_only_tool_dispatched() {
         let judgement = play("program/03-caller-not-allowed", |run, calls| {
             calls.iter().map(|call| dispatch(run, call)).collect()
@@ -358,7 +383,12 @@ mod tests {
         assert_fails(
             &judgement,
             "dispatch/caller-allowed",
-            "(send_email {\"to\":\"team@example.com\",\"subject\":\"A7\",\"body\":\"8\"}): the call comes from a caller the tool's allowed_callers excludes (a call from a program, and the tool has no allowed_callers, so only direct calls), yet the controller dispatched it",
+            "(send_email {\"to\":\"team@example.com\",\"subject\":\"A7\",\"body\":\"8\"}, called by program ",
+        );
+        assert_fails(
+            &judgement,
+            "dispatch/caller-allowed",
+            "): the call comes from a caller the tool's allowed_callers excludes (a call from a program, and the tool has no allowed_callers, so only direct calls), yet the controller dispatched it",
         );
     }
 

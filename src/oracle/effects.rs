@@ -5,7 +5,15 @@ use std::collections::BTreeMap;
 use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
+use crate::tools::rate_limit_rule;
 use crate::transcript::{ToolExchange, ToolRequestKind};
+
+/// Most requests for one call to a failing tool backend before the retries count as
+/// unbounded: generous, so that any sane policy (the SDKs make 3 attempts) passes.
+pub const MAX_TOOL_ATTEMPTS: usize = 10;
+
+/// Slack for timer and scheduling granularity when measuring a retry's wait.
+const WAIT_SLACK_MS: u64 = 10;
 
 /// The `effects` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
@@ -56,13 +64,104 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             ));
         }
     }
-    vec![checks::EFFECTS_AT_MOST_ONCE.judge(
+    let mut out = vec![checks::EFFECTS_AT_MOST_ONCE.judge(
         problems,
         format!(
             "{} execution request(s), no call executed twice",
             executions.len()
         ),
-    )]
+    )];
+    out.extend(retry_checks(f, &executions));
+    out
+}
+
+/// Whether the backend refused a request in a way worth retrying: rate limited (429) or
+/// failing (5xx).
+fn transient(execution: &ToolExchange) -> bool {
+    execution.status == 429 || execution.status >= 500
+}
+
+/// The backend's error message in a refusal, which an error output may repeat.
+fn backend_message(execution: &ToolExchange) -> Option<&str> {
+    execution.response.pointer("/error/message")?.as_str()
+}
+
+/// `effects/tool-retry-bounded` and `effects/tool-retry-spaced`, judged where the tool
+/// backend refused a call transiently (spacing only where a 429 asked for a wait).
+fn retry_checks(f: &Facts, executions: &[&ToolExchange]) -> Vec<CheckResult> {
+    if !executions.iter().any(|e| transient(e)) {
+        return Vec::new();
+    }
+    let mut call_ids: Vec<&str> = Vec::new();
+    for execution in executions {
+        if let Some(id) = execution.call_id.as_deref()
+            && !call_ids.contains(&id)
+        {
+            call_ids.push(id);
+        }
+    }
+    let mut unbounded = Vec::new();
+    let mut unspaced = Vec::new();
+    let mut waits = 0;
+    for call_id in call_ids {
+        let attempts = f.executions_of(call_id);
+        let name = &attempts[0].name;
+        let failures = attempts.iter().filter(|a| transient(a)).count();
+        if failures == 0 {
+            continue;
+        }
+        if attempts.len() > MAX_TOOL_ATTEMPTS {
+            unbounded.push(format!(
+                "{call_id} ('{name}') was sent to the tool backend {} times ({failures} refused with 429 or 5xx): retries must stop after at most {MAX_TOOL_ATTEMPTS} attempts and the call be answered with an error output",
+                attempts.len()
+            ));
+        }
+        if attempts.iter().all(|a| transient(a))
+            && let Some(call) = f.call_by_id(call_id)
+            && let Some(problem) = f.error_answer_problem(
+                call,
+                "the never-served",
+                attempts.last().and_then(|a| backend_message(a)),
+            )
+        {
+            unbounded.push(problem);
+        }
+        for (k, pair) in attempts.windows(2).enumerate() {
+            let (refused, retry) = (pair[0], pair[1]);
+            if refused.status != 429 {
+                continue;
+            }
+            let behaviour = f.scenario.tools.get(&refused.name);
+            let Some(asked) =
+                rate_limit_rule(behaviour, &refused.arguments).and_then(|rule| rule.delay_ms())
+            else {
+                continue;
+            };
+            waits += 1;
+            let answered = refused.at_ms + refused.delay_ms;
+            let gap = retry.at_ms.saturating_sub(answered);
+            if gap + WAIT_SLACK_MS < asked {
+                unspaced.push(format!(
+                    "{call_id} ('{name}'): attempt {} was refused with 429 asking to retry after {asked} ms, and attempt {} came {gap} ms later",
+                    k + 1,
+                    k + 2
+                ));
+            }
+        }
+    }
+    let mut out = vec![checks::EFFECTS_TOOL_RETRY_BOUNDED.judge(
+        unbounded,
+        format!(
+            "every call the tool backend refused was sent at most {MAX_TOOL_ATTEMPTS} times, and answered"
+        ),
+    )];
+    if waits > 0 {
+        out.push(checks::EFFECTS_TOOL_RETRY_SPACED.judge(
+            unspaced,
+            format!("each of {waits} retry(ies) after a 429 waited as long as it asked"),
+        ));
+    }
+    out
 }
 
 /// Whether `execution` is a retry under `tool_timeout_ms`: the same call_id sent again
@@ -174,6 +273,115 @@ mod tests {
             ID,
             "'get_weather' was dispatched (the backend refused it, 422) with no call_id at all",
         );
+    }
+
+    const BOUNDED: &str = "effects/tool-retry-bounded";
+    const SPACED: &str = "effects/tool-retry-spaced";
+
+    /// Sends `call` to the backend `times` times, `wait_ms` apart; the last answer as the
+    /// call's output.
+    fn attempt(run: &Run, call: &Value, times: usize, wait_ms: u64) -> Value {
+        let mut answer = Vec::new();
+        for k in 0..times {
+            if k > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+            }
+            answer = run.execute(&only(call));
+        }
+        answer.remove(0)
+    }
+
+    #[test]
+    fn tool_retries_pass_a_bounded_spaced_policy_that_gives_up_with_an_error() {
+        let run = Run::case("effects/03-tool-stays-unavailable", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let issued = calls(&response);
+        let outputs = vec![
+            attempt(&run, &issued[0], 1, 0),
+            attempt(&run, &issued[1], 3, 5),
+        ];
+        assert!(
+            outputs[1]["output"]
+                .as_str()
+                .unwrap()
+                .contains("unavailable")
+        );
+        run.create(&run.next_body(&first, &response, &outputs));
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, BOUNDED);
+        assert_passes(&judgement, ID);
+        assert_not_judged(&judgement, SPACED);
+    }
+
+    #[test]
+    fn tool_retry_bounded_fails_a_call_sent_eleven_times() {
+        let run = Run::case("effects/03-tool-stays-unavailable", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let issued = calls(&response);
+        let outputs = vec![
+            attempt(&run, &issued[0], 1, 0),
+            attempt(&run, &issued[1], 11, 0),
+        ];
+        run.create(&run.next_body(&first, &response, &outputs));
+        assert_fails(
+            &run.judge_completed(),
+            BOUNDED,
+            &format!(
+                "{} ('get_stock') was sent to the tool backend 11 times (11 refused with 429 or 5xx): retries must stop after at most 10 attempts",
+                issued[1]["call_id"].as_str().unwrap()
+            ),
+        );
+    }
+
+    #[test]
+    fn tool_retry_bounded_fails_a_never_served_call_answered_as_a_success() {
+        let run = Run::case("effects/03-tool-stays-unavailable", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let issued = calls(&response);
+        attempt(&run, &issued[1], 2, 0);
+        let outputs = vec![attempt(&run, &issued[0], 1, 0), output(&issued[1], "null")];
+        run.create(&run.next_body(&first, &response, &outputs));
+        assert_fails(
+            &run.judge_completed(),
+            BOUNDED,
+            "request 2: the output for the never-served call",
+        );
+    }
+
+    #[test]
+    fn tool_retry_spaced_passes_retries_that_waited_and_fails_one_that_did_not() {
+        let run = Run::case("effects/02-tool-rate-limited", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let issued = calls(&response);
+        // B2 asks for 200 ms twice: the first retry waits, the second comes at once.
+        let b2 = {
+            let refused = run.execute(&only(&issued[1]));
+            assert!(refused[0]["output"].as_str().unwrap().contains("200 ms"));
+            std::thread::sleep(std::time::Duration::from_millis(220));
+            run.execute(&only(&issued[1]));
+            run.execute(&only(&issued[1])).remove(0)
+        };
+        let outputs = vec![attempt(&run, &issued[0], 2, 1020), b2];
+        run.create(&run.next_body(&first, &response, &outputs));
+        let judgement = run.judge_completed();
+        assert_fails(
+            &judgement,
+            SPACED,
+            &format!(
+                "{} ('get_stock'): attempt 2 was refused with 429 asking to retry after 200 ms, and attempt 3 came",
+                issued[1]["call_id"].as_str().unwrap()
+            ),
+        );
+        assert!(
+            !describe(&judgement).contains("attempt 1 was refused"),
+            "{}",
+            describe(&judgement)
+        );
+        assert_passes(&judgement, BOUNDED);
     }
 
     #[test]

@@ -27,13 +27,20 @@ pub struct IssuedCall {
     pub validity: CallValidity,
     /// Index of the served response that issued it.
     pub response: usize,
+    /// For a call a program made (a child call): the program's `caller_id`.
+    pub program: Option<String>,
 }
 
 impl IssuedCall {
-    /// `get_stock {"sku":"A7"}` for messages.
+    /// `call_... (get_stock {"sku":"A7"})` for messages; a child call also names its
+    /// program, whose caller its output must carry.
     pub fn describe(&self) -> String {
+        let program = match &self.program {
+            Some(id) => format!(", called by program {id}"),
+            None => String::new(),
+        };
         format!(
-            "{} ({} {})",
+            "{} ({} {}{program})",
             self.call_id,
             self.name,
             crate::transcript::clip(&self.arguments, 80)
@@ -122,6 +129,11 @@ impl<'a> Facts<'a> {
                     name,
                     arguments,
                     response: served.len(),
+                    program: item
+                        .get("caller")
+                        .filter(|c| c["type"] == "program")
+                        .and_then(|c| c["caller_id"].as_str())
+                        .map(str::to_owned),
                 });
             }
             let has_message = output.iter().any(|item| {

@@ -784,6 +784,46 @@ mod tests {
     }
 
     #[test]
+    fn config_resent_fails_an_output_schema_stripped_or_altered() {
+        // Plays program/09 with get_stock's definition edited in both requests.
+        let play = |change: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
+            let run = Run::case("program/09-output-schema-resent", PreviousResponseId);
+            let edit = |body: &mut serde_json::Value| {
+                let mut tools = body["tools"].as_array().unwrap().clone();
+                change(tool(&mut tools, "get_stock"));
+                body["tools"] = json!(tools);
+            };
+            let mut first = run.first_body();
+            edit(&mut first);
+            let response = run.create(&first);
+            let mut outputs = run.execute(&response);
+            for (output, call) in outputs.iter_mut().zip(calls(&response)) {
+                output["caller"] = call["caller"].clone();
+            }
+            let mut second = run.next_body(&first, &response, &outputs);
+            edit(&mut second);
+            run.create(&second);
+            run.judge_completed()
+        };
+        assert_passes(&play(&|_| {}), "state/config-resent");
+        assert_fails(
+            &play(&|get_stock| {
+                get_stock.remove("output_schema");
+            }),
+            "state/config-resent",
+            "requests 1 and 2 send tool 'get_stock' with `output_schema` (none): the task's definition has {\"type\":\"object\"",
+        );
+        assert_fails(
+            &play(&|get_stock| {
+                get_stock["output_schema"]["properties"]["available_units"] =
+                    json!({"type": "string"});
+            }),
+            "state/config-resent",
+            "requests 1 and 2 send tool 'get_stock' with `output_schema.properties.available_units.type` \"string\": the task's definition has \"number\"",
+        );
+    }
+
+    #[test]
     fn config_resent_names_the_parameter_that_differs() {
         let judgement = tools_changed(Stateless, |tools| {
             tool(tools, "find_flights")["parameters"]["properties"]["max_stops"]["maximum"] =

@@ -228,6 +228,32 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                 format!("tool '{name}': a `slow` rule with {what}: expected at least 1"),
             );
         }
+        // `attempts: 0` refuses nothing; leaving it out refuses every attempt.
+        let refusals = [
+            (
+                "unavailable",
+                behaviour
+                    .unavailable
+                    .iter()
+                    .map(|r| r.attempts)
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                "rate_limited",
+                behaviour.rate_limited.iter().map(|r| r.attempts).collect(),
+            ),
+        ];
+        if let Some((field, _)) = refusals
+            .iter()
+            .find(|(_, attempts)| attempts.contains(&Some(0)))
+        {
+            return err(
+                field,
+                format!(
+                    "tool '{name}': `{field}`: a rule with `attempts: 0` refuses no attempt: expected at least 1, or no `attempts` for every attempt"
+                ),
+            );
+        }
     }
     let mut names = BTreeSet::new();
     for tool in &scenario.task.tools {

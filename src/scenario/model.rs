@@ -21,7 +21,9 @@ use serde_json::Value;
 ///   Compatible additions: a scenario's `origin`; a deny rule's `after`; a stream's
 ///   `interleave`; optional budgets `task.deadline_ms`, `task.max_tool_calls`,
 ///   `task.tool_timeout_ms`, and a tool's `slow` answers (`when`, `delay_ms`,
-///   `attempts`); a stream's `done_delay_ms`; a case's `deliveries`.
+///   `attempts`); a stream's `done_delay_ms`; a tool's `rate_limited` answers (`when`,
+///   `attempts`, `retry_after`, `retry_after_ms`) and an `unavailable` rule without
+///   `attempts` (a tool that stays down); a case's `deliveries`.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -384,6 +386,39 @@ pub struct ToolBehaviour {
     /// Slow answers: a tool that does not answer in time.
     #[serde(default, skip_serializing_if = "is_default")]
     pub slow: Vec<SlowRule>,
+    /// Rate limiting (HTTP 429, with the delay to wait before retrying) before a call is
+    /// served.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub rate_limited: Vec<RateLimitRule>,
+}
+
+/// A rate-limited tool backend: the first `attempts` requests for a matching call get
+/// HTTP 429 carrying `retry-after` (seconds) and/or `retry-after-ms`; later ones are
+/// served normally. Without `attempts` every request is refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitRule {
+    /// Only for arguments matching this subset (any when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<Value>,
+    /// How many attempts are refused (per call_id); absent: every attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// The `retry-after` header, whole seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+    /// The `retry-after-ms` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+impl RateLimitRule {
+    /// The wait the answer asks for, in ms: `retry-after-ms` when given (it is the more
+    /// precise, and the SDKs read it first), else `retry-after`.
+    pub fn delay_ms(&self) -> Option<u64> {
+        self.retry_after_ms
+            .or(self.retry_after.map(|seconds| seconds.saturating_mul(1000)))
+    }
 }
 
 /// A slow tool: the first `attempts` requests for a matching call are decided (and
@@ -400,16 +435,17 @@ pub struct SlowRule {
     pub attempts: u32,
 }
 
-/// A transient backend failure: the first `attempts` requests for a matching call get
-/// HTTP 503, later ones are served normally.
+/// A backend failure: the first `attempts` requests for a matching call get HTTP 503,
+/// later ones are served normally; without `attempts` the tool stays down.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnavailableRule {
     /// Only for arguments matching this subset (any when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<Value>,
-    /// How many attempts fail (per call_id).
-    pub attempts: u32,
+    /// How many attempts fail (per call_id); absent: every attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
 }
 
 /// A result for matching arguments.

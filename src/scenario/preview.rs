@@ -69,9 +69,23 @@ fn backend(scenario: &Scenario) -> String {
         for rule in &behaviour.unavailable {
             let _ = writeln!(
                 out,
-                "    {}: the first {} attempt(s) per call_id -> 503",
+                "    {}: {} -> 503",
                 when(&rule.when),
-                rule.attempts
+                attempts_shown(rule.attempts)
+            );
+        }
+        for rule in &behaviour.rate_limited {
+            let asked = match (rule.retry_after, rule.retry_after_ms) {
+                (Some(s), Some(ms)) => format!(" (retry-after {s} s, retry-after-ms {ms})"),
+                (Some(s), None) => format!(" (retry-after {s} s)"),
+                (None, Some(ms)) => format!(" (retry-after-ms {ms})"),
+                (None, None) => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "    {}: {} -> 429{asked}",
+                when(&rule.when),
+                attempts_shown(rule.attempts)
             );
         }
         for rule in &behaviour.slow {
@@ -128,6 +142,14 @@ fn when(pattern: &Option<Value>) -> String {
     match pattern {
         Some(pattern) => format!("when {pattern}"),
         None => "any call".to_owned(),
+    }
+}
+
+/// Which attempts of a call a failure rule refuses.
+fn attempts_shown(attempts: Option<u32>) -> String {
+    match attempts {
+        Some(n) => format!("the first {n} attempt(s) per call_id"),
+        None => "every attempt".to_owned(),
     }
 }
 

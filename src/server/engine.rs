@@ -390,6 +390,7 @@ impl Session {
                     kind,
                     name: name.unwrap_or_default().to_owned(),
                     delay_ms: 0,
+                    headers: Vec::new(),
                 },
                 Value::String(String::from_utf8_lossy(&request.body).into_owned()),
             ),
@@ -421,7 +422,11 @@ impl Session {
         // of its answer waits, in the front end, so other requests go on meanwhile.
         EngineReply {
             status: reply.status,
-            headers: Vec::new(),
+            headers: reply
+                .headers
+                .into_iter()
+                .map(|(name, value)| (name, Cow::Owned(value)))
+                .collect(),
             body: ReplyBody::Json(rendered),
             delay: Duration::from_millis(reply.delay_ms),
         }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
-use crate::scenario::{Scenario, ToolBehaviour, ToolRef};
+use crate::scenario::{RateLimitRule, Scenario, ToolBehaviour, ToolRef};
 use crate::tools::fixtures;
 use crate::transcript::ToolRequestKind;
 use crate::wire::IdGen;
@@ -196,6 +196,43 @@ pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments:
     }
 }
 
+/// The rate limit that applies to a call of a tool with these arguments, if any.
+pub fn rate_limit_rule<'b>(
+    behaviour: Option<&'b ToolBehaviour>,
+    arguments: &Value,
+) -> Option<&'b RateLimitRule> {
+    behaviour?
+        .rate_limited
+        .iter()
+        .find(|rule| when_matches(rule.when.as_ref(), arguments))
+}
+
+/// The 429 answer of a rate-limited call.
+fn rate_limited(name: &str, rule: &RateLimitRule) -> (u16, Value) {
+    let wait = match rule.delay_ms() {
+        Some(ms) => format!("retry with the same call_id after {ms} ms"),
+        None => "retry with the same call_id later".to_owned(),
+    };
+    error(
+        429,
+        "rate_limited",
+        format!("too many requests to '{name}'; {wait}"),
+    )
+}
+
+/// The headers of a 429: `retry-after` (seconds) and/or `retry-after-ms`, as the rule
+/// gives them.
+fn retry_headers(rule: &RateLimitRule) -> Vec<(&'static str, String)> {
+    let mut headers = Vec::new();
+    if let Some(seconds) = rule.retry_after {
+        headers.push(("retry-after", seconds.to_string()));
+    }
+    if let Some(ms) = rule.retry_after_ms {
+        headers.push(("retry-after-ms", ms.to_string()));
+    }
+    headers
+}
+
 /// The backend's per-case state.
 #[derive(Debug, Default)]
 pub struct BackendState {
@@ -226,6 +263,8 @@ pub struct BackendReply {
     pub name: String,
     /// How long the answer is held before it is sent (a scripted slow tool).
     pub delay_ms: u64,
+    /// Extra answer headers (a rate limit's `retry-after` / `retry-after-ms`).
+    pub headers: Vec<(&'static str, String)>,
 }
 
 fn error(status: u16, code: &str, message: String) -> (u16, Value) {
@@ -260,7 +299,15 @@ impl ToolBackend {
     /// `POST /call/{name}`.
     pub fn call(&self, state: &mut BackendState, name: &str, body: &Value) -> BackendReply {
         let mut delay_ms = 0;
+        let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
         let (status, body, effect) = self.call_inner(state, name, body, &mut delay_ms);
+        let headers = if status == 429 {
+            rate_limit_rule(self.behaviours.get(name), &arguments)
+                .map(retry_headers)
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         BackendReply {
             status,
             body,
@@ -268,6 +315,7 @@ impl ToolBackend {
             kind: ToolRequestKind::Call,
             name: name.to_owned(),
             delay_ms,
+            headers,
         }
     }
 
@@ -373,7 +421,13 @@ impl ToolBackend {
                     .iter()
                     .find(|rule| when_matches(rule.when.as_ref(), &arguments))
             })
-            .is_some_and(|rule| *attempt <= rule.attempts);
+            .is_some_and(|rule| rule.attempts.is_none_or(|n| *attempt <= n));
+        if let Some(rule) = rate_limit_rule(behaviour, &arguments)
+            && rule.attempts.is_none_or(|n| *attempt <= n)
+        {
+            let (s, b) = rate_limited(name, rule);
+            return (s, b, false);
+        }
         if failing {
             let (s, b) = error(
                 503,
@@ -437,6 +491,7 @@ impl ToolBackend {
             kind: ToolRequestKind::Approval,
             name,
             delay_ms: 0,
+            headers: Vec::new(),
         }
     }
 }
@@ -483,6 +538,54 @@ expect: {outcome: completed}
         assert_eq!(retry.body, held.body);
         assert_eq!(call(&mut state, "call_2", "Ghent").delay_ms, 0);
         assert_eq!(call(&mut state, "call_3", "Oslo").delay_ms, 800);
+    }
+
+    #[test]
+    fn a_rate_limit_answers_429_with_its_wait_and_an_unavailable_rule_without_attempts_never_ends()
+    {
+        let scenario = crate::scenario::parse(
+            std::path::Path::new("limits.yaml"),
+            r#"
+format: 1
+id: demo/limits
+summary: A rate-limited tool and one that stays down.
+level: must
+task: {input: "Hi", tools: [get_stock]}
+tools:
+  get_stock:
+    rate_limited: [{when: {sku: A7}, attempts: 1, retry_after: 2, retry_after_ms: 150}]
+    unavailable: [{when: {sku: B2}}]
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#,
+        )
+        .unwrap();
+        let backend = ToolBackend::new(&scenario);
+        let mut state = BackendState::default();
+        let call = |state: &mut BackendState, id: &str, sku: &str| {
+            backend.call(
+                state,
+                "get_stock",
+                &json!({"call_id": id, "arguments": {"sku": sku}}),
+            )
+        };
+        let limited = call(&mut state, "call_1", "A7");
+        assert_eq!(limited.status, 429);
+        assert_eq!(
+            limited.headers,
+            vec![
+                ("retry-after", "2".to_owned()),
+                ("retry-after-ms", "150".to_owned())
+            ]
+        );
+        assert!(!limited.effect);
+        let served = call(&mut state, "call_1", "A7");
+        assert_eq!((served.status, served.effect), (200, true));
+        assert!(served.headers.is_empty());
+        for _ in 0..20 {
+            assert_eq!(call(&mut state, "call_2", "B2").status, 503);
+        }
     }
 
     #[test]

@@ -25,14 +25,25 @@ pub(crate) fn should_retry(status: StatusCode, headers: &HeaderMap) -> bool {
 /// The wait before the next attempt, `retries` retries having been made already:
 /// `retry-after-ms`, else `retry-after` (seconds), if in (0, 60] s; else the backoff.
 pub(crate) fn delay(headers: &HeaderMap, retries: u32) -> Duration {
-    let seconds = |name| header(headers, name)?.trim().parse::<f64>().ok();
-    let requested = seconds("retry-after-ms")
-        .map(|ms| ms / 1000.0)
-        .or_else(|| seconds("retry-after"));
-    match requested {
-        Some(secs) if secs > 0.0 && secs <= MAX_RETRY_AFTER_SECS => Duration::from_secs_f64(secs),
+    match requested(headers) {
+        Some(secs) if secs <= MAX_RETRY_AFTER_SECS => Duration::from_secs_f64(secs),
         _ => backoff(retries),
     }
+}
+
+/// The wait an answer asks for, in seconds: `retry-after-ms`, else `retry-after`, when
+/// positive.
+pub(crate) fn requested(headers: &HeaderMap) -> Option<f64> {
+    let seconds = |name| header(headers, name)?.trim().parse::<f64>().ok();
+    seconds("retry-after-ms")
+        .map(|ms| ms / 1000.0)
+        .or_else(|| seconds("retry-after"))
+        .filter(|secs| *secs > 0.0)
+}
+
+/// The longest server-requested wait honoured, in seconds.
+pub(crate) const fn max_retry_after_secs() -> f64 {
+    MAX_RETRY_AFTER_SECS
 }
 
 /// The SDKs' exponential backoff, 0.5 s doubling up to 8 s, without the random jitter

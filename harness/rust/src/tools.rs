@@ -17,10 +17,13 @@ use tokio::time::Instant;
 
 use crate::client::describe;
 use crate::response::FunctionCall;
+use crate::retry;
 use crate::{Outcome, Task, before_deadline};
 
-/// Retries of a call the backend answered with 5xx; safe because it de-duplicates by call_id.
+/// Retries of a call the backend answered with 429 or 5xx; safe because it de-duplicates by
+/// call_id.
 const CALL_RETRIES: u32 = 2;
+/// The pause before a retry when the answer asked for no particular wait.
 const RETRY_DELAY: Duration = Duration::from_millis(50);
 
 pub(crate) fn error_output(message: impl Display) -> String {
@@ -215,15 +218,19 @@ impl Tools {
             body["approval"] = json!(approval);
         }
         let mut timed_out = false;
+        let mut wait = RETRY_DELAY;
         for attempt in 0..=CALL_RETRIES {
-            // A pause after a 5xx; an attempt that timed out has waited long enough.
+            // A pause after a 429 or 5xx (as long as it asked); an attempt that timed out
+            // has waited long enough.
             if attempt > 0 && !timed_out {
-                tokio::time::sleep(RETRY_DELAY).await;
+                tokio::time::sleep(wait).await;
             }
             let request = async {
                 let answer = self.http.post(&url).json(&body).send().await?;
                 let status = answer.status();
-                Ok::<_, reqwest::Error>((status, answer.text().await.unwrap_or_default()))
+                let asked = retry::requested(answer.headers());
+                let text = answer.text().await.unwrap_or_default();
+                Ok::<_, reqwest::Error>((status, asked, text))
             };
             let answered = match self.tool_timeout {
                 Some(limit) => match tokio::time::timeout(limit, request).await {
@@ -243,13 +250,22 @@ impl Tools {
                 },
                 None => request.await,
             };
-            let (status, text) = match answered {
+            let (status, asked, text) = match answered {
                 Ok(answered) => answered,
                 Err(e) => {
                     return error_output(format!("tool backend unreachable: {}", describe(&e)));
                 }
             };
-            if status.is_server_error() {
+            if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+                // A wait longer than any retry is worth: the call is answered as failed.
+                if asked.is_some_and(|secs| secs > retry::max_retry_after_secs()) {
+                    return error_output(format!(
+                        "tool unavailable: HTTP {} asking to retry after more than {} s",
+                        status.as_u16(),
+                        retry::max_retry_after_secs()
+                    ));
+                }
+                wait = asked.map_or(RETRY_DELAY, Duration::from_secs_f64);
                 eprintln!(
                     "tool {} ({}): HTTP {} on attempt {}",
                     call.name,
