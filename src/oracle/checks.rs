@@ -118,7 +118,7 @@ checks! {
     TERMINAL_CALLS_BESIDE_MESSAGE = "terminal/calls-beside-message", Must,
         "not take a message as the answer while calls arrive beside it";
     TERMINAL_UNFINISHED_NOT_EXECUTED = "terminal/unfinished-not-executed", Must,
-        "not execute calls from an incomplete or failed response";
+        "not execute calls from an incomplete or failed response (in a stream, a call run whole at its `output_item.done`, before the ending arrived, is excused; the loop still stops at the ending)";
     TERMINAL_REACHED_OUTCOME = "terminal/reached-outcome", Must,
         "report an outcome only after reaching the turn that produces it: the model requests it rests on must reach the API (a result printed without them proves nothing, whatever the case's level)";
     TERMINAL_STOPPED_AT_ANSWER = "terminal/stopped-at-answer", Must,
