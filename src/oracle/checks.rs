@@ -59,6 +59,8 @@ checks! {
         "(stateless) send no output-only fields (`status` on reasoning, even as null)";
     REASONING_ITEMS_UNALTERED = "reasoning/items-unaltered", Must,
         "(stateless) replay the model's calls and messages as it produced them: a call's name and arguments, a message's text";
+    REASONING_CALL_IDS_KEPT = "reasoning/call-ids-kept", Should,
+        "(stateless) replay a function_call that follows its reasoning item with its `fc_` id";
     STATE_CONFIG_RESENT = "state/config-resent", Must,
         "send the task's model and exact tool set on every request, each definition meaning what the task's does (description, `strict`, `allowed_callers`, parameters; an omitted `strict` is true), and give the model the task's instructions on every request: as `instructions`, or as a system or developer message in the context the request carries (its input plus what its chain or conversation holds)";
     STATE_CHAINED = "state/chained", Must,
