@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: on an incomplete response, closes the truncated arguments of a cut-off call and runs it before stopping, as LangChain does
 # caught-by: terminal/unfinished-not-executed
-# cases: stream/09-incomplete-truncated-call
+# cases: stream/09-incomplete-truncated-call, stream/10-incomplete-after-whole-call
 # supports: previous_response_id,stream
 
 import os

@@ -59,6 +59,8 @@ checks! {
         "(stateless, replay) send no output-only fields (`status` on reasoning, even as null)";
     REASONING_ITEMS_UNALTERED = "reasoning/items-unaltered", Must,
         "(stateless, replay) replay the model's calls and messages as it produced them: a call's name and arguments, a message's text";
+    REASONING_CALL_IDS_KEPT = "reasoning/call-ids-kept", Should,
+        "(stateless, replay) replay a function_call that follows its reasoning item with its `fc_` id";
     STATE_CONFIG_RESENT = "state/config-resent", Must,
         "send the task's model and exact tool set on every request (the tools the model may call: the definitions, narrowed by `tool_choice.allowed_tools` when sent), each definition meaning what the task's does (description, `strict`, `allowed_callers`, parameters; an omitted `strict` is true), and give the model the task's instructions on every request: as `instructions`, or as a system or developer message in the context the request carries (its input plus what its chain or conversation holds)";
     STATE_CHAINED = "state/chained", Must,
@@ -122,7 +124,7 @@ checks! {
     TERMINAL_CALLS_BESIDE_MESSAGE = "terminal/calls-beside-message", Must,
         "not take a message as the answer while calls arrive beside it";
     TERMINAL_UNFINISHED_NOT_EXECUTED = "terminal/unfinished-not-executed", Must,
-        "not execute calls from an incomplete or failed response";
+        "not execute calls from an incomplete or failed response (in a stream, a call run whole at its `output_item.done`, before the ending arrived, is excused; the loop still stops at the ending)";
     TERMINAL_REACHED_OUTCOME = "terminal/reached-outcome", Must,
         "report an outcome only after reaching the turn that produces it: the model requests it rests on must reach the API (a result printed without them proves nothing, whatever the case's level)";
     TERMINAL_STOPPED_AT_ANSWER = "terminal/stopped-at-answer", Must,

@@ -41,6 +41,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if any_reasoning {
         out.push(replayed(f, &replays, &prior_items));
         out.push(input_shape(&replays));
+        out.extend(call_ids_kept(&replays, &prior_items));
     }
     if replays
         .iter()
@@ -205,6 +206,60 @@ fn in_order<'p>(
     )
 }
 
+/// `reasoning/call-ids-kept` (SHOULD): a function_call that the model produced right
+/// after a reasoning item, replayed after that reasoning item, carries its `fc_` id. The
+/// fake accepts the call without it (it pairs the two by position and `call_id`), but
+/// public reports tie the real API's 400 "Item 'rs_...' of type 'reasoning' was provided
+/// without its required following item." to this form (vercel/ai#7099,
+/// langchain-ai/langchainjs#9082, continuedev/continue#8933), while other reports of the
+/// same error have other causes: the evidence is mixed, so it is a SHOULD. Only calls
+/// after a replayed reasoning item: an id-less message, or a call with no reasoning
+/// before it, pairs with nothing; reasoning left out is `reasoning/replayed`'s, and a
+/// call under another id `reasoning/items-in-order`'s.
+fn call_ids_kept<'p>(
+    replays: &[(usize, Vec<Value>)],
+    prior_items: &Prior<'p>,
+) -> Option<CheckResult> {
+    let mut problems = Vec::new();
+    let mut judged = 0;
+    for (position, input) in replays {
+        let items = prior_items(*position);
+        for pair in items.windows(2) {
+            let [(served, reasoning), (next_served, call)] = pair else {
+                continue;
+            };
+            if served != next_served
+                || reasoning["type"] != "reasoning"
+                || call["type"] != "function_call"
+                || find(input, reasoning).is_none()
+            {
+                continue;
+            }
+            let Some(sent) = input.iter().find(|i| is_replay_of(i, call)) else {
+                continue;
+            };
+            judged += 1;
+            if item_id(sent).is_none() {
+                problems.push(format!(
+                    "{} replays function_call {} ({}) after reasoning item {} without its id {}: expected the call's `fc_` id back, as the model gave it (a call replayed without it after its reasoning is publicly reported to meet the API's 400 \"Item '{}' of type 'reasoning' was provided without its required following item.\")",
+                    Facts::request_label(*position),
+                    call_id(call).unwrap_or_default(),
+                    call["name"].as_str().unwrap_or_default(),
+                    reasoning["id"].as_str().unwrap_or_default(),
+                    item_id(call).unwrap_or_default(),
+                    reasoning["id"].as_str().unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    (judged > 0).then(|| {
+        checks::REASONING_CALL_IDS_KEPT.judge(
+            problems,
+            format!("{judged} call(s) replayed after their reasoning item, each with its fc_ id"),
+        )
+    })
+}
+
 /// What a replay changed in a call or message the model produced, if anything: a call's
 /// name or arguments (compared as JSON values when both parse, so re-serialising them is
 /// no change), a message's text.
@@ -283,8 +338,8 @@ fn unaltered<'p>(replays: &[(usize, Vec<Value>)], prior_items: &Prior<'p>) -> Op
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::oracle::Judgement;
     use crate::oracle::test_support::*;
+    use crate::oracle::{CaseVerdict, Judgement};
     use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Replay, Stateless};
 
     const RETENTION: &str = "reasoning/01-encrypted-retention";
@@ -441,6 +496,66 @@ expect: {outcome: completed}
         assert_not_judged(&judgement, "reasoning/input-shape");
         assert_passes(&judgement, "reasoning/items-in-order");
         assert_passes(&judgement, "reasoning/items-unaltered");
+    }
+
+    const KEEPS_ID: &str = "reasoning/03-call-after-reasoning-keeps-id";
+
+    #[test]
+    fn call_ids_kept_passes_calls_replayed_with_their_ids_after_their_reasoning() {
+        for case in [KEEPS_ID, RETENTION, TWO_PAIRS] {
+            let judgement = replay_with(case, Stateless, |_| {});
+            assert_passes(&judgement, "reasoning/call-ids-kept");
+        }
+    }
+
+    #[test]
+    fn call_ids_kept_reports_a_call_replayed_without_its_id_after_its_reasoning_as_non_strict() {
+        let judgement = replay_with(
+            KEEPS_ID,
+            Stateless,
+            each("function_call", |call| {
+                call.as_object_mut().unwrap().remove("id");
+            }),
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/call-ids-kept",
+            "request 2 replays function_call call_",
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/call-ids-kept",
+            "(get_weather) after reasoning item rs_",
+        );
+        assert_fails(
+            &judgement,
+            "reasoning/call-ids-kept",
+            "without its required following item.",
+        );
+        // The fake accepts the form, and the rest of the replay is sound.
+        assert_passes(&judgement, "wire/accepted");
+        for id in ALL {
+            assert_passes(&judgement, id);
+        }
+        assert_eq!(judgement.verdict, CaseVerdict::NonStrict);
+    }
+
+    #[test]
+    fn call_ids_kept_leaves_reasoning_left_out_to_replayed_and_other_modes_alone() {
+        let judgement = replay_with(KEEPS_ID, Stateless, |input| {
+            input.retain(|item| item["type"] != "reasoning");
+            for item in input.iter_mut() {
+                item.as_object_mut().unwrap().remove("id");
+            }
+        });
+        assert_fails(
+            &judgement,
+            "reasoning/replayed",
+            "does not replay reasoning item",
+        );
+        assert_not_judged(&judgement, "reasoning/call-ids-kept");
+        let judgement = replay_with(RETENTION, PreviousResponseId, |_| {});
+        assert_not_judged(&judgement, "reasoning/call-ids-kept");
     }
 
     #[test]

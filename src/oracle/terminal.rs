@@ -85,7 +85,11 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         let problems = unfinished
             .iter()
             .map(|&i| &f.calls[i])
-            .filter(|c| !f.executions_of(&c.call_id).is_empty())
+            .filter(|c| {
+                f.executions_of(&c.call_id)
+                    .iter()
+                    .any(|execution| !ran_whole_before_the_ending(f, c, execution.seq))
+            })
             .map(|c| {
                 format!(
                     "{} came in a response with status '{}' and was executed anyway: a call from an unfinished response may be truncated",
@@ -102,6 +106,33 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     out.extend(stopped);
     out.extend(finished(f));
     out
+}
+
+/// Whether an execution (at order number `seq`) of a call from an unfinished response
+/// is one a streaming controller could not have known to withhold: the call's
+/// `response.output_item.done` had been sent with the item whole (status `completed`)
+/// and the execution came after it. The stream's ending arrives only later, so a loop
+/// that runs a call at its `output_item.done` (as streamed calls may be run) cannot
+/// foresee it; what it must still do, stop and report the failure without sending the
+/// call's output, the other `terminal` checks judge. A response served as JSON shows its
+/// status with its calls, and a call cut off (its item `incomplete`) or run before its
+/// `output_item.done` was never whole: none of those may run. (When the events are
+/// written together, the order numbers cannot tell a run at `output_item.done` from one
+/// after the ending was read, so both are allowed.)
+fn ran_whole_before_the_ending(f: &Facts, call: &super::facts::IssuedCall, seq: u64) -> bool {
+    let served = &f.served[call.response];
+    let Some(record) = &served.exchange.stream else {
+        return false;
+    };
+    let whole = served
+        .output
+        .iter()
+        .any(|item| item["call_id"] == call.call_id.as_str() && item["status"] == "completed");
+    whole
+        && record
+            .call_done_seq
+            .get(&call.call_id)
+            .is_some_and(|done| seq > *done)
 }
 
 /// `terminal/finished` and `terminal/result-line`: how a controller that gave no valid
@@ -685,6 +716,113 @@ expect: {outcome: failed, reason: max_rounds}
             "came in a response with status 'incomplete' and was executed anyway",
         );
         assert_passes(&judgement, "terminal/outcome");
+    }
+
+    /// Plays stream/10 (a whole call, then a cut-off one, then `response.incomplete`),
+    /// running each call whose `output_item.done` satisfies `run_at_done` as that event
+    /// arrives, with its arguments repaired if they do not parse; the terminal response.
+    fn stream_running_calls_at_done(run: &Run, run_at_done: fn(&Value) -> bool) -> Value {
+        let events = run.stream_with(&run.first_body(), &mut |run, _, event| {
+            let item = &event["item"];
+            if event["type"] == "response.output_item.done"
+                && item["type"] == "function_call"
+                && run_at_done(item)
+            {
+                let raw = item["arguments"].as_str().unwrap_or_default();
+                let arguments: Value = serde_json::from_str(raw)
+                    .unwrap_or_else(|_| serde_json::from_str(&format!("{raw}\"}}")).unwrap());
+                run.send(
+                    "POST",
+                    "/tools/call/search_docs",
+                    Some(&json!({"call_id": item["call_id"], "arguments": arguments, "principal": "user-1"})),
+                );
+            }
+        });
+        let last = events.last().unwrap();
+        assert_eq!(last["type"], "response.incomplete");
+        last["response"].clone()
+    }
+
+    const WHOLE_THEN_CUT: &str = "stream/10-incomplete-after-whole-call";
+
+    #[test]
+    fn unfinished_not_executed_passes_a_whole_streamed_call_run_at_its_output_item_done() {
+        for state in [PreviousResponseId, Stateless] {
+            let run = Run::case(WHOLE_THEN_CUT, state);
+            stream_running_calls_at_done(&run, |item| item["status"] == "completed");
+            let judgement = run.judge_failed("incomplete");
+            assert_passes(&judgement, "terminal/unfinished-not-executed");
+            assert_passes(&judgement, "terminal/outcome");
+            assert_passes(&judgement, "terminal/stopped-at-answer");
+            assert_eq!(judgement.verdict, CaseVerdict::Pass);
+        }
+    }
+
+    #[test]
+    fn unfinished_not_executed_fails_the_cut_off_call_of_an_incomplete_stream_run() {
+        let run = Run::case(WHOLE_THEN_CUT, PreviousResponseId);
+        stream_running_calls_at_done(&run, |_| true);
+        let judgement = run.judge_failed("incomplete");
+        assert_fails(
+            &judgement,
+            "terminal/unfinished-not-executed",
+            "(search_docs {\"query\": \"import invoices from CS) came in a response with status 'incomplete' and was executed anyway",
+        );
+        // The whole call is not named: it was run when it was done, before the ending.
+        assert!(
+            !check(&judgement, "terminal/unfinished-not-executed")
+                .message
+                .contains("export invoices")
+        );
+    }
+
+    #[test]
+    fn a_whole_streamed_call_run_at_done_does_not_excuse_going_on_after_the_ending() {
+        let run = Run::case(WHOLE_THEN_CUT, PreviousResponseId);
+        let first = run.first_body();
+        let response = stream_running_calls_at_done(&run, |item| item["status"] == "completed");
+        let whole = &calls(&response)[0];
+        let output = output(whole, r#"{"hits": []}"#);
+        run.create(&run.next_body(&first, &response, &[output]));
+        let judgement = run.judge_completed();
+        assert_passes(&judgement, "terminal/unfinished-not-executed");
+        assert_fails(
+            &judgement,
+            "terminal/stopped-at-answer",
+            "the last scripted turn, which was incomplete: an incomplete response ends the loop",
+        );
+    }
+
+    #[test]
+    fn unfinished_not_executed_fails_a_whole_call_run_before_its_output_item_done() {
+        // Run on `function_call_arguments.done`, one event early: never a whole call yet.
+        let run = Run::case(WHOLE_THEN_CUT, PreviousResponseId);
+        let mut call_ids = std::collections::HashMap::new();
+        run.stream_with(&run.first_body(), &mut |run, _, event| {
+            let item = &event["item"];
+            match event["type"].as_str() {
+                Some("response.output_item.added") => {
+                    call_ids.insert(item["id"].clone().to_string(), item["call_id"].clone());
+                }
+                Some("response.function_call_arguments.done") => {
+                    let raw = event["arguments"].as_str().unwrap_or_default();
+                    let Ok(arguments) = serde_json::from_str::<Value>(raw) else {
+                        return;
+                    };
+                    run.send(
+                        "POST",
+                        "/tools/call/search_docs",
+                        Some(&json!({"call_id": call_ids[&event["item_id"].to_string()], "arguments": arguments, "principal": "user-1"})),
+                    );
+                }
+                _ => {}
+            }
+        });
+        assert_fails(
+            &run.judge_failed("incomplete"),
+            "terminal/unfinished-not-executed",
+            "(search_docs {\"query\":\"export invoices to CSV\"}) came in a response with status 'incomplete' and was executed anyway",
+        );
     }
 
     #[test]
