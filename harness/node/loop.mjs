@@ -322,7 +322,8 @@ export function finalAnswer(response) {
   const messages = response.output.filter((item) => item.type === 'message');
   const parts = messages.at(-1)?.content ?? [];
   const refusal = parts.find((part) => part.type === 'refusal');
-  if (refusal && !parts.some((part) => part.type === 'output_text')) {
+  // A refusal part refuses, whatever text sits beside it: that text is no answer.
+  if (refusal) {
     throw new Stop('refusal', refusal.refusal);
   }
   return messages

@@ -302,7 +302,8 @@ def final_answer(response):
     messages = [item for item in response.output if item.type == "message"]
     parts = messages[-1].content if messages else []
     refusal = next((part for part in parts if part.type == "refusal"), None)
-    if refusal is not None and not any(part.type == "output_text" for part in parts):
+    # A refusal part refuses, whatever text sits beside it: that text is no answer.
+    if refusal is not None:
         raise Stop("refusal", refusal.refusal)
     return response.output_text
 

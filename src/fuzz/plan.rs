@@ -291,6 +291,7 @@ impl Plan {
                 last.push(OutputSpec::Message(MessageSpec::Full(MessageFull {
                     text: "Here is what I fou".to_owned(),
                     status: Some("incomplete".to_owned()),
+                    refusal: None,
                 })));
             }
             End::IncompleteCall => {

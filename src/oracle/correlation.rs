@@ -161,11 +161,12 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
         };
         for &c in &served.calls {
             let call = &f.calls[c];
-            let Some((_, expected)) = results.iter().find(|(id, _)| *id == call.call_id) else {
-                continue;
-            };
             let outputs = Facts::outputs_for(request, &call.call_id);
             let Some(output) = outputs.first() else {
+                continue;
+            };
+            let Some((_, expected)) = results.iter().find(|(id, _)| *id == call.call_id) else {
+                problems.extend(borrowed_result(f, position, call, output, &results));
                 continue;
             };
             judged += 1;
@@ -226,6 +227,34 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
     })
 }
 
+/// A call the backend never ran whose output carries another call's result: the
+/// controller ran one of two identical calls and answered both with its result (or
+/// copied a result across). Scalar results are left out: an error output may hold
+/// `true` or a number by chance.
+fn borrowed_result(
+    f: &Facts,
+    position: usize,
+    call: &super::facts::IssuedCall,
+    output: &Value,
+    results: &[(&str, Value)],
+) -> Option<String> {
+    let actual: Value = serde_json::from_str(&output_text(output)).ok()?;
+    let (owner, _) = results.iter().find(|(id, result)| {
+        *id != call.call_id && (result.is_object() || result.is_array()) && carries(&actual, result)
+    })?;
+    let executed = if f.executions_of(&call.call_id).is_empty() {
+        "was never executed"
+    } else {
+        "got no result from the backend"
+    };
+    Some(format!(
+        "{}: the output for {} carries the result of {owner}, but {} {executed}: each call's output must be the result of its own execution",
+        Facts::request_label(position),
+        call.describe(),
+        call.call_id
+    ))
+}
+
 /// Whether an output value carries `result`: it is the result, or a one-level envelope
 /// around it (`{"result": ...}`, `{"ok": true, "data": ...}`, `[...]`).
 pub(super) fn carries(output: &Value, result: &Value) -> bool {
@@ -276,6 +305,7 @@ mod tests {
         for case in [
             "correlation/05-parallel-same-tool",
             "correlation/03-mixed-items",
+            "correlation/07-duplicate-calls",
         ] {
             for state in [PreviousResponseId, Stateless, Conversation] {
                 let run = Run::case(case, state);
@@ -296,6 +326,45 @@ mod tests {
         for id in CHECKS {
             assert_not_judged(&judgement, id);
         }
+    }
+
+    #[test]
+    fn result_matches_fails_identical_calls_run_once_and_answered_with_one_result() {
+        let run = Run::case("correlation/07-duplicate-calls", PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let calls = calls(&response);
+        let mut once = response.clone();
+        once["output"] = json!([calls[0].clone()]);
+        let result = run.execute(&once)[0]["output"].as_str().unwrap().to_owned();
+        let outputs: Vec<Value> = calls.iter().map(|call| output(call, &result)).collect();
+        run.create(&run.next_body(&first, &response, &outputs));
+        let (ran, skipped) = (&calls[0]["call_id"], &calls[1]["call_id"]);
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/result-matches",
+            &format!(
+                "carries the result of {}, but {} was never executed",
+                ran.as_str().unwrap(),
+                skipped.as_str().unwrap()
+            ),
+        );
+    }
+
+    #[test]
+    fn result_matches_fails_identical_calls_whose_numbered_results_are_swapped() {
+        let run = second_request_with("correlation/07-duplicate-calls", |_, outputs| {
+            assert_ne!(result_of(&outputs[0]), result_of(&outputs[1]));
+            vec![
+                json!({"type": "function_call_output", "call_id": outputs[0]["call_id"], "output": outputs[1]["output"]}),
+                json!({"type": "function_call_output", "call_id": outputs[1]["call_id"], "output": outputs[0]["output"]}),
+            ]
+        });
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/result-matches",
+            "(that is the result of call_",
+        );
     }
 
     #[test]

@@ -144,10 +144,11 @@ fn what_request_meets(scenario: &Scenario, request: usize) -> String {
     match turn.status {
         TurnStatus::Incomplete => "whose response is incomplete".to_owned(),
         TurnStatus::Failed => "whose response failed".to_owned(),
-        _ if turn
-            .output
-            .iter()
-            .any(|o| matches!(o, OutputSpec::Refusal(_))) =>
+        _ if turn.output.iter().any(|o| match o {
+            OutputSpec::Refusal(_) => true,
+            OutputSpec::Message(m) => m.refusal().is_some(),
+            _ => false,
+        }) =>
         {
             "whose response is a refusal".to_owned()
         }

@@ -176,7 +176,8 @@ fn ending(f: &Facts, index: usize) -> (&'static str, &'static str) {
             "whose stream broke off",
             "a broken stream ends the loop, reported as failed with reason 'api_error'",
         ),
-        _ if refusal && !served.has_message => (
+        // A refusal part refuses, whatever text sits beside it: that text is no answer.
+        _ if refusal => (
             "which was a refusal",
             "a refusal ends the loop, reported as failed with reason 'refusal'",
         ),
@@ -262,12 +263,9 @@ fn stopped(f: &Facts) -> Option<CheckResult> {
     })
 }
 
-/// The refusal parts' texts of a served response that is a refusal (refusal parts, no
-/// message text); empty when it is not one.
+/// The refusal parts' texts of a served response: a response with a refusal part is a
+/// refusal, even with text beside it; empty when it is not one.
 fn refusals(served: &super::facts::Served) -> Vec<String> {
-    if served.has_message {
-        return Vec::new();
-    }
     served
         .output
         .iter()
@@ -503,6 +501,22 @@ mod tests {
             "reason": "refusal",
             "output_text": "The model refused:\n  I can't share full\npayment card numbers.",
         }));
+        assert_passes(&judgement, "terminal/refusal-text");
+    }
+
+    #[test]
+    fn outcome_fails_the_text_beside_a_refusal_reported_as_the_answer() {
+        let run = Run::case("terminal/12-refusal-beside-text", PreviousResponseId);
+        run.correct();
+        assert_fails(
+            &run.judge(json!({"status": "completed", "output_text": "Order O-3391 was delivered and paid by card."})),
+            "terminal/outcome",
+            "the last response is a refusal, \"I can't share full payment card numbers.\", not an answer",
+        );
+        let run = Run::case("terminal/12-refusal-beside-text", Stateless);
+        run.correct();
+        let judgement = run.judge(json!({"status": "failed", "reason": "refusal", "detail": "I can't share full payment card numbers."}));
+        assert_passes(&judgement, "terminal/outcome");
         assert_passes(&judgement, "terminal/refusal-text");
     }
 

@@ -386,6 +386,11 @@ pub struct ToolBehaviour {
     /// Slow answers: a tool that does not answer in time.
     #[serde(default, skip_serializing_if = "is_default")]
     pub slow: Vec<SlowRule>,
+    /// A field added to each result (when it is an object), holding the number of that
+    /// execution of the tool (1, 2, ...): two identical calls make two bookings with two
+    /// numbers, so a controller that runs one of them only, or swaps their results, shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numbered: Option<String>,
     /// Rate limiting (HTTP 429, with the delay to wait before retrying) before a call is
     /// served.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -751,6 +756,14 @@ impl MessageSpec {
             Self::Full(full) => full.status.as_deref().unwrap_or("completed"),
         }
     }
+
+    /// The refusal part beside the text, if any.
+    pub fn refusal(&self) -> Option<&str> {
+        match self {
+            Self::Text(_) => None,
+            Self::Full(full) => full.refusal.as_deref(),
+        }
+    }
 }
 
 /// The long form of a message.
@@ -762,6 +775,9 @@ pub struct MessageFull {
     /// Item status (`completed`, `incomplete`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// A `refusal` content part after the `output_text` part, in the same message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
 }
 
 /// A scripted function call.

@@ -177,7 +177,10 @@ fn turn_lines(number: usize, turn: &Turn) -> String {
     for item in &turn.output {
         let line = match item {
             OutputSpec::Reasoning(_) => "reasoning".to_owned(),
-            OutputSpec::Message(message) => format!("message {:?}", message.text()),
+            OutputSpec::Message(message) => match message.refusal() {
+                Some(refusal) => format!("message {:?}, refusal {refusal:?}", message.text()),
+                None => format!("message {:?}", message.text()),
+            },
             OutputSpec::Refusal(text) => format!("refusal {text:?}"),
             OutputSpec::Call(call) => {
                 let caller = call

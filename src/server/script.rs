@@ -353,6 +353,7 @@ pub(crate) fn output_items<'a>(
                 id: draws.item_id("msg", index),
                 status: m.status(),
                 text: m.text(),
+                refusal: m.refusal(),
             },
             OutputSpec::Refusal(text) => OutputItem::Refusal {
                 id: draws.item_id("msg", index),

@@ -439,9 +439,15 @@ impl ToolBackend {
         if let Some(result) = state.executed.get(call_id) {
             return (200, json!({"result": result}), false);
         }
-        let result = scripted_result(behaviour, name, &arguments);
+        let mut result = scripted_result(behaviour, name, &arguments);
+        let runs = state.runs.entry(name.to_owned()).or_insert(0);
+        *runs += 1;
+        if let (Some(field), Value::Object(fields)) =
+            (behaviour.and_then(|b| b.numbered.as_ref()), &mut result)
+        {
+            fields.insert(field.clone(), json!(*runs));
+        }
         state.executed.insert(call_id.to_owned(), result.clone());
-        *state.runs.entry(name.to_owned()).or_insert(0) += 1;
         (200, json!({"result": result}), true)
     }
 
@@ -586,6 +592,51 @@ expect: {outcome: completed}
         for _ in 0..20 {
             assert_eq!(call(&mut state, "call_2", "B2").status, 503);
         }
+    }
+
+    #[test]
+    fn a_numbered_tool_gives_each_execution_its_own_number_and_a_retry_its_first() {
+        let scenario = crate::scenario::parse(
+            std::path::Path::new("numbered.yaml"),
+            r#"
+format: 1
+id: demo/numbered
+summary: A numbered tool.
+level: must
+task: {input: "Hi", tools: [get_weather]}
+tools:
+  get_weather:
+    default: {forecast: sun}
+    numbered: booking
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#,
+        )
+        .unwrap();
+        let backend = ToolBackend::new(&scenario);
+        let mut state = BackendState::default();
+        let call = |state: &mut BackendState, id: &str| {
+            backend
+                .call(
+                    state,
+                    "get_weather",
+                    &json!({"call_id": id, "arguments": {"city": "Oslo"}}),
+                )
+                .body
+        };
+        assert_eq!(
+            call(&mut state, "call_1"),
+            json!({"result": {"forecast": "sun", "booking": 1}})
+        );
+        assert_eq!(
+            call(&mut state, "call_2"),
+            json!({"result": {"forecast": "sun", "booking": 2}})
+        );
+        assert_eq!(
+            call(&mut state, "call_1"),
+            json!({"result": {"forecast": "sun", "booking": 1}})
+        );
     }
 
     #[test]

@@ -18,11 +18,13 @@ pub enum OutputItem<'a> {
         encrypted_content: String,
         summary: &'a [String],
     },
-    /// An assistant `message` with one `output_text` part.
+    /// An assistant `message` with one `output_text` part, and a `refusal` part after it
+    /// when `refusal` is set.
     Message {
         id: String,
         status: &'a str,
         text: &'a str,
+        refusal: Option<&'a str>,
     },
     /// An assistant `message` with one `refusal` part.
     Refusal { id: String, text: &'a str },
@@ -136,7 +138,12 @@ impl OutputItem<'_> {
                     out.push(b']');
                 });
             }
-            OutputItem::Message { id, status, text } => {
+            OutputItem::Message {
+                id,
+                status,
+                text,
+                refusal,
+            } => {
                 fields.put("id", id);
                 fields.put("type", kind);
                 fields.put("status", status);
@@ -144,6 +151,10 @@ impl OutputItem<'_> {
                 fields.put_with("content", |out| {
                     out.push(b'[');
                     write_output_text(out, text);
+                    if let Some(refusal) = refusal {
+                        out.push(b',');
+                        write_refusal(out, refusal);
+                    }
                     out.push(b']');
                 });
             }
@@ -273,6 +284,7 @@ mod tests {
                 id: "msg_1".into(),
                 status: "completed",
                 text: "Zürich \"quoted\"",
+                refusal: None,
             },
             OutputItem::Refusal {
                 id: "msg_2".into(),

@@ -261,9 +261,14 @@ async fn run(case: &Case, state: StateMode) -> CaseReport {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_openai_parses_every_response_and_stream_event_of_the_catalogue() {
     // Every case in every delivery, so every stream event the catalogue can send is read.
-    let supports = ["previous_response_id", "stateless", "conversation", "stream"]
-        .map(str::to_owned)
-        .into();
+    let supports = [
+        "previous_response_id",
+        "stateless",
+        "conversation",
+        "stream",
+    ]
+    .map(str::to_owned)
+    .into();
     let cases = Arc::new(runner::delivered(&catalogue(), &supports));
     let plan = runner::plan(&cases, &supports);
     let permits = Arc::new(Semaphore::new(JOBS));

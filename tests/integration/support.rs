@@ -163,7 +163,10 @@ pub fn assert_passes_catalogue(controller: &str, supports: &str, who: &str, snap
         .iter()
         .filter(|case| case["verdict"] != "pass")
         .map(|case| {
-            let mut line = format!("{} [{}, {}]: {}", case["id"], case["state"], case["delivery"], case["verdict"]);
+            let mut line = format!(
+                "{} [{}, {}]: {}",
+                case["id"], case["state"], case["delivery"], case["verdict"]
+            );
             for check in case["checks"].as_array().into_iter().flatten() {
                 if check["verdict"] != "pass" && check["verdict"] != "info" {
                     line.push_str(&format!(

@@ -121,10 +121,9 @@ pub(crate) fn final_answer(output: &[Value]) -> Result<String, Outcome> {
         .and_then(|message| message["content"].as_array())
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let refusal = parts.iter().find(|part| part["type"] == "refusal");
-    let has_text = parts.iter().any(|part| part["type"] == "output_text");
-    match refusal {
-        Some(part) if !has_text => Err(Outcome::failed(
+    // A refusal part refuses, whatever text sits beside it: that text is no answer.
+    match parts.iter().find(|part| part["type"] == "refusal") {
+        Some(part) => Err(Outcome::failed(
             "refusal",
             part["refusal"].as_str().unwrap_or("the model refused"),
         )),
@@ -202,11 +201,11 @@ mod tests {
     }
 
     #[test]
-    fn refusal_beside_text_is_a_completed_answer() {
+    fn refusal_beside_text_is_a_refusal() {
         let output = vec![message(
-            json!([{"type": "refusal", "refusal": "no"}, {"type": "output_text", "text": "partly"}]),
+            json!([{"type": "output_text", "text": "partly"}, {"type": "refusal", "refusal": "no"}]),
         )];
-        assert_eq!(final_answer(&output), Ok("partly".to_string()));
+        assert_eq!(final_answer(&output), Err(Outcome::failed("refusal", "no")));
     }
 
     #[test]

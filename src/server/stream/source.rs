@@ -291,11 +291,21 @@ impl StreamedItem for OutputItem<'_> {
 
     fn content(&self) -> Vec<ContentPart<'_>> {
         match *self {
-            OutputItem::Message { text, .. } => vec![ContentPart {
-                refusal: false,
-                text,
-                whole: Whole::OutputText(text),
-            }],
+            OutputItem::Message { text, refusal, .. } => {
+                let mut parts = vec![ContentPart {
+                    refusal: false,
+                    text,
+                    whole: Whole::OutputText(text),
+                }];
+                if let Some(refusal) = refusal {
+                    parts.push(ContentPart {
+                        refusal: true,
+                        text: refusal,
+                        whole: Whole::Refusal(refusal),
+                    });
+                }
+                parts
+            }
             OutputItem::Refusal { text, .. } => vec![ContentPart {
                 refusal: true,
                 text,
@@ -350,6 +360,7 @@ mod tests {
                 id: "msg_1".into(),
                 status: "completed",
                 text: "Zürich \"quoted\"",
+                refusal: None,
             },
             OutputItem::Call {
                 id: "fc_1".into(),
