@@ -120,12 +120,12 @@ fn reference_controller_passes_every_case_and_matches_its_snapshots() {
 /// runs a process per case, from the contract's variables, and passes the same.
 #[test]
 fn reference_controller_passes_as_a_process_per_case() {
-    assert_two_cases_pass(&["--supports", "previous_response_id,stateless"], &[]);
+    assert_two_cases_pass(&["--supports", "previous_response_id,stateless"], &[], 4);
 }
 
 /// Runs the built-in reference on `correlation/01` and `02` with `options` and `env`
-/// added, and expects all four case runs to pass.
-fn assert_two_cases_pass(options: &[&str], env: &[(&str, &str)]) {
+/// added, and expects all `runs` case runs to pass.
+fn assert_two_cases_pass(options: &[&str], env: &[(&str, &str)], runs: usize) {
     let output = Command::new(loopcheck_bin())
         .args(["run", "--filter", "correlation/0[12]*"])
         .args(options)
@@ -135,7 +135,10 @@ fn assert_two_cases_pass(options: &[&str], env: &[(&str, &str)]) {
         .expect("loopcheck runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("4 cases: 4 passed"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{runs} cases: {runs} passed")),
+        "{stdout}"
+    );
 }
 
 /// A persistent worker starts without the contract's `LOOPCHECK_` variables, whatever
@@ -148,7 +151,8 @@ fn a_persistent_worker_does_not_inherit_the_shells_contract_variables() {
         ("LOOPCHECK_CASE", "stale/case"),
         ("LOOPCHECK_TOOLS_URL", "http://127.0.0.1:9/tools"),
     ];
-    assert_two_cases_pass(&[], &stale);
+    // Two state modes, with JSON and streamed responses.
+    assert_two_cases_pass(&[], &stale, 8);
 }
 
 #[test]

@@ -451,12 +451,13 @@ async fn a_case_is_served_streamed_when_a_session_asks_for_its_stream_delivery()
             })
             .collect()
     };
+    // Three state modes (`replay` for a loop that declares it), each in two deliveries.
     let both = runs("correlation/01-single-call");
-    assert_eq!(both.len(), 4, "{both:?}");
+    assert_eq!(both.len(), 6, "{both:?}");
     assert!(both.contains(&("stateless".to_owned(), "stream".to_owned())));
     assert_eq!(
         runs("stream/01-single-call").len(),
-        2,
+        3,
         "a streaming case runs streamed only"
     );
 

@@ -326,6 +326,7 @@ fn cases_wiremock_cannot_serve_faithfully_are_refused_by_name() {
             "stream/02-cut-before-terminal",
             "stream/03-delayed-call-executed-after-done",
             "stream/07-parallel-hostile-deltas",
+            "stream/10-incomplete-after-whole-call",
             "transport/05-connection-dropped",
         ],
         "{approximated:?}"
