@@ -1,0 +1,327 @@
+//! Webhooks for background responses, as OpenAI sends them: a controller registers one
+//! receiving endpoint (`POST {LOOPCHECK_TOOLS_URL}/webhooks`, the fake's stand-in for the
+//! project's dashboard) and gets its signing secret; from then on a background response
+//! ends after a short time instead of after a number of polls, and its terminal event
+//! (`response.completed`, `.failed`, `.cancelled`, `.incomplete`) is POSTed to the
+//! endpoint, signed the Standard Webhooks way the official SDKs verify
+//! (`client.webhooks.unwrap`). One forged event (a wrong key, a response id never
+//! issued) goes first, so the oracle can tell a receiver that acts on what it did not
+//! verify.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+use super::recorder::{Recorder, lock};
+use super::store::Store;
+use crate::transcript::WebhookDelivery;
+use crate::wire::ApiError;
+
+/// How long a background response runs once an endpoint is registered.
+pub(crate) const RUN_TIME: Duration = Duration::from_millis(300);
+/// When the forged event goes, after the create: well before the genuine one.
+const FORGED_AFTER: Duration = Duration::from_millis(100);
+/// Deliveries of the genuine event while the receiver answers non-2xx (or not at all).
+const ATTEMPTS: u32 = 3;
+/// The wait before the second attempt; it doubles after each.
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+/// How long one delivery waits for the receiver's answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
+/// Bytes of a signing secret (base64 after `whsec_`).
+const SECRET_BYTES: usize = 24;
+
+/// The registered receiving endpoint.
+pub(super) struct Endpoint {
+    pub url: String,
+    /// The HMAC-SHA256 key: the bytes `signing_secret` encodes after `whsec_`.
+    key: Vec<u8>,
+}
+
+/// One event, rendered as it is sent.
+#[derive(Debug, Clone)]
+struct Event {
+    id: String,
+    kind: String,
+    response_id: String,
+    body: String,
+}
+
+/// A background response's events, waiting to be sent.
+pub(super) struct Scheduled {
+    url: String,
+    key: Vec<u8>,
+    /// Signed with another key, naming a response that does not exist.
+    forged: Event,
+    forged_at: Instant,
+    genuine: Event,
+    ready_at: Instant,
+}
+
+/// `POST /tools/webhooks {"url": "http://127.0.0.1:PORT/..."}`: registers (or replaces)
+/// the endpoint and answers a `webhook_endpoint` with its `signing_secret`, as the real
+/// API does when an endpoint is created. Only plain HTTP to 127.0.0.1 is taken: the fake
+/// never sends anything off the machine.
+pub(super) fn register(store: &mut Store, body: &[u8]) -> Result<Value, ApiError> {
+    let body: Value = serde_json::from_slice(body)
+        .map_err(|_| ApiError::invalid_type("body", "a JSON object"))?;
+    let Some(url) = body.get("url").and_then(Value::as_str) else {
+        return Err(ApiError::invalid_type("url", "a string"));
+    };
+    if !is_loopback_http(url) {
+        return Err(ApiError {
+            status: 400,
+            rule: "webhook",
+            message: format!(
+                "Invalid 'url': {url:?}. This server delivers webhooks only to http://127.0.0.1:PORT/..."
+            ),
+            kind: "invalid_request_error",
+            param: Some("url".to_owned()),
+            code: Some("invalid_value"),
+        });
+    }
+    let key = crate::secret::random_bytes(SECRET_BYTES);
+    let secret = format!("whsec_{}", base64(&key));
+    let created_at = store.clock.now();
+    let tail = store.ids.tail();
+    let id = store.ids.item_id("we", created_at, &tail);
+    store.webhook = Some(Endpoint {
+        url: url.to_owned(),
+        key,
+    });
+    Ok(json!({
+        "object": "webhook_endpoint",
+        "id": id,
+        "created_at": created_at,
+        "name": body.get("name").and_then(Value::as_str).unwrap_or("loopcheck"),
+        "url": url,
+        "event_types": ["response.completed", "response.failed", "response.cancelled", "response.incomplete"],
+        "signing_secret": secret,
+    }))
+}
+
+/// Whether `url` is `http://127.0.0.1[:port]/...`.
+fn is_loopback_http(url: &str) -> bool {
+    url.parse::<hyper::Uri>()
+        .is_ok_and(|uri| uri.scheme_str() == Some("http") && uri.host() == Some("127.0.0.1"))
+}
+
+/// With an endpoint registered, schedules the events of background response `terminal`
+/// (created now) and returns when it ends; `None` without one.
+pub(super) fn schedule(store: &mut Store, terminal: &Value) -> Option<Instant> {
+    let endpoint = store.webhook.as_ref()?;
+    let (url, key) = (endpoint.url.clone(), endpoint.key.clone());
+    let response_id = terminal["id"].as_str().unwrap_or_default().to_owned();
+    let created_at = terminal["created_at"].as_u64().unwrap_or_default();
+    let status = terminal["status"].as_str().unwrap_or("completed");
+    let mut event_id = || {
+        let tail = store.ids.tail();
+        store.ids.item_id("evt", created_at, &tail)
+    };
+    let (forged_id, genuine_id) = (event_id(), event_id());
+    let tail = store.ids.tail();
+    let foreign_response = store.ids.item_id("resp", created_at, &tail);
+    let now = Instant::now();
+    store.outbox.push(Scheduled {
+        url,
+        key,
+        forged: Event::new(
+            forged_id,
+            "response.completed",
+            &foreign_response,
+            created_at,
+        ),
+        forged_at: now + FORGED_AFTER,
+        genuine: Event::new(
+            genuine_id,
+            &format!("response.{status}"),
+            &response_id,
+            created_at,
+        ),
+        ready_at: now + RUN_TIME,
+    });
+    Some(now + RUN_TIME)
+}
+
+impl Event {
+    fn new(id: String, kind: &str, response_id: &str, created_at: u64) -> Self {
+        let body = json!({
+            "id": id,
+            "object": "event",
+            "type": kind,
+            "created_at": created_at,
+            "data": {"id": response_id},
+        })
+        .to_string();
+        Self {
+            id,
+            kind: kind.to_owned(),
+            response_id: response_id.to_owned(),
+            body,
+        }
+    }
+}
+
+/// Sends `scheduled` from a task of the current runtime, recording each attempt; without
+/// a runtime (a synchronous test) nothing is sent.
+pub(super) fn spawn(scheduled: Scheduled, recorder: Arc<Mutex<Recorder>>) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(deliver(scheduled, recorder));
+    }
+}
+
+async fn deliver(scheduled: Scheduled, recorder: Arc<Mutex<Recorder>>) {
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let send = |event: &Event, key: &[u8], attempt: u32| {
+        let request = signed(&scheduled.url, event, key);
+        let client = client.clone();
+        let recorder = recorder.clone();
+        let (event, forged) = (event.clone(), key != scheduled.key.as_slice());
+        async move {
+            let answer = match request {
+                Ok(request) => tokio::time::timeout(ANSWER_TIMEOUT, client.request(request))
+                    .await
+                    .map_err(|_| "no answer in time".to_owned())
+                    .and_then(|answered| answered.map_err(|err| err.to_string()))
+                    .map(|response| response.status().as_u16()),
+                Err(err) => Err(err),
+            };
+            let delivered = answer
+                .as_ref()
+                .is_ok_and(|status| (200..300).contains(status));
+            lock(&recorder).webhook(WebhookDelivery {
+                seq: 0,
+                at_ms: 0,
+                event_id: event.id,
+                event_type: event.kind,
+                response_id: event.response_id,
+                forged,
+                attempt,
+                status: answer.as_ref().ok().copied(),
+                error: answer.err(),
+            });
+            delivered
+        }
+    };
+    tokio::time::sleep_until(scheduled.forged_at.into()).await;
+    // A key no receiver was given: the event fails verification.
+    let wrong_key = crate::secret::random_bytes(SECRET_BYTES);
+    send(&scheduled.forged, &wrong_key, 1).await;
+    tokio::time::sleep_until(scheduled.ready_at.into()).await;
+    let mut backoff = FIRST_BACKOFF;
+    for attempt in 1..=ATTEMPTS {
+        if send(&scheduled.genuine, &scheduled.key, attempt).await {
+            return;
+        }
+        if attempt < ATTEMPTS {
+            tokio::time::sleep(backoff).await;
+            backoff *= 2;
+        }
+    }
+}
+
+/// The POST of `event`, with the Standard Webhooks headers signed with `key`.
+fn signed(url: &str, event: &Event, key: &[u8]) -> Result<hyper::Request<Full<Bytes>>, String> {
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+        .to_string();
+    hyper::Request::post(url)
+        .header("content-type", "application/json")
+        .header(
+            "user-agent",
+            "OpenAI/1.0 (+https://platform.openai.com/docs/webhooks)",
+        )
+        .header("webhook-id", &event.id)
+        .header("webhook-timestamp", &timestamp)
+        .header(
+            "webhook-signature",
+            format!("v1,{}", signature(key, &event.id, &timestamp, &event.body)),
+        )
+        .body(Full::new(Bytes::from(event.body.clone())))
+        .map_err(|err| err.to_string())
+}
+
+/// Base64 of HMAC-SHA256 over `{id}.{timestamp}.{body}`: what `webhook-signature` carries
+/// after `v1,`, and what the SDKs' `unwrap` recomputes with the secret's key.
+fn signature(key: &[u8], id: &str, timestamp: &str, body: &str) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    let tag = ring::hmac::sign(&key, format!("{id}.{timestamp}.{body}").as_bytes());
+    base64(tag.as_ref())
+}
+
+/// Standard base64 with padding (the secret after `whsec_`, the signature).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> shift & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_standard_alphabet_and_padding() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(&[0xfb, 0xff]), "+/8=");
+    }
+
+    #[test]
+    fn the_signature_is_the_standard_webhooks_hmac() {
+        // The Standard Webhooks specification's example: secret
+        // `whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw`, id `msg_p5jXN8AQM9LWM0D4loKWxJek`,
+        // timestamp 1614265330, body `{"test": 2432232314}`.
+        let key = [
+            0x31, 0xf2, 0x90, 0xf6, 0xbf, 0x06, 0x29, 0x8a, 0xab, 0x4f, 0x08, 0xd4, 0x3c, 0x3f,
+            0x08, 0x2c, 0xf6, 0x48, 0xa3, 0x62, 0xda, 0x2d, 0xa4, 0xb0,
+        ];
+        assert_eq!(base64(&key), "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+        assert_eq!(
+            signature(
+                &key,
+                "msg_p5jXN8AQM9LWM0D4loKWxJek",
+                "1614265330",
+                r#"{"test": 2432232314}"#
+            ),
+            "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+    }
+
+    #[test]
+    fn only_plain_http_to_127_0_0_1_is_taken() {
+        assert!(is_loopback_http("http://127.0.0.1:8123/hook"));
+        assert!(is_loopback_http("http://127.0.0.1/"));
+        for refused in [
+            "https://127.0.0.1:8123/hook",
+            "http://localhost:8123/hook",
+            "http://10.0.0.1:8123/hook",
+            "http://127.0.0.1.example.com/hook",
+            "not a url",
+        ] {
+            assert!(!is_loopback_http(refused), "{refused}");
+        }
+    }
+}
