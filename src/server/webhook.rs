@@ -310,6 +310,158 @@ mod tests {
         );
     }
 
+    /// A receiver on 127.0.0.1 that answers each POST with the next of `statuses` (the
+    /// last one for ever after), and hands each request's head and body on.
+    async fn receiver(
+        statuses: Vec<u16>,
+    ) -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            for answered in 0.. {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The whole request: the head, then `content-length` bytes of body.
+                loop {
+                    let n = socket.read(&mut buf).await.unwrap();
+                    request.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&request).into_owned();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let length: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length: "))
+                            .map_or(0, |n| n.trim().parse().unwrap());
+                        if body.len() >= length || n == 0 {
+                            tx.send(text).unwrap();
+                            break;
+                        }
+                    }
+                }
+                let status = statuses[answered.min(statuses.len() - 1)];
+                let reply = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+                socket.write_all(reply.as_bytes()).await.unwrap();
+            }
+        });
+        (url, rx)
+    }
+
+    fn request(method: &str, path: &str, body: Value, key: &str) -> crate::server::EngineRequest {
+        let mut headers = crate::server::HeaderMap::new();
+        headers.insert("authorization", format!("Bearer {key}").parse().unwrap());
+        crate::server::EngineRequest {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            query: None,
+            headers,
+            body: Bytes::from(body.to_string()),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_forged_event_goes_first_and_the_genuine_one_is_sent_again_until_taken() {
+        use crate::scenario::{StateMode, catalogue_scenario};
+        let (url, mut received) = receiver(vec![400, 500, 200]).await;
+        let session = crate::server::Session::new(
+            Arc::new(catalogue_scenario("background/01-polling")),
+            StateMode::PreviousResponseId,
+        );
+        let key = session.api_key().to_owned();
+        let reply = session.handle(request(
+            "POST",
+            "/tools/webhooks",
+            json!({ "url": url }),
+            &key,
+        ));
+        let crate::server::ReplyBody::Json(endpoint) = reply.body else {
+            panic!("a JSON answer")
+        };
+        let endpoint: Value = serde_json::from_slice(&endpoint).unwrap();
+        assert_eq!(reply.status, 200, "{endpoint}");
+        let task = crate::runner::task::task_json(session.scenario(), session.state());
+        let body = json!({
+            "model": task["model"], "tools": task["tools"], "input": task["input"],
+            "background": true,
+        });
+        let created = session.handle(request("POST", "/v1/responses", body, &key));
+        assert_eq!(created.status, 200);
+        tokio::time::sleep(RUN_TIME + FIRST_BACKOFF * 3 / 2).await;
+        let forged = received.recv().await.unwrap();
+        let genuine = received.recv().await.unwrap();
+        assert!(forged.contains("webhook-signature: v1,"), "{forged}");
+        assert!(
+            genuine.contains(r#""type":"response.completed""#),
+            "{genuine}"
+        );
+        // The genuine event verifies with the secret the endpoint was given.
+        let header = |text: &str, name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+                .unwrap()
+                .trim()
+                .to_owned()
+        };
+        let secret = endpoint["signing_secret"].as_str().unwrap();
+        let registered = session_key(secret);
+        let (_, event) = genuine.split_once("\r\n\r\n").unwrap();
+        let expected = signature(
+            &registered,
+            &header(&genuine, "webhook-id"),
+            &header(&genuine, "webhook-timestamp"),
+            event,
+        );
+        assert_eq!(
+            header(&genuine, "webhook-signature"),
+            format!("v1,{expected}")
+        );
+        let (_, forged_event) = forged.split_once("\r\n\r\n").unwrap();
+        let forged_expected = signature(
+            &registered,
+            &header(&forged, "webhook-id"),
+            &header(&forged, "webhook-timestamp"),
+            forged_event,
+        );
+        assert_ne!(
+            header(&forged, "webhook-signature"),
+            format!("v1,{forged_expected}")
+        );
+        let deliveries = session.transcript().webhooks;
+        let summary: Vec<_> = deliveries
+            .iter()
+            .map(|d| (d.forged, d.attempt, d.status))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (true, 1, Some(400)),
+                (false, 1, Some(500)),
+                (false, 2, Some(200))
+            ]
+        );
+    }
+
+    /// The key a `whsec_` secret encodes.
+    fn session_key(secret: &str) -> Vec<u8> {
+        let text = secret.strip_prefix("whsec_").unwrap();
+        const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let bits: Vec<u8> = text
+            .trim_end_matches('=')
+            .chars()
+            .map(|c| ALPHABET.find(c).unwrap() as u8)
+            .collect();
+        bits.chunks(4)
+            .flat_map(|c| {
+                let n = c.iter().fold(0u32, |n, b| n << 6 | u32::from(*b)) << (6 * (4 - c.len()));
+                let bytes = n.to_be_bytes();
+                bytes[1..c.len()].to_vec()
+            })
+            .collect()
+    }
+
     #[test]
     fn only_plain_http_to_127_0_0_1_is_taken() {
         assert!(is_loopback_http("http://127.0.0.1:8123/hook"));
