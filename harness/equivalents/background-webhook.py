@@ -48,18 +48,20 @@ class Receiver(BaseHTTPRequestHandler):
 
 
 def listen(tools_url):
-    """Serves the receiver and registers it; the signing secret comes with the answer."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/webhook"
-    status, endpoint = loop.post_json(f"{tools_url}/webhooks", {"url": url})
+    """Serves the receiver (once per process) and registers it with this case's server;
+    the signing secret comes with the answer."""
+    if "url" not in receiver:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        receiver["url"] = f"http://127.0.0.1:{server.server_address[1]}/webhook"
+    status, endpoint = loop.post_json(f"{tools_url}/webhooks", {"url": receiver["url"]})
     if status != 200:
         raise loop.Stop("unsupported", f"webhook registration answered {status}: {endpoint}")
     receiver.update(client=loop.make_client(), secret=endpoint["signing_secret"])
 
 
 def run_case(task):
-    if task.get("background", False) and not receiver:
+    if task.get("background", False):
         try:
             listen(os.environ["LOOPCHECK_TOOLS_URL"])
         except loop.Stop as stop:

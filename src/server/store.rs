@@ -13,7 +13,7 @@ use super::clock::Clock;
 use super::compiled::CompiledTurns;
 use super::script::Issued;
 use super::stream::StreamFrames;
-use super::webhook::{Endpoint, Scheduled};
+use super::webhook::{Endpoint, Scheduled, Timed};
 use crate::tools::BackendState;
 use crate::transcript::LazyJson;
 use crate::wire::request::{ItemKeys, item_id};
@@ -39,9 +39,9 @@ pub(super) struct Background {
     pub stream: StreamFrames,
     /// Whether a poll or the stream has delivered the terminal state.
     pub done: bool,
-    /// With a webhook endpoint registered, the run ends at this instant (polls do not
-    /// advance it), and its terminal event is sent then.
-    pub ready_at: Option<std::time::Instant>,
+    /// With a webhook endpoint registered: the run ends then (polls do not advance
+    /// it), and its terminal event is sent with the status it has by then.
+    pub timed: Option<Timed>,
 }
 
 /// A stored conversation.

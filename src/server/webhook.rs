@@ -51,6 +51,10 @@ struct Event {
     body: String,
 }
 
+/// The terminal status a background run will announce: shared with its run, so a
+/// cancel before the event goes out announces `response.cancelled`.
+pub(super) type Announced = Arc<Mutex<String>>;
+
 /// A background response's events, waiting to be sent.
 pub(super) struct Scheduled {
     url: String,
@@ -58,8 +62,18 @@ pub(super) struct Scheduled {
     /// Signed with another key, naming a response that does not exist.
     forged: Event,
     forged_at: Instant,
-    genuine: Event,
+    /// The genuine event's id, its response and when that was created.
+    genuine_id: String,
+    response_id: String,
+    created_at: u64,
+    status: Announced,
     ready_at: Instant,
+}
+
+/// When a background run ends, and the status it will announce.
+pub(super) struct Timed {
+    pub ready_at: Instant,
+    pub status: Announced,
 }
 
 /// `POST /tools/webhooks {"url": "http://127.0.0.1:PORT/..."}`: registers (or replaces)
@@ -112,12 +126,17 @@ fn is_loopback_http(url: &str) -> bool {
 
 /// With an endpoint registered, schedules the events of background response `terminal`
 /// (created now) and returns when it ends; `None` without one.
-pub(super) fn schedule(store: &mut Store, terminal: &Value) -> Option<Instant> {
+pub(super) fn schedule(store: &mut Store, terminal: &Value) -> Option<Timed> {
     let endpoint = store.webhook.as_ref()?;
     let (url, key) = (endpoint.url.clone(), endpoint.key.clone());
     let response_id = terminal["id"].as_str().unwrap_or_default().to_owned();
     let created_at = terminal["created_at"].as_u64().unwrap_or_default();
-    let status = terminal["status"].as_str().unwrap_or("completed");
+    let status: Announced = Arc::new(Mutex::new(
+        terminal["status"]
+            .as_str()
+            .unwrap_or("completed")
+            .to_owned(),
+    ));
     let mut event_id = || {
         let tail = store.ids.tail();
         store.ids.item_id("evt", created_at, &tail)
@@ -136,15 +155,16 @@ pub(super) fn schedule(store: &mut Store, terminal: &Value) -> Option<Instant> {
             created_at,
         ),
         forged_at: now + FORGED_AFTER,
-        genuine: Event::new(
-            genuine_id,
-            &format!("response.{status}"),
-            &response_id,
-            created_at,
-        ),
+        genuine_id,
+        response_id,
+        created_at,
+        status: status.clone(),
         ready_at: now + RUN_TIME,
     });
-    Some(now + RUN_TIME)
+    Some(Timed {
+        ready_at: now + RUN_TIME,
+        status,
+    })
 }
 
 impl Event {
@@ -212,9 +232,16 @@ async fn deliver(scheduled: Scheduled, recorder: Arc<Mutex<Recorder>>) {
     let wrong_key = crate::secret::random_bytes(SECRET_BYTES);
     send(&scheduled.forged, &wrong_key, 1).await;
     tokio::time::sleep_until(scheduled.ready_at.into()).await;
+    let status = lock(&scheduled.status).clone();
+    let genuine = Event::new(
+        scheduled.genuine_id.clone(),
+        &format!("response.{status}"),
+        &scheduled.response_id,
+        scheduled.created_at,
+    );
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1..=ATTEMPTS {
-        if send(&scheduled.genuine, &scheduled.key, attempt).await {
+        if send(&genuine, &scheduled.key, attempt).await {
             return;
         }
         if attempt < ATTEMPTS {
@@ -232,10 +259,6 @@ fn signed(url: &str, event: &Event, key: &[u8]) -> Result<hyper::Request<Full<By
         .to_string();
     hyper::Request::post(url)
         .header("content-type", "application/json")
-        .header(
-            "user-agent",
-            "OpenAI/1.0 (+https://platform.openai.com/docs/webhooks)",
-        )
         .header("webhook-id", &event.id)
         .header("webhook-timestamp", &timestamp)
         .header(
@@ -441,6 +464,42 @@ mod tests {
                 (false, 1, Some(500)),
                 (false, 2, Some(200))
             ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_run_cancelled_before_its_end_announces_response_cancelled() {
+        use crate::scenario::{StateMode, catalogue_scenario};
+        let (url, mut received) = receiver(vec![200]).await;
+        let session = crate::server::Session::new(
+            Arc::new(catalogue_scenario("background/01-polling")),
+            StateMode::PreviousResponseId,
+        );
+        let key = session.api_key().to_owned();
+        let registration = request("POST", "/tools/webhooks", json!({ "url": url }), &key);
+        assert_eq!(session.handle(registration).status, 200);
+        let task = crate::runner::task::task_json(session.scenario(), session.state());
+        let body = json!({
+            "model": task["model"], "tools": task["tools"], "input": task["input"],
+            "background": true,
+        });
+        let created = session.handle(request("POST", "/v1/responses", body, &key));
+        let crate::server::ReplyBody::Json(queued) = created.body else {
+            panic!("a JSON answer")
+        };
+        let queued: Value = serde_json::from_slice(&queued).unwrap();
+        let cancel = format!("/v1/responses/{}/cancel", queued["id"].as_str().unwrap());
+        assert_eq!(
+            session
+                .handle(request("POST", &cancel, json!({}), &key))
+                .status,
+            200
+        );
+        let _forged = received.recv().await.unwrap();
+        let genuine = received.recv().await.unwrap();
+        assert!(
+            genuine.contains(r#""type":"response.cancelled""#),
+            "{genuine}"
         );
     }
 

@@ -274,7 +274,7 @@ pub(super) fn create(
         let terminal: Value = serde_json::from_slice(&json).expect("rendered as JSON");
         let queued = stream::snapshot(&terminal, "queued");
         // With a webhook endpoint registered the run ends by time, and says so there.
-        let ready_at = webhook::schedule(store, &terminal);
+        let timed = webhook::schedule(store, &terminal);
         store.start_background(
             id,
             Background {
@@ -282,7 +282,7 @@ pub(super) fn create(
                 polls_left: polls,
                 stream: frames.clone(),
                 done: request.stream,
-                ready_at,
+                timed,
             },
         );
         store.set_response(id, queued.clone());
@@ -373,8 +373,8 @@ pub(super) fn retrieve(
             ..Handled::json(200, Value::Null)
         });
     }
-    let running = match background.ready_at {
-        Some(ready_at) => !background.done && Instant::now() < ready_at,
+    let running = match &background.timed {
+        Some(timed) => !background.done && Instant::now() < timed.ready_at,
         None if background.polls_left > 0 => {
             background.polls_left -= 1;
             true
@@ -405,6 +405,9 @@ pub(super) fn cancel(store: &mut Store, id: &str) -> Result<Handled, ApiError> {
         background.done = true;
         background.polls_left = 0;
         background.terminal = stream::snapshot(&background.terminal, "cancelled");
+        if let Some(timed) = &background.timed {
+            *crate::server::recorder::lock(&timed.status) = "cancelled".to_owned();
+        }
         let cancelled = background.terminal.clone();
         store.set_response(id, cancelled);
     }
