@@ -56,6 +56,7 @@ const SECRET_QUERY: &[&str] = &[
 /// Keys, tokens and JWTs, wherever they appear in a string.
 const SECRET_VALUES: &[&str] = &[
     r"sk-[A-Za-z0-9_\-]{8,}",
+    r"whsec_[A-Za-z0-9+/]{8,}={0,2}",
     r"gh[pousr]_[A-Za-z0-9]{16,}",
     r"github_pat_[A-Za-z0-9_]{16,}",
     r"(?i:bearer)\s+[A-Za-z0-9._~+/=\-]{8,}",
@@ -411,6 +412,10 @@ mod tests {
     fn keys_tokens_and_jwts_are_redacted_anywhere() {
         let r = Redactor::default();
         assert_eq!(r.text("x=sk-proj-abcdEFGH1234 y=1"), "x=[redacted] y=1");
+        assert_eq!(
+            r.text(r#""signing_secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2La+/Sw""#),
+            r#""signing_secret":"[redacted]""#
+        );
         assert_eq!(r.text("Bearer abc.def-ghi_jkl"), "[redacted]");
         assert_eq!(
             r.text("token eyJhbGciOiJI.eyJzdWIiOiIx.sig-nature here"),

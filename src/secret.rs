@@ -25,6 +25,13 @@ pub(crate) fn token(len: usize) -> String {
     out
 }
 
+/// `len` random bytes (a signing key).
+pub(crate) fn random_bytes(len: usize) -> Vec<u8> {
+    let mut bytes = vec![0u8; len];
+    fill(&mut bytes);
+    bytes
+}
+
 /// Whether `given` is `expected`, in time that does not depend on where they differ.
 pub(crate) fn same(given: &str, expected: &str) -> bool {
     given.len() == expected.len()

@@ -1,5 +1,7 @@
-//! `background`: background runs requested when the task says so, and polled until a
-//! terminal status before being used; a queued response is never an answer.
+//! `background`: background runs requested when the task says so, and read again once
+//! they have ended (by polling, or when their webhook event comes) before being used; a
+//! queued response is never an answer, and a webhook event that does not verify is
+//! never acted on.
 
 use serde_json::Value;
 
@@ -45,7 +47,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         });
         if !saw_terminal {
             problems.push(format!(
-                "{} was queued; the controller polled it {} time(s) and never saw a terminal status: a queued or in-progress response is not an answer",
+                "{} was queued; the controller polled it {} time(s) and never saw a terminal status: a queued or in-progress response is not an answer (poll it until it ends, or retrieve it once its webhook event has come)",
                 f.response_label(index),
                 polls.len()
             ));
@@ -53,9 +55,43 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     }
     out.push(checks::BACKGROUND_POLLED_TO_TERMINAL.judge(
         problems,
-        "every background response was polled until it ended",
+        "every background response was read again once it had ended",
     ));
+    out.extend(webhook_verified(f));
     out
+}
+
+/// `background/webhook-verified`, once a forged event was delivered: no request names
+/// the response only a forged event named (an id the server never issued, so nothing
+/// but that event could have told the controller of it).
+fn webhook_verified(f: &Facts) -> Option<CheckResult> {
+    let forged: Vec<_> = f.webhooks.iter().filter(|d| d.forged).collect();
+    if forged.is_empty() {
+        return None;
+    }
+    let mut problems = Vec::new();
+    for event in forged {
+        let named = |m: &&crate::transcript::ModelExchange| {
+            m.path.contains(&event.response_id)
+                || m.body.get("previous_response_id").and_then(Value::as_str)
+                    == Some(event.response_id.as_str())
+        };
+        for (index, m) in f.exchanges.iter().enumerate().filter(|(_, m)| named(m)) {
+            problems.push(format!(
+                "API request {} ({} {}) names {}, a response only the forged webhook event {} ({}, signed with a key the controller was never given) named: verify each event's signature (`client.webhooks.unwrap`) before acting on it",
+                index + 1,
+                m.method,
+                m.path,
+                event.response_id,
+                event.event_id,
+                event.event_type
+            ));
+        }
+    }
+    Some(
+        checks::BACKGROUND_WEBHOOK_VERIFIED
+            .judge(problems, "no request acted on the forged webhook event"),
+    )
 }
 
 #[cfg(test)]
@@ -176,6 +212,92 @@ mod tests {
             "background/polled-to-terminal",
             "the controller polled it 2 time(s) and never saw a terminal status",
         );
+    }
+
+    /// Registers a webhook endpoint; the endpoint object the server answers.
+    fn register(run: &Run) -> Value {
+        let url = json!({"url": "http://127.0.0.1:9/webhook"});
+        let (status, endpoint) = run.send("POST", "/tools/webhooks", Some(&url));
+        assert_eq!(status, 200, "{endpoint}");
+        endpoint
+    }
+
+    /// A forged event's delivery naming `response_id`, as the server records it.
+    fn forged(response_id: &str) -> crate::transcript::WebhookDelivery {
+        crate::transcript::WebhookDelivery {
+            seq: 99,
+            at_ms: 100,
+            event_id: "evt_forged".to_owned(),
+            event_type: "response.completed".to_owned(),
+            response_id: response_id.to_owned(),
+            forged: true,
+            attempt: 1,
+            status: Some(400),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_registered_endpoint_gets_a_signing_secret_and_only_loopback_http_is_taken() {
+        let run = Run::case(POLLING, PreviousResponseId);
+        let endpoint = register(&run);
+        assert_eq!(endpoint["object"], "webhook_endpoint");
+        assert!(
+            endpoint["signing_secret"]
+                .as_str()
+                .unwrap()
+                .starts_with("whsec_")
+        );
+        for url in ["https://api.example.com/hook", "http://localhost:9/hook"] {
+            let (status, error) = run.send("POST", "/tools/webhooks", Some(&json!({ "url": url })));
+            assert_eq!(status, 400, "{url}: {error}");
+            assert_eq!(error["error"]["param"], "url");
+        }
+    }
+
+    #[test]
+    fn with_an_endpoint_a_background_run_ends_by_time_not_by_polls() {
+        let run = Run::case(POLLING, PreviousResponseId);
+        register(&run);
+        let mut first = run.first_body();
+        first["background"] = json!(true);
+        let queued = run.create(&first);
+        // The script holds this turn for three polls; with an endpoint, polls change nothing.
+        assert_eq!(poll(&run, &queued["id"], 5)["status"], "in_progress");
+        std::thread::sleep(crate::server::WEBHOOK_RUN_TIME);
+        assert_eq!(poll(&run, &queued["id"], 1)["status"], "completed");
+        let judgement = run.judge(json!({"status": "failed", "reason": "api_error"}));
+        assert_passes(&judgement, "background/polled-to-terminal");
+    }
+
+    #[test]
+    fn webhook_verified_passes_a_controller_that_never_names_the_forged_response() {
+        let judgement = play(POLLING, true, 10)
+            .judge_edited(json!({"status": "completed", "output_text": "x"}), |t| {
+                t.webhooks.push(forged("resp_forged"))
+            });
+        assert_passes(&judgement, "background/webhook-verified");
+    }
+
+    #[test]
+    fn webhook_verified_fails_a_retrieve_of_the_response_a_forged_event_named() {
+        let run = play(POLLING, true, 10);
+        let (status, _) = run.send("GET", "/v1/responses/resp_forged", None);
+        assert_eq!(status, 404);
+        let judgement = run.judge_edited(json!({"status": "completed", "output_text": "x"}), |t| {
+            t.webhooks.push(forged("resp_forged"))
+        });
+        assert_fails(
+            &judgement,
+            "background/webhook-verified",
+            "(GET /v1/responses/resp_forged) names resp_forged, a response only the forged webhook event evt_forged",
+        );
+    }
+
+    #[test]
+    fn without_a_forged_delivery_webhook_verified_is_not_judged() {
+        let judgement = play(POLLING, true, 10).judge_completed();
+        assert_not_judged(&judgement, "background/webhook-verified");
     }
 
     #[test]

@@ -146,7 +146,9 @@ checks! {
     BACKGROUND_REQUESTED = "background/requested", Must,
         "send `background: true` when the task runs in the background";
     BACKGROUND_POLLED_TO_TERMINAL = "background/polled-to-terminal", Must,
-        "poll a queued response until it ends";
+        "read a queued response again once it has ended, by polling or after its webhook";
+    BACKGROUND_WEBHOOK_VERIFIED = "background/webhook-verified", Must,
+        "act on no webhook event whose signature does not verify";
     PROGRAM_CALLER_ECHOED = "program/caller-echoed", Must,
         "answer a program-owned call with its `caller` unchanged";
     PROGRAM_REPLAYED = "program/replayed", Must,

@@ -7,6 +7,7 @@ use crate::scenario::{Scenario, StateMode};
 use crate::tools::{CallValidity, Registry};
 use crate::transcript::{
     ControllerResult, ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished,
+    WebhookDelivery,
 };
 use crate::wire::request::{call_id, item_type};
 
@@ -86,6 +87,8 @@ pub struct Facts<'a> {
     pub calls: Vec<IssuedCall>,
     /// Tool backend exchanges.
     pub tools: &'a [ToolExchange],
+    /// Webhook deliveries to the controller's endpoint, one per attempt.
+    pub webhooks: &'a [WebhookDelivery],
     /// The controller's result.
     pub result: Option<&'a ControllerResult>,
     /// How it ended without one, if it did.
@@ -168,6 +171,7 @@ impl<'a> Facts<'a> {
             served,
             calls,
             tools: &transcript.tools,
+            webhooks: &transcript.webhooks,
             exchanges: &transcript.model,
             result: transcript.result.as_ref(),
             unfinished: transcript.unfinished.as_ref(),

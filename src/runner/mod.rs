@@ -43,6 +43,7 @@ pub const CAPABILITIES: &[&str] = &[
     "approvals",
     "persistent",
     "budgets",
+    "webhook",
 ];
 
 /// The capabilities of a controller that declares none.
@@ -81,7 +82,8 @@ impl Controller {
 
     /// The built-in Rust reference controller: `loopcheck reference-controller` of the
     /// executable `exe`, which supports everything but the `replay` state mode (a
-    /// stateless loop with storage left on, which it has no reason to be). It runs in
+    /// stateless loop with storage left on, which it has no reason to be) and `webhook`
+    /// (it polls). It runs in
     /// persistent mode (a worker per job): a process per case spent more on starting than
     /// on most cases.
     pub fn reference(name: &str, exe: PathBuf) -> Self {
@@ -89,7 +91,8 @@ impl Controller {
         let quoted = format!("'{}'", exe.to_string_lossy().replace('\'', r"'\''"));
         let supports = CAPABILITIES
             .iter()
-            .filter(|c| **c != "replay")
+            // It polls background runs: it registers no webhook endpoint.
+            .filter(|c| !matches!(**c, "replay" | "webhook"))
             .map(|c| c.to_string())
             .collect();
         Self {

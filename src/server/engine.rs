@@ -16,6 +16,7 @@ use super::clock::Clock;
 use super::recorder::{Observer, Recorder, StreamProgress, lock};
 use super::store::Store;
 use super::stream::{self, StreamFrames};
+use super::webhook;
 use crate::redact;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{BackendReply, ToolBackend};
@@ -266,6 +267,12 @@ impl Session {
                 ["tools", "approvals"] if request.method == "POST" => {
                     return self.tool_request(&request, None);
                 }
+                ["tools", "webhooks"] if request.method == "POST" => {
+                    return self.model_exchange(request, |store, request| {
+                        webhook::register(store, &request.body)
+                            .map(|endpoint| Handled::json(200, endpoint))
+                    });
+                }
                 _ => {}
             }
             return self.model_exchange(request, |_, request| {
@@ -348,7 +355,11 @@ impl Session {
             final_response: handled.final_response,
             ..request.into_recorded_exchange(body_unparsed)
         });
+        let scheduled = std::mem::take(&mut store.outbox);
         drop(store);
+        for events in scheduled {
+            webhook::spawn(events, self.recorder.clone());
+        }
         let mut headers = Vec::with_capacity(3 + handled.headers.len());
         headers.extend([
             ("x-request-id", Cow::Owned(request_id)),

@@ -19,11 +19,14 @@ pub mod script;
 mod store;
 pub mod stream;
 pub mod validate;
+mod webhook;
 
 pub use engine::{EngineReply, EngineRequest, HeaderMap, ReplyBody, Session, SessionOptions};
 pub use http::RunningServer;
 pub use limits::HttpLimits;
 pub use recorder::{Observer, Recorded, StreamProgress};
+#[cfg(test)]
+pub(crate) use webhook::RUN_TIME as WEBHOOK_RUN_TIME;
 
 /// `text` as one of the `known` strings when it is one (no copy), else copied: for types
 /// the server itself generates, kept for a session's life.

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::stream::StreamFrames;
 
-use crate::transcript::{ModelExchange, StreamRecord, ToolExchange, Transcript};
+use crate::transcript::{ModelExchange, StreamRecord, ToolExchange, Transcript, WebhookDelivery};
 
 /// Model exchanges per chunk of the recorder's list.
 const CHUNK: usize = 32;
@@ -84,6 +84,14 @@ impl Recorder {
         if let (Some(observe), Some(last)) = (&self.observer, self.transcript.tools.last()) {
             observe(Recorded::Tool(last));
         }
+    }
+
+    /// Records an attempt at delivering a webhook event (its `seq` and `at_ms` are set
+    /// here).
+    pub fn webhook(&mut self, mut delivery: WebhookDelivery) {
+        delivery.seq = self.next_seq();
+        delivery.at_ms = self.elapsed_ms();
+        self.transcript.webhooks.push(delivery);
     }
 
     /// Takes the next order number and updates the stream record of an exchange with it.

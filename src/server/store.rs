@@ -13,6 +13,7 @@ use super::clock::Clock;
 use super::compiled::CompiledTurns;
 use super::script::Issued;
 use super::stream::StreamFrames;
+use super::webhook::{Endpoint, Scheduled, Timed};
 use crate::tools::BackendState;
 use crate::transcript::LazyJson;
 use crate::wire::request::{ItemKeys, item_id};
@@ -38,6 +39,9 @@ pub(super) struct Background {
     pub stream: StreamFrames,
     /// Whether a poll or the stream has delivered the terminal state.
     pub done: bool,
+    /// With a webhook endpoint registered: the run ends then (polls do not advance
+    /// it), and its terminal event is sent with the status it has by then.
+    pub timed: Option<Timed>,
 }
 
 /// A stored conversation.
@@ -75,6 +79,10 @@ pub(super) struct Store {
     pub compiled: CompiledTurns,
     pub issued: Issued,
     pub backend: BackendState,
+    /// The controller's webhook endpoint, once registered.
+    pub webhook: Option<Endpoint>,
+    /// Webhook events scheduled by the last request, for the engine to send.
+    pub outbox: Vec<Scheduled>,
     responses: HashMap<String, StoredResponse>,
     stored_items: HashMap<String, Value>,
     background: HashMap<String, Background>,
@@ -90,6 +98,8 @@ impl Store {
             compiled: CompiledTurns::default(),
             issued: Issued::default(),
             backend: BackendState::default(),
+            webhook: None,
+            outbox: Vec::new(),
             responses: HashMap::new(),
             stored_items: HashMap::new(),
             background: HashMap::new(),

@@ -26,6 +26,9 @@ pub struct Transcript {
     pub model: Vec<ModelExchange>,
     /// Tool backend exchanges (calls and approvals), in arrival order.
     pub tools: Vec<ToolExchange>,
+    /// Webhook events the server POSTed to the controller's endpoint, one per attempt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub webhooks: Vec<WebhookDelivery>,
     /// The controller's result line, as parsed.
     pub result: Option<ControllerResult>,
     /// How the controller ended when it gave no valid result: killed at the timeout, or
@@ -221,6 +224,31 @@ pub struct ToolExchange {
     /// How long the answer was held (a scripted slow tool); 0 when answered at once.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_ms: u64,
+}
+
+/// One attempt at delivering a webhook event to the controller's registered endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebhookDelivery {
+    /// Global order across exchanges and deliveries (taken when the attempt ended).
+    pub seq: u64,
+    /// Milliseconds since the session started.
+    pub at_ms: u64,
+    /// The event's `id` (and `webhook-id` header).
+    pub event_id: String,
+    /// The event's `type`, e.g. `response.completed`.
+    pub event_type: String,
+    /// The response the event names (`data.id`).
+    pub response_id: String,
+    /// Signed with a key the controller was never given, naming a response that does
+    /// not exist: a receiver must reject it.
+    pub forged: bool,
+    /// 1 for the first attempt; retries follow a non-2xx answer.
+    pub attempt: u32,
+    /// The receiver's HTTP status, when it answered.
+    pub status: Option<u16>,
+    /// Why no answer came (refused, timed out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 fn is_zero(value: &u64) -> bool {

@@ -2,7 +2,7 @@
 //! scripted transport faults, storage, background runs, retrieval, cancel and delete.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -16,6 +16,7 @@ use crate::server::script::ExpandedTurn;
 use crate::server::store::{Background, Store, StoredResponse, skip_new_id, with_id};
 use crate::server::stream::{self, Prerendered, StreamFrames, StreamedResponse};
 use crate::server::validate;
+use crate::server::webhook;
 use crate::transcript::{FaultRecord, LazyJson};
 use crate::wire::response::{ResponseParts, WriteOutput};
 use crate::wire::{ApiError, CreateRequest, IdGen};
@@ -272,6 +273,8 @@ pub(super) fn create(
         };
         let terminal: Value = serde_json::from_slice(&json).expect("rendered as JSON");
         let queued = stream::snapshot(&terminal, "queued");
+        // With a webhook endpoint registered the run ends by time, and says so there.
+        let timed = webhook::schedule(store, &terminal);
         store.start_background(
             id,
             Background {
@@ -279,6 +282,7 @@ pub(super) fn create(
                 polls_left: polls,
                 stream: frames.clone(),
                 done: request.stream,
+                timed,
             },
         );
         store.set_response(id, queued.clone());
@@ -341,7 +345,8 @@ fn hold_calls_open(frames: &mut StreamFrames, hold: Duration) {
         .collect();
 }
 
-/// `GET /v1/responses/{id}`: a background run advances one poll at a time; with
+/// `GET /v1/responses/{id}`: a background run advances one poll at a time (or, with a
+/// webhook endpoint registered, ends when its time is up); with
 /// `?stream=true&starting_after=N` its events after N are replayed.
 pub(super) fn retrieve(
     store: &mut Store,
@@ -368,8 +373,15 @@ pub(super) fn retrieve(
             ..Handled::json(200, Value::Null)
         });
     }
-    if background.polls_left > 0 {
-        background.polls_left -= 1;
+    let running = match &background.timed {
+        Some(timed) => !background.done && Instant::now() < timed.ready_at,
+        None if background.polls_left > 0 => {
+            background.polls_left -= 1;
+            true
+        }
+        None => false,
+    };
+    if running {
         return Ok(Handled::json(
             200,
             stream::snapshot(&background.terminal, "in_progress"),
@@ -393,6 +405,9 @@ pub(super) fn cancel(store: &mut Store, id: &str) -> Result<Handled, ApiError> {
         background.done = true;
         background.polls_left = 0;
         background.terminal = stream::snapshot(&background.terminal, "cancelled");
+        if let Some(timed) = &background.timed {
+            *crate::server::recorder::lock(&timed.status) = "cancelled".to_owned();
+        }
         let cancelled = background.terminal.clone();
         store.set_response(id, cancelled);
     }
