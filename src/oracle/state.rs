@@ -540,7 +540,7 @@ fn input_replayed(f: &Facts) -> CheckResult {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use crate::oracle::Judgement;
     use crate::oracle::test_support::*;
@@ -1029,17 +1029,7 @@ mod tests {
             assert_not_judged(&judgement, id);
         }
 
-        let judgement = run_with(Replay, |body| {
-            let input: Vec<_> = body["input"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|item| item["role"] != "user")
-                .cloned()
-                .collect();
-            body["input"] = json!(input);
-        })
-        .judge_completed();
+        let judgement = run_with(Replay, drop_user_input).judge_completed();
         assert_fails(
             &judgement,
             "state/input-replayed",
@@ -1047,19 +1037,21 @@ mod tests {
         );
     }
 
+    /// Leaves the task's user input out of a request's replayed input.
+    fn drop_user_input(body: &mut Value) {
+        let input: Vec<Value> = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|item| item["role"] != "user")
+            .cloned()
+            .collect();
+        body["input"] = json!(input);
+    }
+
     #[test]
     fn input_replayed_fails_a_stateless_request_without_the_user_input() {
-        let judgement = run_with(Stateless, |body| {
-            let input: Vec<_> = body["input"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|item| item["role"] != "user")
-                .cloned()
-                .collect();
-            body["input"] = json!(input);
-        })
-        .judge_completed();
+        let judgement = run_with(Stateless, drop_user_input).judge_completed();
         assert_fails(
             &judgement,
             "state/input-replayed",
