@@ -487,8 +487,9 @@ pub fn looks_like_error(output: &str, said: Option<&str>) -> bool {
 }
 
 /// Groups create attempts into rounds: an attempt that resends the previous attempt's
-/// body is a retry of it when that attempt got no turn, or when it says it is a retry
-/// (`x-stainless-retry-count` > 0).
+/// body is a retry of it when that attempt got no turn or a failed response (whose
+/// message invites a retry), or when it says it is a retry (`x-stainless-retry-count`
+/// > 0).
 pub fn group_retries<'a>(attempts: &[&'a ModelExchange]) -> Vec<Vec<&'a ModelExchange>> {
     let mut rounds: Vec<Vec<&ModelExchange>> = Vec::new();
     for attempt in attempts {
@@ -497,7 +498,9 @@ pub fn group_retries<'a>(attempts: &[&'a ModelExchange]) -> Vec<Vec<&'a ModelExc
             .and_then(|round| round.last())
             .is_some_and(|previous| {
                 previous.body == attempt.body
-                    && (previous.turn.is_none() || attempt.retry_count().is_some_and(|n| n > 0))
+                    && (previous.turn.is_none()
+                        || previous.served_failed()
+                        || attempt.retry_count().is_some_and(|n| n > 0))
             });
         match rounds.last_mut() {
             Some(round) if retry => round.push(attempt),

@@ -393,9 +393,9 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::oracle::CaseVerdict;
     use crate::oracle::test_support::*;
-    use crate::scenario::StateMode::{Conversation, PreviousResponseId, Stateless};
+    use crate::oracle::{CaseVerdict, Judgement};
+    use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Stateless};
 
     /// Plays the script as a correct controller does; the last request and its response.
     fn play(run: &Run) -> (Value, Value) {
@@ -755,6 +755,48 @@ expect: {outcome: failed, reason: max_rounds}
         let last = events.last().unwrap();
         assert_eq!(last["type"], "response.incomplete");
         last["response"].clone()
+    }
+
+    /// Plays terminal/03 to its failed response, then sends that last request `again`
+    /// more times, unchanged.
+    fn failed_then_resent(state: StateMode, again: usize) -> Judgement {
+        let run = Run::case("terminal/03-failed-status", state);
+        let first = run.first_body();
+        let one = run.create(&first);
+        let second = run.next_body(&first, &one, &run.execute(&one));
+        assert_eq!(run.create(&second)["status"], "failed");
+        for _ in 0..again {
+            let resent = run.create(&second);
+            assert_eq!(
+                resent["status"], "failed",
+                "a resend is served the failed turn again"
+            );
+        }
+        run.judge_failed("response_failed")
+    }
+
+    #[test]
+    fn a_failed_request_resent_unchanged_a_few_times_is_a_retry_not_a_new_round() {
+        for state in [PreviousResponseId, Stateless] {
+            let judgement = failed_then_resent(state, 2);
+            assert_passes(&judgement, "terminal/stopped-at-answer");
+            assert_passes(&judgement, "transport/retry-bounded");
+            assert_eq!(
+                judgement.verdict,
+                CaseVerdict::Pass,
+                "{}",
+                describe(&judgement)
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_request_resent_without_end_fails_retry_bounded() {
+        assert_fails(
+            &failed_then_resent(PreviousResponseId, 6),
+            "transport/retry-bounded",
+            "request 2 was attempted 7 times: retries must be bounded",
+        );
     }
 
     const WHOLE_THEN_CUT: &str = "stream/10-incomplete-after-whole-call";

@@ -116,30 +116,49 @@ fn rejected_and_resent(f: &Facts) -> Vec<String> {
     problems
 }
 
-/// The `transport` checks (only where the run met a fault, or resent a rejected
-/// request).
+/// Rounds attempted more than [`MAX_ATTEMPTS`] times.
+fn unbounded(f: &Facts) -> Vec<String> {
+    f.rounds
+        .iter()
+        .enumerate()
+        .filter(|(_, round)| round.len() > MAX_ATTEMPTS)
+        .map(|(position, round)| {
+            format!(
+                "{} was attempted {} times: retries must be bounded (at most {MAX_ATTEMPTS} attempts)",
+                Facts::request_label(position),
+                round.len()
+            )
+        })
+        .collect()
+}
+
+fn bounded_check(f: &Facts) -> CheckResult {
+    checks::TRANSPORT_RETRY_BOUNDED.judge(
+        unbounded(f),
+        format!("no request was attempted more than {MAX_ATTEMPTS} times"),
+    )
+}
+
+/// The `transport` checks (only where the run met a fault, resent a rejected request,
+/// or resent a request whose response failed).
 pub fn check(f: &Facts) -> Vec<CheckResult> {
     let resent = rejected_and_resent(f);
     if !f.rounds.iter().flatten().any(|a| a.fault.is_some()) {
-        return if resent.is_empty() {
-            Vec::new()
-        } else {
-            vec![checks::TRANSPORT_NO_RETRY_4XX.judge(resent, "")]
-        };
+        let mut out = Vec::new();
+        if !resent.is_empty() {
+            out.push(checks::TRANSPORT_NO_RETRY_4XX.judge(resent, ""));
+        }
+        if f.rounds.iter().any(|round| round.len() > 1) {
+            out.push(bounded_check(f));
+        }
+        return out;
     }
     let mut retried = Vec::new();
     let mut not_retried = resent;
-    let mut bounded = Vec::new();
     let mut waited = Vec::new();
     let mut waits = 0;
     for (position, round) in f.rounds.iter().enumerate() {
         let label = Facts::request_label(position);
-        if round.len() > MAX_ATTEMPTS {
-            bounded.push(format!(
-                "{label} was attempted {} times: retries must be bounded (at most {MAX_ATTEMPTS} attempts)",
-                round.len()
-            ));
-        }
         for (k, attempt) in round.iter().enumerate() {
             let Some(fault) = &attempt.fault else {
                 continue;
@@ -190,10 +209,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             not_retried,
             "errors that are not transient were not retried",
         ),
-        checks::TRANSPORT_RETRY_BOUNDED.judge(
-            bounded,
-            format!("no request was attempted more than {MAX_ATTEMPTS} times"),
-        ),
+        bounded_check(f),
     ];
     if waits > 0 || !waited.is_empty() {
         out.push(

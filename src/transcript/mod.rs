@@ -148,6 +148,12 @@ impl ModelExchange {
             .map(|_| self.final_response.as_deref().unwrap_or(&self.response))
     }
 
+    /// Whether the turn served to this request was a failed response.
+    pub fn served_failed(&self) -> bool {
+        self.served()
+            .is_some_and(|response| response["status"] == "failed")
+    }
+
     /// Whether the strict emulation of the real API rejected the request (a request past
     /// the script's end, rule `script`, is not the API's rejection).
     pub fn rejected_by_api(&self) -> bool {

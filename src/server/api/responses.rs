@@ -8,7 +8,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::{Answer, Handled, list_page};
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::{Fault, Scenario, TurnStatus};
 use crate::server::compiled::{self, CompiledTurn};
 use crate::server::engine::EngineRequest;
 use crate::server::script;
@@ -30,14 +30,23 @@ pub(super) fn create(
     retry: bool,
 ) -> Result<Handled, ApiError> {
     // An SDK retry (`x-stainless-retry-count` > 0) of the last served request, whose
-    // answer the client lost, gets the same turn again; anything else is an attempt at
-    // the next turn.
-    let repeats_last = retry
-        && store.script.last_served.as_ref().is_some_and(|(last, _)| {
-            last == raw || {
-                let parse = |body: &[u8]| serde_json::from_slice::<Value>(body).ok();
-                parse(raw).is_some_and(|body| parse(last) == Some(body))
-            }
+    // answer the client lost, gets the same turn again, and so does the same request
+    // sent again after its response failed (the API's failure message invites a retry);
+    // anything else is an attempt at the next turn.
+    let repeats_last = store
+        .script
+        .last_served
+        .as_ref()
+        .is_some_and(|(last, turn)| {
+            let failed = scenario
+                .script
+                .get(*turn)
+                .is_some_and(|t| t.status == TurnStatus::Failed);
+            (retry || failed)
+                && (last == raw || {
+                    let parse = |body: &[u8]| serde_json::from_slice::<Value>(body).ok();
+                    parse(raw).is_some_and(|body| parse(last) == Some(body))
+                })
         });
     let request = CreateRequest::from_json(raw)?;
     validate::check_model(request.model.as_deref(), &scenario.task.model)?;
