@@ -72,6 +72,12 @@ def run_matrix(loopcheck, names, jobs, out):
         sys.exit(f"matrix.py: loopcheck matrix exited {code}")
 
 
+def run_label(row):
+    """`case [state]`, or `case [state, stream]` for a streamed run (as `loopcheck run` names it)."""
+    streamed = ", stream" if row.get("delivery") == "stream" else ""
+    return f"`{row['id']}` [{row['state']}{streamed}]"
+
+
 def table(matrix):
     names = matrix["controllers"]
     lines = ["| case | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -81,7 +87,7 @@ def table(matrix):
             verdict = row["verdicts"].get(name) or "-"
             failing = row.get("failing", {}).get(name, [])
             cells.append(verdict if not failing else f"{verdict}: " + ", ".join(f"`{c}`" for c in failing))
-        lines.append(f"| `{row['id']}` [{row['state']}] | " + " | ".join(cells) + " |")
+        lines.append(f"| {run_label(row)} | " + " | ".join(cells) + " |")
     passed = [matrix["summary"][n]["passed"] for n in names]
     supported = [matrix["summary"][n]["cases"] - matrix["summary"][n]["unsupported"] for n in names]
     lines.append("| **passed / supported runs** | " + " | ".join(f"{p}/{s}" for p, s in zip(passed, supported)) + " |")
@@ -98,7 +104,7 @@ def unexplained(matrix):
             verdict = row["verdicts"].get(name)
             if verdict in FINE or verdict is None:
                 continue
-            run = f"{row['id']} [{row['state']}]"
+            run = run_label(row).replace("`", "")
             failing = row.get("failing", {}).get(name, [])
             # A failing check is explained where its root cause is (which may cover many
             # runs, "every stateless run"); a run that failed without one (it crashed,

@@ -31,6 +31,7 @@ function makeTool(definition, task) {
     parameters: definition.parameters ?? { type: 'object', properties: {} },
     ...(definition.strict === undefined ? {} : { strict: definition.strict }),
     ...(definition.allowed_callers ? { allowedCallers: definition.allowed_callers } : {}),
+    ...(definition.output_schema ? { outputSchema: definition.output_schema } : {}),
     // The SDK hands the model's function_call item to the tool body. A thrown error is how
     // an SDK tool reports a failure: the SDK's errorFunction turns it into the call's output.
     execute: (args, _runContext, details) => runCall(task, definition.name, details?.toolCall?.callId, args),

@@ -63,6 +63,8 @@ def make_tool(spec, task):
     kwargs = {}
     if "allowed_callers" in spec:
         kwargs["allowed_callers"] = spec["allowed_callers"]
+    if "output_schema" in spec:
+        kwargs["output_json_schema"] = spec["output_schema"]
     return FunctionTool(
         name=name,
         description=spec.get("description", ""),
