@@ -270,6 +270,8 @@ fn the_matrix_page_runs_in_a_browser_and_filters_disagreements() {
     let output = Command::new(loopcheck_bin())
         .args(["matrix", "--controller", "reference"])
         .args(["--controller", &format!("liar={liar}")])
+        // The JSON runs only: the liar does not stream.
+        .args(["--supports", "reference=previous_response_id,stateless"])
         .args(["--filter", "correlation/01*", "--filter", "terminal/09*"])
         .arg("--html")
         .arg(&page)
