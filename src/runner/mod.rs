@@ -24,7 +24,7 @@ use tokio::task::JoinSet;
 use crate::baseline::Baseline;
 use crate::oracle::{self, CaseVerdict};
 use crate::report::{CaseReport, Summary};
-use crate::scenario::{Case, OutputSpec, Scenario, StateMode, ToolRef};
+use crate::scenario::{Case, Delivery, OutputSpec, Scenario, StateMode, ToolRef};
 use crate::server::{Observer, RunningServer, Session, SessionOptions};
 use crate::snapshot::Snapshots;
 use crate::transcript::{ControllerResult, ProcessRecord, Transcript, Unfinished};
@@ -561,30 +561,17 @@ pub fn delivered(cases: &[Case], supports: &BTreeSet<String>) -> Vec<Case> {
     let mut runs = Vec::with_capacity(cases.len() * 2);
     for case in cases {
         let deliveries = case.scenario.run_deliveries();
-        if let [only] = deliveries[..]
-            && only == case.scenario.delivery()
-        {
-            runs.push(case.clone());
-            continue;
-        }
         let as_written = case.scenario.delivery();
-        let mut planned = false;
-        for delivery in deliveries.iter().copied() {
-            if streams || delivery == as_written {
-                planned = true;
-                runs.push(Case {
-                    scenario: case.scenario.delivered(delivery),
-                    source: case.source.clone(),
-                });
-            }
-        }
-        if !planned {
+        let mut planned: Vec<Delivery> = deliveries
+            .iter()
+            .copied()
+            .filter(|delivery| streams || *delivery == as_written)
+            .collect();
+        if planned.is_empty() {
             // Streamed only, for a controller that does not stream: reported unsupported.
-            runs.push(Case {
-                scenario: case.scenario.delivered(deliveries[0]),
-                source: case.source.clone(),
-            });
+            planned.push(deliveries[0]);
         }
+        runs.extend(planned.into_iter().map(|delivery| case.delivered(delivery)));
     }
     runs
 }
@@ -892,7 +879,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Delivery, catalogue};
+    use crate::scenario::catalogue;
 
     fn supports(words: &[&str]) -> BTreeSet<String> {
         words.iter().map(|w| w.to_string()).collect()

@@ -24,6 +24,16 @@ pub struct Case {
     pub source: PathBuf,
 }
 
+impl Case {
+    /// The case as run with `delivery` ([`Scenario::delivered`]), from the same file.
+    pub fn delivered(&self, delivery: Delivery) -> Self {
+        Self {
+            scenario: self.scenario.delivered(delivery),
+            source: self.source.clone(),
+        }
+    }
+}
+
 /// The embedded catalogue, sorted by id.
 pub fn catalogue() -> Result<Vec<Case>, Vec<ScenarioError>> {
     collect(embedded::FILES.iter().map(|(path, text)| {

@@ -129,6 +129,29 @@ fn error(status: u16, message: impl std::fmt::Display) -> Answer {
     )
 }
 
+/// The `key` a session request names, one of `allowed` (the first when absent); else
+/// what the case runs in, and what was asked: `state previous_response_id, stateless;
+/// got "replay"`.
+fn chosen<T: Copy + PartialEq>(
+    request: &Value,
+    key: &str,
+    allowed: &[T],
+    parse: fn(&str) -> Option<T>,
+    word: fn(T) -> &'static str,
+) -> Result<T, String> {
+    match request.get(key) {
+        None | Some(Value::Null) => Ok(allowed[0]),
+        Some(asked) => asked
+            .as_str()
+            .and_then(parse)
+            .filter(|value| allowed.contains(value))
+            .ok_or_else(|| {
+                let words: Vec<&str> = allowed.iter().map(|value| word(*value)).collect();
+                format!("{key} {}; got {asked}", words.join(", "))
+            }),
+    }
+}
+
 fn session_error(err: SessionError) -> Answer {
     let status = match err {
         SessionError::Unknown(_) => 404,
@@ -280,45 +303,27 @@ impl Front {
                 format!("no case `{id}` on this server (GET /loopcheck/cases lists them)"),
             );
         };
-        let states = &case.scenario.run_states();
-        let state = match request.get("state") {
-            None | Some(Value::Null) => states[0],
-            Some(word) => match word.as_str().and_then(StateMode::parse) {
-                Some(state) if states.contains(&state) => state,
-                _ => {
-                    let words: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
-                    return error(
-                        400,
-                        format!("case `{id}` runs in state {}; got {word}", words.join(", ")),
-                    );
-                }
-            },
+        let state = match chosen(
+            &request,
+            "state",
+            &case.scenario.run_states(),
+            StateMode::parse,
+            StateMode::as_str,
+        ) {
+            Ok(state) => state,
+            Err(listed) => return error(400, format!("case `{id}` runs in {listed}")),
         };
-        let deliveries = case.scenario.run_deliveries();
-        let delivery = match request.get("delivery") {
-            None | Some(Value::Null) => deliveries[0],
-            Some(word) => match word.as_str().and_then(Delivery::parse) {
-                Some(delivery) if deliveries.contains(&delivery) => delivery,
-                _ => {
-                    let words: Vec<&str> = deliveries.iter().map(|d| d.as_str()).collect();
-                    return error(
-                        400,
-                        format!(
-                            "case `{id}` runs in delivery {}; got {word}",
-                            words.join(", ")
-                        ),
-                    );
-                }
-            },
+        let delivery = match chosen(
+            &request,
+            "delivery",
+            &case.scenario.run_deliveries(),
+            Delivery::parse,
+            Delivery::as_str,
+        ) {
+            Ok(delivery) => delivery,
+            Err(listed) => return error(400, format!("case `{id}` runs in {listed}")),
         };
-        let case = if deliveries == [delivery] {
-            case.clone()
-        } else {
-            Arc::new(Case {
-                scenario: case.scenario.delivered(delivery),
-                source: case.source.clone(),
-            })
-        };
+        let case = Arc::new(case.delivered(delivery));
         let seed = match request.get("seed") {
             None | Some(Value::Null) => None,
             Some(seed) => match seed.as_u64() {
