@@ -113,7 +113,7 @@ pub fn write(dir: &Path, language: Language, force: bool) -> Result<Vec<PathBuf>
     let mut written = Vec::new();
     for (path, text) in files {
         let path = dir.join(path);
-        crate::runner::write_bytes_atomic(&path, text.as_bytes())
+        crate::files::write_bytes_atomic(&path, text.as_bytes())
             .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
         written.push(path);
     }

@@ -8,11 +8,14 @@
 
 pub mod allocator;
 pub mod baseline;
+pub mod ci;
 pub mod cli;
 pub mod config;
+pub mod files;
 pub mod fuzz;
 pub mod init;
 pub mod interrupt;
+pub mod json_compare;
 pub mod oracle;
 pub mod record;
 pub mod redact;

@@ -45,17 +45,11 @@ pub struct Snapshots {
     ci: bool,
 }
 
-/// True when the environment says this is a CI run (`CI` set to anything but `false`
-/// or `0`, as insta reads it).
-pub fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
 impl Snapshots {
     /// The snapshots in `dir`; checks before any case runs that the folder can be written
     /// when a run may write to it (outside CI, or to update).
     pub fn open(dir: &Path, update: bool) -> Result<Self, SnapshotError> {
-        let ci = is_ci();
+        let ci = crate::ci::is_ci();
         if update && ci {
             return Err(SnapshotError::UpdateInCi);
         }
@@ -130,7 +124,7 @@ impl Snapshots {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| format!("failed to create {}: {e}", parent.display()))?;
             }
-            crate::runner::write_bytes_atomic(to, render(actual).as_bytes())
+            crate::files::write_bytes_atomic(to, render(actual).as_bytes())
                 .map_err(|e| format!("failed to write {}: {e}", to.display()))
         };
         match expected {

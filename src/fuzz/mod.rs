@@ -355,7 +355,7 @@ fn write(
     let scenario = plan.scenario(&format!("fuzz/{name}"), &summary);
     let text = serde_saphyr::to_string(&scenario).map_err(|e| folder(e.to_string()))?;
     let path = options.out.join(format!("{name}.yaml"));
-    crate::runner::write_bytes_atomic(&path, text.as_bytes()).map_err(|e| folder(e.to_string()))?;
+    crate::files::write_bytes_atomic(&path, text.as_bytes()).map_err(|e| folder(e.to_string()))?;
     Ok(path)
 }
 

@@ -6,7 +6,8 @@ use super::facts::Facts;
 use super::verdict::CheckResult;
 use serde_json::Value;
 
-use crate::tools::{CallValidity, json_equal};
+use crate::json_compare::json_equal;
+use crate::tools::CallValidity;
 use crate::transcript::ToolRequestKind;
 use crate::wire::replay::message_text;
 

@@ -6,7 +6,8 @@ use serde_json::Value;
 use super::checks;
 use super::facts::{Facts, output_text};
 use super::verdict::{CheckResult, Diff};
-use crate::tools::{CallValidity, json_equal};
+use crate::json_compare::json_equal;
+use crate::tools::CallValidity;
 use crate::wire::request::{call_id, item_type};
 
 /// The `call-id` checks.

@@ -5,7 +5,8 @@
 use super::checks::{self, Check};
 use super::facts::{Facts, IssuedCall};
 use super::verdict::CheckResult;
-use crate::tools::{CallValidity, json_equal, matches_subset};
+use crate::json_compare::{json_equal, matches_subset};
+use crate::tools::CallValidity;
 
 /// The `dispatch` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {

@@ -9,7 +9,8 @@ use super::checks;
 use super::facts::{Facts, conversation_of};
 use super::verdict::CheckResult;
 use crate::scenario::{StateMode, ToolRef};
-use crate::tools::{fixtures, json_equal};
+use crate::json_compare::json_equal;
+use crate::tools::fixtures;
 use crate::wire::replay::message_text;
 use crate::wire::request::{item_id, item_type};
 

@@ -397,7 +397,7 @@ fn write_cassette(out: &Path, cassette: &Scenario) -> Result<(), RecordError> {
             RecordError::Failed(format!("failed to create {}: {err}", parent.display()))
         })?;
     }
-    crate::runner::write_bytes_atomic(out, text.as_bytes())
+    crate::files::write_bytes_atomic(out, text.as_bytes())
         .map_err(|err| RecordError::Failed(format!("failed to write {}: {err}", out.display())))
 }
 

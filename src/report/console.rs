@@ -191,7 +191,7 @@ pub fn details(reports: &[CaseReport]) -> String {
         count(ComparisonStatus::Drifted),
         count(ComparisonStatus::Updated),
     );
-    if new + drifted > 0 && !crate::snapshot::is_ci() {
+    if new + drifted > 0 && !crate::ci::is_ci() {
         let _ = writeln!(
             out,
             "\n{new} new and {drifted} changed snapshot(s) written as .snap.new: review them with `cargo insta review`, or accept them all with --update-snapshots"

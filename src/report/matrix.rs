@@ -65,18 +65,18 @@ impl Reporter for MatrixReporter {
         let written = [
             self.json.as_ref().map(|path| {
                 let text = serde_json::to_vec_pretty(&table.json()).unwrap_or_default();
-                (path, crate::runner::write_bytes_atomic(path, &text))
+                (path, crate::files::write_bytes_atomic(path, &text))
             }),
             self.markdown.as_ref().map(|path| {
                 (
                     path,
-                    crate::runner::write_bytes_atomic(path, table.markdown().as_bytes()),
+                    crate::files::write_bytes_atomic(path, table.markdown().as_bytes()),
                 )
             }),
             self.html.as_ref().map(|path| {
                 (
                     path,
-                    crate::runner::write_bytes_atomic(path, table.html().as_bytes()),
+                    crate::files::write_bytes_atomic(path, table.html().as_bytes()),
                 )
             }),
         ];

@@ -42,7 +42,7 @@ pub fn output_tail(text: &str, max_lines: usize, max_bytes: usize) -> String {
 
 /// Writes a report file atomically, naming the report and the file in the error.
 pub fn write_file(what: &str, path: &std::path::Path, bytes: &[u8]) -> io::Result<()> {
-    crate::runner::write_bytes_atomic(path, bytes).map_err(|err| {
+    crate::files::write_bytes_atomic(path, bytes).map_err(|err| {
         io::Error::new(
             err.kind(),
             format!("failed to write the {what} to {}: {err}", path.display()),

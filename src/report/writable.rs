@@ -1,6 +1,6 @@
 //! Output paths checked before the first case runs: a report that cannot be written is a
 //! usage error found in a second, not after a run of many minutes. The check asks what
-//! the atomic write ([`crate::runner::write_bytes_atomic`]) will need: a temporary file
+//! the atomic write ([`crate::files::write_bytes_atomic`]) will need: a temporary file
 //! in the path's folder (created, with its parents, when missing), then a rename.
 
 use std::path::Path;

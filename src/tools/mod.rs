@@ -6,5 +6,5 @@ pub mod fixtures;
 
 pub use backend::{
     BackendReply, BackendState, CallValidity, DEFAULT_REFUSAL, RegisteredTool, Registry,
-    ToolBackend, json_equal, matches_subset, rate_limit_rule, scripted_result,
+    ToolBackend, rate_limit_rule, scripted_result,
 };

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::normalize::{ModelStep, Normalized, Step, ToolStep};
-use crate::tools::json_equal;
+use crate::json_compare::json_equal;
 
 /// What comparing a case run with its snapshot, or with its recording, found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
