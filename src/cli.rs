@@ -447,7 +447,7 @@ pub fn main() -> ExitCode {
         // cases from standard input; a person at a terminal gets the one-case mode's
         // error about the variables instead of a wait.
         Command::ReferenceController
-            if std::env::var_os(runner::task::var::TASK).is_none()
+            if std::env::var_os(crate::contract::var::TASK).is_none()
                 && !io::stdin().is_terminal() =>
         {
             runtime.block_on(loopcheck_reference::run_persistent());
@@ -911,7 +911,7 @@ fn task(args: TaskArgs) -> u8 {
         }
     };
     let text = if args.json {
-        serde_json::to_string_pretty(&runner::task::task_json(&scenario, state)).unwrap_or_default()
+        serde_json::to_string_pretty(&scenario::task_json(&scenario, state)).unwrap_or_default()
             + "\n"
     } else {
         scenario::preview::preview(&scenario, state)

@@ -59,7 +59,8 @@ use serde_json::Value;
 
 use crate::oracle::{CaseVerdict, CheckVerdict};
 use crate::report::CaseReport;
-use crate::runner::{ControllerEnv, finish, task::task_json};
+use crate::runner::{ControllerEnv, finish};
+use crate::scenario::task_json;
 use crate::scenario::{Scenario, StateMode};
 use crate::server::{EngineReply, EngineRequest, ReplyBody, Session};
 use crate::transcript::{ControllerResult, Unfinished};

@@ -239,7 +239,7 @@ fn tool_timeout(f: &Facts) -> Option<CheckResult> {
             problems.push(format!(
                 "{what}, and {} answers it with {}, which is not an error: expected an error output saying the tool timed out",
                 Facts::request_label(position),
-                crate::transcript::clip(&text, 120)
+                crate::text::clip(&text, 120)
             ));
         }
     }

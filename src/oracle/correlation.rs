@@ -204,7 +204,7 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
                     "{}: the output for {} is {}{whose}; expected the backend's result for that call, {}",
                     Facts::request_label(position),
                     call.describe(),
-                    crate::transcript::clip(&text, 120),
+                    crate::text::clip(&text, 120),
                     expected
                 )
             };

@@ -44,7 +44,7 @@ impl IssuedCall {
             "{} ({} {}{program})",
             self.call_id,
             self.name,
-            crate::transcript::clip(&self.arguments, 80)
+            crate::text::clip(&self.arguments, 80)
         )
     }
 }
@@ -412,7 +412,7 @@ impl<'a> Facts<'a> {
             Some(output) if !looks_like_error(&output_text(output), said) => Some(format!(
                 "{label}: the output for {what} call {} is {}, which is not an error: expected it to say the call did not run{}",
                 call.describe(),
-                crate::transcript::clip(&output_text(output), 120),
+                crate::text::clip(&output_text(output), 120),
                 said.map(|m| format!(" (e.g. {m:?})")).unwrap_or_default()
             )),
             Some(_) => None,

@@ -166,7 +166,7 @@ fn in_order<'p>(
                 // A missing reasoning item is reported by `reasoning/replayed`.
                 if kind != "reasoning" {
                     let text = message_text(item)
-                        .map(|t| format!(" ({:?})", crate::transcript::clip(&t, 60)))
+                        .map(|t| format!(" ({:?})", crate::text::clip(&t, 60)))
                         .unwrap_or_default();
                     problems.push(format!(
                         "{label} does not replay {kind} {id}{text} from {}: every prior output item must be sent back, in order",
@@ -282,8 +282,8 @@ fn alteration(sent: &Value, item: &Value) -> Option<String> {
             (!same).then(|| {
                 format!(
                     "the arguments {:?} instead of {:?}",
-                    crate::transcript::clip(sent_arguments, 60),
-                    crate::transcript::clip(arguments, 60)
+                    crate::text::clip(sent_arguments, 60),
+                    crate::text::clip(arguments, 60)
                 )
             })
         }
@@ -292,8 +292,8 @@ fn alteration(sent: &Value, item: &Value) -> Option<String> {
             (text != sent_text).then(|| {
                 format!(
                     "the text {:?} instead of {:?}",
-                    crate::transcript::clip(&sent_text.unwrap_or_default(), 60),
-                    crate::transcript::clip(&text.unwrap_or_default(), 60)
+                    crate::text::clip(&sent_text.unwrap_or_default(), 60),
+                    crate::text::clip(&text.unwrap_or_default(), 60)
                 )
             })
         }

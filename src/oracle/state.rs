@@ -10,7 +10,7 @@ use super::facts::{Facts, conversation_of};
 use super::verdict::CheckResult;
 use crate::scenario::{StateMode, ToolRef};
 use crate::json_compare::json_equal;
-use crate::tools::fixtures;
+use crate::scenario::fixtures;
 use crate::wire::replay::message_text;
 use crate::wire::request::{item_id, item_type};
 
@@ -317,7 +317,7 @@ fn shown(value: Option<&Value>) -> String {
     match value {
         None => "(none)".to_owned(),
         Some(Value::String(text)) if text.is_empty() => "(none)".to_owned(),
-        Some(value) => crate::transcript::clip(&value.to_string(), 80),
+        Some(value) => crate::text::clip(&value.to_string(), 80),
     }
 }
 
@@ -332,7 +332,7 @@ fn instructions_problem(f: &Facts, position: usize, expected: &str) -> Option<St
         return (sent.trim() != expected.trim()).then(|| {
             format!(
                 "{label} sends `instructions` that differ from the task's: {:?}",
-                crate::transcript::clip(sent, 80)
+                crate::text::clip(sent, 80)
             )
         });
     }
@@ -355,7 +355,7 @@ fn instructions_problem(f: &Facts, position: usize, expected: &str) -> Option<St
     if let Some((role, text)) = carried.first() {
         return Some(format!(
             "{label} has no `instructions`, and the {role} message in its context differs from the task's instructions: {:?}",
-            crate::transcript::clip(text, 80)
+            crate::text::clip(text, 80)
         ));
     }
     let why = if position == 0 {
@@ -531,7 +531,7 @@ fn input_replayed(f: &Facts) -> CheckResult {
             problems.push(format!(
                 "{} does not replay the task's user input {:?}: in {} mode every request carries the whole conversation",
                 Facts::request_label(position),
-                crate::transcript::clip(text, 60),
+                crate::text::clip(text, 60),
                 f.state
             ));
         }

@@ -38,7 +38,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             } else {
                 vec![format!(
                     "the controller failed with reason '{given}': expected the recognised word '{reason}' (the words: {})",
-                    crate::runner::task::REASON_WORDS.join(", ")
+                    crate::contract::REASON_WORDS.join(", ")
                 )]
             };
             out.push(
@@ -302,12 +302,12 @@ fn refusal_text(f: &Facts, result: &crate::transcript::ControllerResult) -> Opti
         .filter(|text| !reported.iter().any(|r| r.contains(&flat(text))))
         .map(|text| {
             let detail = result.detail.as_deref().map_or("no detail".to_owned(), |d| {
-                format!("detail {:?}", crate::transcript::clip(d, 80))
+                format!("detail {:?}", crate::text::clip(d, 80))
             });
             format!(
                 "{} was a refusal, \"{}\", but the result line ({detail}) does not carry its text: report it in `detail` so the user learns why there is no answer",
                 f.response_label(f.served.len() - 1),
-                crate::transcript::clip(text, 80)
+                crate::text::clip(text, 80)
             )
         })
         .collect();
@@ -346,8 +346,8 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
                 };
                 problems.push(format!(
                     "the controller reported '{}'{never}: expected the final message's text '{}'",
-                    crate::transcript::clip(&actual, 200),
-                    crate::transcript::clip(&expected, 200)
+                    crate::text::clip(&actual, 200),
+                    crate::text::clip(&expected, 200)
                 ));
                 diff = Some(Diff { expected, actual });
             }
@@ -363,7 +363,7 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
             let instead = match (expect.reason.as_deref(), refusal.first()) {
                 (Some("refusal"), Some(text)) => format!(
                     "; the last response is a refusal, \"{}\", not an answer: print {{\"status\": \"failed\", \"reason\": \"refusal\", \"detail\": <its text>}}",
-                    crate::transcript::clip(text, 80)
+                    crate::text::clip(text, 80)
                 ),
                 (Some(reason), _) => format!(
                     ": print {{\"status\": \"failed\", \"reason\": \"{reason}\", \"detail\": \"...\"}}"
@@ -372,7 +372,7 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
             };
             problems.push(format!(
                 "the controller reported completed with '{}', but there was no answer to report (last response status '{last_status}'{}): expected failed{}{instead}",
-                crate::transcript::clip(result.output_text.as_deref().unwrap_or_default(), 120),
+                crate::text::clip(result.output_text.as_deref().unwrap_or_default(), 120),
                 if f.budget_reached() { ", round budget exhausted" } else { "" },
                 expect.reason.as_deref().map(|r| format!(" with reason '{r}'")).unwrap_or_default()
             ));

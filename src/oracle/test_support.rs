@@ -19,7 +19,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{CheckResult, CheckVerdict, Judgement, judge};
-use crate::runner::task::task_json;
+use crate::scenario::task_json;
 use crate::scenario::{Scenario, StateMode, final_message_text};
 use crate::server::{EngineRequest, HeaderMap, ReplyBody, Session};
 use crate::transcript::{ControllerResult, Transcript, Unfinished};

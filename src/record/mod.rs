@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use crate::redact;
 use crate::runner::controller_env;
-use crate::runner::task::{task_json, var, write_task_file};
+use crate::contract::{var, write_task_file};
+use crate::scenario::task_json;
 use crate::scenario::{self, Expectation, Level, Outcome, Recorded, Scenario, StateMode};
 use crate::server::{RunningServer, Session};
 use crate::transcript::drift::{Comparison, ComparisonStatus};

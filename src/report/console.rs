@@ -9,7 +9,7 @@ use similar::{ChangeTag, TextDiff};
 
 use super::{CaseReport, Reporter, RunEvent, Summary};
 use crate::oracle::{CaseVerdict, CheckVerdict};
-use crate::transcript::clip;
+use crate::text::clip;
 use crate::transcript::drift::{Comparison, ComparisonStatus};
 
 /// Writes the console report to a stream: standard output, or standard error when a

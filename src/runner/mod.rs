@@ -10,7 +10,6 @@ mod persistent;
 mod process;
 
 pub(crate) use group::kill_group;
-pub mod task;
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -31,28 +30,7 @@ use crate::transcript::{ControllerResult, ProcessRecord, Transcript, Unfinished}
 use events::{ExchangeNote, RunEvent};
 pub use process::Direct;
 
-/// Capability words of docs/contract.md.
-pub const CAPABILITIES: &[&str] = &[
-    "previous_response_id",
-    "stateless",
-    "conversation",
-    "replay",
-    "stream",
-    "background",
-    "programmatic",
-    "approvals",
-    "persistent",
-    "budgets",
-    "webhook",
-];
-
-/// The capabilities of a controller that declares none.
-pub fn default_capabilities() -> BTreeSet<String> {
-    ["previous_response_id", "stateless"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-}
+pub use crate::contract::{CAPABILITIES, ControllerEnv, default_capabilities};
 
 /// A controller to run: a shell command and what it supports.
 #[derive(Debug, Clone)]
@@ -146,34 +124,6 @@ impl Default for RunOptions {
 /// A persistent worker's start-up budget when nothing sets one: an interpreter importing
 /// its SDK took 25 s on a loaded machine.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The environment a controller gets for one case.
-#[derive(Debug, Clone)]
-pub struct ControllerEnv {
-    /// `OPENAI_BASE_URL`.
-    pub base_url: String,
-    /// `OPENAI_API_KEY`.
-    pub api_key: String,
-    /// `LOOPCHECK_TOOLS_URL`.
-    pub tools_url: String,
-    /// `LOOPCHECK_CASE`.
-    pub case: String,
-}
-
-impl ControllerEnv {
-    /// The variables, by name, as a controller process gets them.
-    pub fn vars(self) -> Vec<(String, String)> {
-        [
-            (task::var::BASE_URL, self.base_url),
-            (task::var::API_KEY, self.api_key),
-            (task::var::TOOLS_URL, self.tools_url),
-            (task::var::CASE, self.case),
-        ]
-        .into_iter()
-        .map(|(name, value)| (name.to_owned(), value))
-        .collect()
-    }
-}
 
 /// The capabilities a case needs in a state mode.
 pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'static str> {
@@ -360,7 +310,7 @@ async fn prepare(
     let started = Instant::now();
     let (session, server) = start_session(case, state, session).await?;
     let vars = controller_env(&server, &session, &case.scenario.id).vars();
-    let task = task::task_json(&case.scenario, state);
+    let task = crate::scenario::task_json(&case.scenario, state);
     Ok(Prepared {
         session,
         server,
@@ -408,14 +358,14 @@ async fn run_case_with(
             );
         }
     };
-    let task_path = match task::write_task_file(dir.path(), &prepared.task) {
+    let task_path = match crate::contract::write_task_file(dir.path(), &prepared.task) {
         Ok(path) => path,
         Err(err) => {
             return error_report(case, state, format!("failed to write the task file: {err}"));
         }
     };
     prepared.vars.push((
-        task::var::TASK.to_owned(),
+        crate::contract::var::TASK.to_owned(),
         task_path.to_string_lossy().into_owned(),
     ));
     let exited = process::run(controller, &prepared.vars, options.timeout).await;
@@ -838,7 +788,7 @@ where
         Err(report) => return *report,
     };
     let env = controller_env(&server, &session, &case.scenario.id);
-    let task = task::task_json(&case.scenario, state);
+    let task = crate::scenario::task_json(&case.scenario, state);
     let outcome = tokio::time::timeout(timeout, controller(env, task)).await;
     server.shutdown().await;
     let result = match outcome {
@@ -901,7 +851,7 @@ mod tests {
         let streamed = case.delivered(Delivery::Stream);
         assert!(streamed.task.stream);
         assert_eq!(
-            task::task_json(&streamed, StateMode::Stateless)["stream"],
+            crate::scenario::task_json(&streamed, StateMode::Stateless)["stream"],
             true
         );
         assert!(required_capabilities(&streamed, StateMode::Stateless).contains(&"stream"));

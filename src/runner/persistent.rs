@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use super::Controller;
 use super::group::ProcessGroup;
 use super::process::start_command;
-use super::task::var;
+use crate::contract::var;
 use crate::transcript::ProcessRecord;
 
 /// The contract's variables that only a case gives. `OPENAI_API_KEY` and

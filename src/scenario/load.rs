@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::model::{FORMAT_VERSION, Outcome, OutputSpec, Scenario, StateMode, ToolRef};
-use crate::tools::fixtures;
+use super::model::{FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef};
+use crate::contract::StateMode;
+use crate::scenario::fixtures;
 
 /// A scenario file that could not be loaded, with where and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]

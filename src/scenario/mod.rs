@@ -1,15 +1,20 @@
 //! Scenarios: the file model, the loader with `file:line:col` errors, and the embedded
 //! catalogue.
 
+pub mod fixtures;
 mod load;
 mod model;
 pub mod preview;
 pub mod schema;
+mod task;
 
 use std::path::{Path, PathBuf};
 
 pub use load::{HOSTED_TOOLS, ScenarioError, final_message_text, load_file, parse, tool_names};
 pub use model::*;
+pub use task::task_json;
+
+pub use crate::contract::{Delivery, StateMode, run_label};
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/catalogue.rs"));

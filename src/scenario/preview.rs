@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::{OutputSpec, Scenario, StateMode, Turn};
-use crate::runner::task::task_json;
-use crate::tools::DEFAULT_REFUSAL;
+use crate::scenario::task_json;
+use super::fixtures::DEFAULT_REFUSAL;
 
 /// The whole preview, as text.
 pub fn preview(scenario: &Scenario, state: StateMode) -> String {

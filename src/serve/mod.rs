@@ -20,7 +20,8 @@ use tokio::task::JoinHandle;
 use registry::Admission;
 pub use registry::{Limits, Registry, SessionError};
 
-use crate::runner::{self, ControllerEnv, task};
+use crate::contract::ControllerEnv;
+use crate::runner;
 use crate::scenario::{Case, Delivery, StateMode};
 use crate::server::http::{self, DropConnection, ReplyStream, RunningServer};
 use crate::server::{EngineReply, EngineRequest, HttpLimits, ReplyBody};
@@ -363,7 +364,7 @@ impl Front {
                 "base_url": base_url,
                 "tools_url": tools_url,
                 "api_key": api_key,
-                "task": task::task_json(&case.scenario, state),
+                "task": crate::scenario::task_json(&case.scenario, state),
                 "env": env,
                 "result_url": format!("{control_url}/result"),
                 "verdict_url": format!("{control_url}/verdict"),

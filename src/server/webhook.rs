@@ -405,7 +405,7 @@ mod tests {
         };
         let endpoint: Value = serde_json::from_slice(&endpoint).unwrap();
         assert_eq!(reply.status, 200, "{endpoint}");
-        let task = crate::runner::task::task_json(session.scenario(), session.state());
+        let task = crate::scenario::task_json(session.scenario(), session.state());
         let body = json!({
             "model": task["model"], "tools": task["tools"], "input": task["input"],
             "background": true,
@@ -478,7 +478,7 @@ mod tests {
         let key = session.api_key().to_owned();
         let registration = request("POST", "/tools/webhooks", json!({ "url": url }), &key);
         assert_eq!(session.handle(registration).status, 200);
-        let task = crate::runner::task::task_json(session.scenario(), session.state());
+        let task = crate::scenario::task_json(session.scenario(), session.state());
         let body = json!({
             "model": task["model"], "tools": task["tools"], "input": task["input"],
             "background": true,

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
+use crate::scenario::fixtures::{self, DEFAULT_REFUSAL};
 use crate::scenario::{RateLimitRule, Scenario, ToolBehaviour, ToolRef};
-use crate::tools::fixtures;
 use crate::transcript::ToolRequestKind;
 use crate::json_compare::matches_subset;
 use crate::wire::IdGen;
@@ -236,9 +236,6 @@ pub struct BackendReply {
 fn error(status: u16, code: &str, message: String) -> (u16, Value) {
     (status, json!({"error": {"code": code, "message": message}}))
 }
-
-/// What the approver says when a scripted refusal gives no reason.
-pub const DEFAULT_REFUSAL: &str = "denied by the approver";
 
 /// The fixture backend of one case.
 pub struct ToolBackend {

@@ -2,9 +2,8 @@
 //! executes calls and keeps the execution ledger.
 
 mod backend;
-pub mod fixtures;
 
 pub use backend::{
-    BackendReply, BackendState, CallValidity, DEFAULT_REFUSAL, RegisteredTool, Registry,
+    BackendReply, BackendState, CallValidity, RegisteredTool, Registry,
     ToolBackend, rate_limit_rule, scripted_result,
 };

@@ -62,7 +62,7 @@ impl std::fmt::Display for Change {
 }
 
 fn quote(value: &Value) -> String {
-    crate::transcript::clip(&value.to_string(), QUOTE)
+    crate::text::clip(&value.to_string(), QUOTE)
 }
 
 /// Every change from `expected` to `actual`, in order; empty when they agree.
@@ -256,7 +256,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::scenario::StateMode;
+    use crate::contract::StateMode;
     use crate::transcript::normalize::{Answer, NORMALIZED_FORMAT};
 
     fn request(body: Value) -> Step {

@@ -22,7 +22,7 @@ use serde_json::Value;
 use super::{
     ControllerResult, ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished,
 };
-use crate::scenario::StateMode;
+use crate::contract::StateMode;
 
 /// The version of the normalized transcript's format.
 ///

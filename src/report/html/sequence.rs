@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use super::escape;
 use crate::oracle::{CheckResult, CheckVerdict};
+use crate::text::clip;
 use crate::transcript::{
-    ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished, clip,
+    ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished,
 };
 
 /// Most steps drawn: a runaway controller can make thousands of requests, and the page

@@ -2,6 +2,9 @@
 
 use serde_json::{Value, json};
 
+/// What the approver says when a scripted refusal gives no reason.
+pub const DEFAULT_REFUSAL: &str = "denied by the approver";
+
 fn function(name: &str, description: &str, parameters: Value) -> Value {
     json!({
         "type": "function",

@@ -1,52 +1,10 @@
-//! The task file handed to a controller (docs/contract.md).
-
-use std::path::{Path, PathBuf};
+//! The task a scenario hands its controller, as the task file's JSON (docs/contract.md).
 
 use serde_json::{Value, json};
 
-use crate::scenario::{Scenario, StateMode, ToolRef};
-use crate::tools::fixtures;
-
-/// The names of the variables a controller is given for a case (docs/contract.md,
-/// section 1), defined once for every way loopcheck starts or serves a controller.
-pub mod var {
-    /// The fake Responses API's base URL.
-    pub const BASE_URL: &str = "OPENAI_BASE_URL";
-    /// The session's API key.
-    pub const API_KEY: &str = "OPENAI_API_KEY";
-    /// The fixture tool backend's URL.
-    pub const TOOLS_URL: &str = "LOOPCHECK_TOOLS_URL";
-    /// The case's id.
-    pub const CASE: &str = "LOOPCHECK_CASE";
-    /// The task file's path (a persistent controller gets the task inline instead).
-    pub const TASK: &str = "LOOPCHECK_TASK";
-}
-
-/// The contract version written into every task file.
-pub const CONTRACT_VERSION: u32 = 1;
-
-/// The failure reasons a result line's `reason` may name (docs/contract.md).
-pub const REASON_WORDS: &[&str] = &[
-    "max_rounds",
-    "incomplete",
-    "refusal",
-    "api_error",
-    "response_failed",
-    "timeout",
-    "cancelled",
-    "max_tool_calls",
-];
-
-/// Writes `task` as `task.json` in `dir`, a run's own scratch folder, and returns its
-/// path. The file is written whole before the controller starts and goes with the folder
-/// after the run, so it is neither renamed into place nor synced to disk as a report is:
-/// a sync per case run held a worker thread for about a millisecond.
-pub fn write_task_file(dir: &Path, task: &Value) -> std::io::Result<PathBuf> {
-    let path = dir.join("task.json");
-    let text = serde_json::to_vec_pretty(task).map_err(std::io::Error::other)?;
-    std::fs::write(&path, text)?;
-    Ok(path)
-}
+use super::fixtures;
+use super::{Scenario, StateMode, ToolRef};
+use crate::contract::CONTRACT_VERSION;
 
 /// The task JSON for a scenario in one state mode.
 pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
