@@ -10,8 +10,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use globset::{Glob, GlobSetBuilder};
 
-use crate::baseline::Baseline;
 use crate::config;
+use crate::expectations::Baseline;
+use crate::expectations::Snapshots;
 use crate::interrupt::Interrupt;
 use crate::report::console::{self, ConsoleReporter};
 use crate::report::html::{self, HtmlReporter};
@@ -24,7 +25,6 @@ use crate::report::{Reporters, Summary};
 use crate::runner::partition::Partition;
 use crate::runner::{self, CAPABILITIES, Controller, RunOptions};
 use crate::scenario::{self, Case, ScenarioError};
-use crate::snapshot::Snapshots;
 
 /// Exit codes.
 pub mod exit {

@@ -7,11 +7,11 @@
 #![warn(missing_docs)]
 
 pub mod allocator;
-pub mod baseline;
 pub mod ci;
 pub mod cli;
 pub mod config;
 pub mod contract;
+pub mod expectations;
 pub mod files;
 pub mod fuzz;
 pub mod init;
@@ -27,7 +27,6 @@ pub mod scenario;
 mod secret;
 pub mod serve;
 pub mod server;
-pub mod snapshot;
 pub mod text;
 pub mod toml_text;
 pub mod tools;

@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::checks;
 use super::facts::Facts;
 use super::verdict::CheckResult;
-use crate::scenario::StateMode;
 use crate::json_compare::json_equal;
+use crate::scenario::StateMode;
 use crate::wire::replay::{is_replay_of, may_follow, message_text, same_content};
 use crate::wire::request::{call_id, item_id, item_type};
 

@@ -8,9 +8,9 @@ use serde_json::Value;
 use super::checks;
 use super::facts::{Facts, conversation_of};
 use super::verdict::CheckResult;
-use crate::scenario::{StateMode, ToolRef};
 use crate::json_compare::json_equal;
 use crate::scenario::fixtures;
+use crate::scenario::{StateMode, ToolRef};
 use crate::wire::replay::message_text;
 use crate::wire::request::{item_id, item_type};
 

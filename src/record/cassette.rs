@@ -16,7 +16,7 @@ use crate::scenario::{
     Expectation, FORMAT_VERSION, Fault, Level, Outcome, Recorded, RecordedEvent, RecordedTurn,
     Scenario, StateMode, TaskSpec, ToolBehaviour, ToolRef, Turn,
 };
-use crate::transcript::normalize::normalize;
+use crate::transcript::normalize::{normalize, redact_steps};
 use crate::transcript::{FaultRecord, ModelExchange, Transcript};
 
 /// The part of a scenario file `--task` reads: the task and the fixture tools'
@@ -371,22 +371,6 @@ pub fn redact_document(document: &mut Value, redactor: &Redactor) {
         redact_steps(steps, redactor);
     }
     redactor.value(document);
-}
-
-/// The user's JSON pointers on the bodies of normalized steps.
-pub fn redact_steps(steps: &mut [Value], redactor: &Redactor) {
-    for step in steps {
-        let bodies: &[&str] = if step.get("model").is_some() {
-            &["/model/body"]
-        } else {
-            &["/tool/arguments", "/tool/response"]
-        };
-        for pointer in bodies {
-            if let Some(body) = step.pointer_mut(pointer) {
-                redactor.body(body);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

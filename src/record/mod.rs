@@ -9,7 +9,6 @@
 
 pub mod cassette;
 pub mod proxy;
-pub mod replay;
 mod resume;
 
 use std::path::{Path, PathBuf};
@@ -17,9 +16,9 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::contract::{var, write_task_file};
 use crate::redact;
 use crate::runner::controller_env;
-use crate::contract::{var, write_task_file};
 use crate::scenario::task_json;
 use crate::scenario::{self, Expectation, Level, Outcome, Recorded, Scenario, StateMode};
 use crate::server::{RunningServer, Session};
@@ -428,7 +427,8 @@ pub async fn replay(cassette: &Path, command: &[String]) -> Result<Finished, Rec
     let status = run_command(command, &env, cassette).await;
     server.shutdown().await;
     let status = status?;
-    let comparison = replay::compare(&recorded, &session.transcript(), cassette);
+    let comparison =
+        crate::expectations::drift::compare(&recorded, &session.transcript(), cassette);
     Ok(Finished {
         status,
         comparison: Some(comparison),

@@ -14,7 +14,7 @@ use hyper::header::{AUTHORIZATION, HeaderValue};
 use serde_json::Value;
 
 use super::proxy::Proxy;
-use super::replay::{comparable, request_only};
+use crate::expectations::drift::{comparable, request_only};
 use crate::scenario::Recorded;
 use crate::server::http::{DropConnection, ReplyStream, RunningServer, send};
 use crate::server::{EngineRequest, Session};

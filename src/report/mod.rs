@@ -4,6 +4,7 @@
 
 mod case;
 pub mod console;
+mod events;
 pub mod html;
 pub mod json;
 pub mod junit;
@@ -16,7 +17,7 @@ use std::io;
 
 pub use case::{CaseReport, REPORT_FORMAT, RunReport, Summary};
 
-pub use crate::runner::events::RunEvent;
+pub use events::{ExchangeNote, RunEvent};
 
 /// The end of a process's output (where a traceback ends): at most `max_lines` lines and
 /// `max_bytes` bytes, cut at a character boundary, saying how much came before.

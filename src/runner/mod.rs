@@ -3,7 +3,6 @@
 //! library API that runs a case against an in-process async closure.
 
 mod capture;
-pub mod events;
 mod group;
 pub mod partition;
 mod persistent;
@@ -20,14 +19,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use crate::baseline::Baseline;
+use crate::expectations::{self, Baseline, Snapshots};
 use crate::oracle::{self, CaseVerdict};
-use crate::report::{CaseReport, Summary};
+use crate::report::{CaseReport, ExchangeNote, RunEvent, Summary};
 use crate::scenario::{Case, Delivery, OutputSpec, Scenario, StateMode, ToolRef};
 use crate::server::{Observer, RunningServer, Session, SessionOptions};
-use crate::snapshot::Snapshots;
 use crate::transcript::{ControllerResult, ProcessRecord, Transcript, Unfinished};
-use events::{ExchangeNote, RunEvent};
 pub use process::Direct;
 
 pub use crate::contract::{CAPABILITIES, ControllerEnv, default_capabilities};
@@ -218,7 +215,7 @@ pub(crate) fn finish(
     let recorded = scenario
         .recorded
         .as_ref()
-        .map(crate::record::replay::redactor);
+        .map(expectations::drift::redactor);
     let redactor = recorded.as_ref().unwrap_or(crate::redact::installed());
     transcript.redact(redactor, recorded.is_some());
     let judgement = oracle::judge(scenario, state, &transcript);
@@ -564,20 +561,12 @@ impl CaseRunner {
         } else {
             run_case_with(case, state, controller, options, session).await
         };
-        if let Some(snapshots) = &options.snapshots {
-            let cut_by_clock = case.scenario.task.deadline_ms.is_some();
-            snapshots.check(&mut report, cut_by_clock);
-        }
-        if let Some(recorded) = &case.scenario.recorded
-            && report.verdict != CaseVerdict::Unsupported
-        {
-            let comparison =
-                crate::record::replay::compare(recorded, &report.transcript, &case.source);
-            report.fold_recording(comparison);
-        }
-        if let Some(baseline) = &options.baseline {
-            baseline.apply(&mut report);
-        }
+        expectations::review(
+            &mut report,
+            case,
+            options.snapshots.as_ref(),
+            options.baseline.as_deref(),
+        );
         report
     }
 

@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use super::fixtures::DEFAULT_REFUSAL;
 use super::{OutputSpec, Scenario, StateMode, Turn};
 use crate::scenario::task_json;
-use super::fixtures::DEFAULT_REFUSAL;
 
 /// The whole preview, as text.
 pub fn preview(scenario: &Scenario, state: StateMode) -> String {

@@ -5,10 +5,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
+use crate::json_compare::matches_subset;
 use crate::scenario::fixtures::{self, DEFAULT_REFUSAL};
 use crate::scenario::{RateLimitRule, Scenario, ToolBehaviour, ToolRef};
 use crate::transcript::ToolRequestKind;
-use crate::json_compare::matches_subset;
 use crate::wire::IdGen;
 
 /// A tool of the task's registry.

@@ -4,6 +4,6 @@
 mod backend;
 
 pub use backend::{
-    BackendReply, BackendState, CallValidity, RegisteredTool, Registry,
-    ToolBackend, rate_limit_rule, scripted_result,
+    BackendReply, BackendState, CallValidity, RegisteredTool, Registry, ToolBackend,
+    rate_limit_rule, scripted_result,
 };

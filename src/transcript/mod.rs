@@ -295,4 +295,3 @@ pub struct ProcessRecord {
     /// Wall time in milliseconds.
     pub duration_ms: u64,
 }
-

@@ -23,6 +23,7 @@ use super::{
     ControllerResult, ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished,
 };
 use crate::contract::StateMode;
+use crate::redact::Redactor;
 
 /// The version of the normalized transcript's format.
 ///
@@ -378,6 +379,22 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
         steps,
         result,
         unfinished,
+    }
+}
+
+/// The user's JSON pointers on the bodies of normalized steps.
+pub fn redact_steps(steps: &mut [Value], redactor: &Redactor) {
+    for step in steps {
+        let bodies: &[&str] = if step.get("model").is_some() {
+            &["/model/body"]
+        } else {
+            &["/tool/arguments", "/tool/response"]
+        };
+        for pointer in bodies {
+            if let Some(body) = step.pointer_mut(pointer) {
+                redactor.body(body);
+            }
+        }
     }
 }
 

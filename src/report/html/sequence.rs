@@ -12,9 +12,7 @@ use serde_json::Value;
 use super::escape;
 use crate::oracle::{CheckResult, CheckVerdict};
 use crate::text::clip;
-use crate::transcript::{
-    ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished,
-};
+use crate::transcript::{ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished};
 
 /// Most steps drawn: a runaway controller can make thousands of requests, and the page
 /// must stay small enough to open.

@@ -10,12 +10,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::cassette::redact_steps;
 use crate::redact::{self, Redactor};
 use crate::scenario::Recorded;
 use crate::transcript::Transcript;
 use crate::transcript::drift::{Change, Comparison, ComparisonStatus, changes, text_diff};
-use crate::transcript::normalize::{Normalized, Step, normalize};
+use crate::transcript::normalize::{Normalized, Step, normalize, redact_steps};
 
 /// The redactor a replay of `recorded` is seen through: the installed rules plus the
 /// recording's own, so what the controller sends is redacted as the recording was.

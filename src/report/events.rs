@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::report::{CaseReport, Summary};
+use super::{CaseReport, Summary};
 use crate::scenario::{Delivery, StateMode};
 use crate::server::Recorded;
 

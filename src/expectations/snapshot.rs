@@ -266,7 +266,7 @@ mod tests {
     fn a_run_cut_by_its_deadline_matches_its_snapshot_up_to_the_cut_and_no_further() {
         let path = Path::new("snapshots/reference/budget/05-deadline.previous_response_id.snap");
         let text =
-            include_str!("../snapshots/reference/budget/05-deadline.previous_response_id.snap");
+            include_str!("../../snapshots/reference/budget/05-deadline.previous_response_id.snap");
         let mut shape = normalized();
         shape.case = "budget/05-deadline".to_owned();
         shape.state = StateMode::PreviousResponseId;
