@@ -2,7 +2,6 @@
 //! these declarations; the README's check table, `loopcheck list --checks` and the
 //! reports read them, so a check's wording lives in one place.
 
-use super::verdict::CheckResult;
 use crate::scenario::Level;
 
 /// A check: a stable id (`family/name`), its RFC 2119 level, and the rule a controller
@@ -21,11 +20,6 @@ impl Check {
     /// The family: the part of the id before the `/`.
     pub fn family(&self) -> &'static str {
         self.id.split('/').next().unwrap_or(self.id)
-    }
-
-    /// The verdict from a list of problems: pass when there are none.
-    pub fn judge(&self, problems: Vec<String>, pass_message: impl Into<String>) -> CheckResult {
-        CheckResult::judge(self.id, self.level, problems, pass_message)
     }
 }
 

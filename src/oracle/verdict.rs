@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::checks::Check;
 use crate::scenario::Level;
 
 /// A check's verdict.
@@ -64,6 +65,13 @@ pub struct Diff {
 
 /// Most problems listed in one message before the rest are counted.
 const MAX_LISTED: usize = 4;
+
+impl Check {
+    /// The verdict from a list of problems: pass when there are none.
+    pub fn judge(&self, problems: Vec<String>, pass_message: impl Into<String>) -> CheckResult {
+        CheckResult::judge(self.id, self.level, problems, pass_message)
+    }
+}
 
 impl CheckResult {
     /// A verdict from a list of problems: pass when empty, otherwise by level.

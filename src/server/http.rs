@@ -25,7 +25,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::engine::{EngineReply, EngineRequest, ReplyBody, Session};
+use super::engine::Session;
+use super::exchange::{EngineReply, EngineRequest, ReplyBody};
 use super::limits::{Backoff, BodyBudget, HttpLimits, Reservation};
 use super::recorder::StreamProgress;
 use super::stream::StreamFrames;

@@ -12,6 +12,7 @@ mod api;
 mod clock;
 mod compiled;
 mod engine;
+mod exchange;
 pub(crate) mod http;
 mod limits;
 mod recorder;
@@ -21,7 +22,8 @@ pub mod stream;
 pub mod validate;
 mod webhook;
 
-pub use engine::{EngineReply, EngineRequest, HeaderMap, ReplyBody, Session, SessionOptions};
+pub use engine::{Session, SessionOptions};
+pub use exchange::{EngineReply, EngineRequest, HeaderMap, ReplyBody};
 pub use http::RunningServer;
 pub use limits::HttpLimits;
 pub use recorder::{Observer, Recorded, StreamProgress};

@@ -13,7 +13,7 @@ use super::clock::Clock;
 use super::compiled::CompiledTurns;
 use super::script::Issued;
 use super::stream::StreamFrames;
-use super::webhook::{Endpoint, Scheduled, Timed};
+use super::webhook::{Timed, Webhooks};
 use crate::tools::BackendState;
 use crate::transcript::LazyJson;
 use crate::wire::request::{ItemKeys, item_id};
@@ -79,10 +79,8 @@ pub(super) struct Store {
     pub compiled: CompiledTurns,
     pub issued: Issued,
     pub backend: BackendState,
-    /// The controller's webhook endpoint, once registered.
-    pub webhook: Option<Endpoint>,
-    /// Webhook events scheduled by the last request, for the engine to send.
-    pub outbox: Vec<Scheduled>,
+    /// The controller's webhook endpoint and the events waiting to be sent.
+    pub webhooks: Webhooks,
     responses: HashMap<String, StoredResponse>,
     stored_items: HashMap<String, Value>,
     background: HashMap<String, Background>,
@@ -98,8 +96,7 @@ impl Store {
             compiled: CompiledTurns::default(),
             issued: Issued::default(),
             backend: BackendState::default(),
-            webhook: None,
-            outbox: Vec::new(),
+            webhooks: Webhooks::default(),
             responses: HashMap::new(),
             stored_items: HashMap::new(),
             background: HashMap::new(),

@@ -18,9 +18,8 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
 use super::recorder::{Recorder, lock};
-use super::store::Store;
 use crate::transcript::WebhookDelivery;
-use crate::wire::ApiError;
+use crate::wire::{ApiError, IdGen};
 
 /// How long a background response runs once an endpoint is registered.
 pub(crate) const RUN_TIME: Duration = Duration::from_millis(300);
@@ -35,8 +34,16 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 /// Bytes of a signing secret (base64 after `whsec_`).
 const SECRET_BYTES: usize = 24;
 
+/// A session's webhooks: the registered endpoint, and the events the last request
+/// scheduled, for the engine to send.
+#[derive(Default)]
+pub(super) struct Webhooks {
+    endpoint: Option<Endpoint>,
+    pub outbox: Vec<Scheduled>,
+}
+
 /// The registered receiving endpoint.
-pub(super) struct Endpoint {
+struct Endpoint {
     pub url: String,
     /// The HMAC-SHA256 key: the bytes `signing_secret` encodes after `whsec_`.
     key: Vec<u8>,
@@ -80,91 +87,97 @@ pub(super) struct Timed {
 /// the endpoint and answers a `webhook_endpoint` with its `signing_secret`, as the real
 /// API does when an endpoint is created. Only plain HTTP to 127.0.0.1 is taken: the fake
 /// never sends anything off the machine.
-pub(super) fn register(store: &mut Store, body: &[u8]) -> Result<Value, ApiError> {
-    let body: Value = serde_json::from_slice(body)
-        .map_err(|_| ApiError::invalid_type("body", "a JSON object"))?;
-    let Some(url) = body.get("url").and_then(Value::as_str) else {
-        return Err(ApiError::invalid_type("url", "a string"));
-    };
-    if !is_loopback_http(url) {
-        return Err(ApiError {
-            status: 400,
-            rule: "webhook",
-            message: format!(
-                "Invalid 'url': {url:?}. This server delivers webhooks only to http://127.0.0.1:PORT/..."
-            ),
-            kind: "invalid_request_error",
-            param: Some("url".to_owned()),
-            code: Some("invalid_value"),
+impl Webhooks {
+    pub(super) fn register(
+        &mut self,
+        ids: &mut IdGen,
+        created_at: u64,
+        body: &[u8],
+    ) -> Result<Value, ApiError> {
+        let body: Value = serde_json::from_slice(body)
+            .map_err(|_| ApiError::invalid_type("body", "a JSON object"))?;
+        let Some(url) = body.get("url").and_then(Value::as_str) else {
+            return Err(ApiError::invalid_type("url", "a string"));
+        };
+        if !is_loopback_http(url) {
+            return Err(ApiError {
+                status: 400,
+                rule: "webhook",
+                message: format!(
+                    "Invalid 'url': {url:?}. This server delivers webhooks only to http://127.0.0.1:PORT/..."
+                ),
+                kind: "invalid_request_error",
+                param: Some("url".to_owned()),
+                code: Some("invalid_value"),
+            });
+        }
+        let key = crate::secret::random_bytes(SECRET_BYTES);
+        let secret = format!("whsec_{}", base64(&key));
+        let tail = ids.tail();
+        let id = ids.item_id("we", created_at, &tail);
+        self.endpoint = Some(Endpoint {
+            url: url.to_owned(),
+            key,
         });
+        Ok(json!({
+            "object": "webhook_endpoint",
+            "id": id,
+            "created_at": created_at,
+            "name": body.get("name").and_then(Value::as_str).unwrap_or("loopcheck"),
+            "url": url,
+            "event_types": ["response.completed", "response.failed", "response.cancelled", "response.incomplete"],
+            "signing_secret": secret,
+        }))
     }
-    let key = crate::secret::random_bytes(SECRET_BYTES);
-    let secret = format!("whsec_{}", base64(&key));
-    let created_at = store.clock.now();
-    let tail = store.ids.tail();
-    let id = store.ids.item_id("we", created_at, &tail);
-    store.webhook = Some(Endpoint {
-        url: url.to_owned(),
-        key,
-    });
-    Ok(json!({
-        "object": "webhook_endpoint",
-        "id": id,
-        "created_at": created_at,
-        "name": body.get("name").and_then(Value::as_str).unwrap_or("loopcheck"),
-        "url": url,
-        "event_types": ["response.completed", "response.failed", "response.cancelled", "response.incomplete"],
-        "signing_secret": secret,
-    }))
+
+    /// With an endpoint registered, schedules the events of background response `terminal`
+    /// (created now) and returns when it ends; `None` without one.
+    pub(super) fn schedule(&mut self, ids: &mut IdGen, terminal: &Value) -> Option<Timed> {
+        let endpoint = self.endpoint.as_ref()?;
+        let (url, key) = (endpoint.url.clone(), endpoint.key.clone());
+        let response_id = terminal["id"].as_str().unwrap_or_default().to_owned();
+        let created_at = terminal["created_at"].as_u64().unwrap_or_default();
+        let status: Announced = Arc::new(Mutex::new(
+            terminal["status"]
+                .as_str()
+                .unwrap_or("completed")
+                .to_owned(),
+        ));
+        let mut event_id = || {
+            let tail = ids.tail();
+            ids.item_id("evt", created_at, &tail)
+        };
+        let (forged_id, genuine_id) = (event_id(), event_id());
+        let tail = ids.tail();
+        let foreign_response = ids.item_id("resp", created_at, &tail);
+        let now = Instant::now();
+        self.outbox.push(Scheduled {
+            url,
+            key,
+            forged: Event::new(
+                forged_id,
+                "response.completed",
+                &foreign_response,
+                created_at,
+            ),
+            forged_at: now + FORGED_AFTER,
+            genuine_id,
+            response_id,
+            created_at,
+            status: status.clone(),
+            ready_at: now + RUN_TIME,
+        });
+        Some(Timed {
+            ready_at: now + RUN_TIME,
+            status,
+        })
+    }
 }
 
 /// Whether `url` is `http://127.0.0.1[:port]/...`.
 fn is_loopback_http(url: &str) -> bool {
     url.parse::<hyper::Uri>()
         .is_ok_and(|uri| uri.scheme_str() == Some("http") && uri.host() == Some("127.0.0.1"))
-}
-
-/// With an endpoint registered, schedules the events of background response `terminal`
-/// (created now) and returns when it ends; `None` without one.
-pub(super) fn schedule(store: &mut Store, terminal: &Value) -> Option<Timed> {
-    let endpoint = store.webhook.as_ref()?;
-    let (url, key) = (endpoint.url.clone(), endpoint.key.clone());
-    let response_id = terminal["id"].as_str().unwrap_or_default().to_owned();
-    let created_at = terminal["created_at"].as_u64().unwrap_or_default();
-    let status: Announced = Arc::new(Mutex::new(
-        terminal["status"]
-            .as_str()
-            .unwrap_or("completed")
-            .to_owned(),
-    ));
-    let mut event_id = || {
-        let tail = store.ids.tail();
-        store.ids.item_id("evt", created_at, &tail)
-    };
-    let (forged_id, genuine_id) = (event_id(), event_id());
-    let tail = store.ids.tail();
-    let foreign_response = store.ids.item_id("resp", created_at, &tail);
-    let now = Instant::now();
-    store.outbox.push(Scheduled {
-        url,
-        key,
-        forged: Event::new(
-            forged_id,
-            "response.completed",
-            &foreign_response,
-            created_at,
-        ),
-        forged_at: now + FORGED_AFTER,
-        genuine_id,
-        response_id,
-        created_at,
-        status: status.clone(),
-        ready_at: now + RUN_TIME,
-    });
-    Some(Timed {
-        ready_at: now + RUN_TIME,
-        status,
-    })
 }
 
 impl Event {

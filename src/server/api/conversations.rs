@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::{Handled, list_page};
-use crate::server::engine::EngineRequest;
+use crate::server::exchange::EngineRequest;
 use crate::server::store::Store;
 use crate::wire::ApiError;
 

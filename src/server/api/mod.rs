@@ -11,7 +11,7 @@ use std::time::Duration;
 use hyper::header::HeaderName;
 use serde_json::{Value, json};
 
-use super::engine::EngineRequest;
+use super::exchange::EngineRequest;
 use super::store::Store;
 use super::stream::StreamFrames;
 use crate::scenario::Scenario;

@@ -10,13 +10,12 @@ use serde_json::{Value, json};
 use super::{Answer, Handled, list_page};
 use crate::scenario::{Fault, Scenario, TurnStatus};
 use crate::server::compiled::{self, CompiledTurn};
-use crate::server::engine::EngineRequest;
+use crate::server::exchange::EngineRequest;
 use crate::server::script;
 use crate::server::script::ExpandedTurn;
 use crate::server::store::{Background, Store, StoredResponse, skip_new_id, with_id};
 use crate::server::stream::{self, Prerendered, StreamFrames, StreamedResponse};
 use crate::server::validate;
-use crate::server::webhook;
 use crate::transcript::{FaultRecord, LazyJson};
 use crate::wire::response::{ResponseParts, WriteOutput};
 use crate::wire::{ApiError, CreateRequest, IdGen};
@@ -283,7 +282,7 @@ pub(super) fn create(
         let terminal: Value = serde_json::from_slice(&json).expect("rendered as JSON");
         let queued = stream::snapshot(&terminal, "queued");
         // With a webhook endpoint registered the run ends by time, and says so there.
-        let timed = webhook::schedule(store, &terminal);
+        let timed = store.webhooks.schedule(&mut store.ids, &terminal);
         store.start_background(
             id,
             Background {
