@@ -13,6 +13,7 @@ mod html;
 mod http_limits;
 mod init;
 mod junit;
+mod layering;
 mod msrv;
 mod mutants;
 mod output;
