@@ -1,0 +1,46 @@
+//! The library API that runs a case against an in-process async closure.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::case::{controller_env, finish, start_session};
+use crate::contract::ControllerEnv;
+use crate::report::CaseReport;
+use crate::scenario::{Case, StateMode};
+use crate::server::SessionOptions;
+use crate::transcript::{ControllerResult, Unfinished};
+
+/// Runs one case against an in-process controller: `controller` gets the environment and
+/// the task JSON and returns the result object (docs/contract.md) as JSON. For
+/// `#[tokio::test]`s of Rust tool loops.
+pub async fn run_in_process<F, Fut>(
+    case: &Case,
+    state: StateMode,
+    timeout: Duration,
+    controller: F,
+) -> CaseReport
+where
+    F: FnOnce(ControllerEnv, Value) -> Fut,
+    Fut: Future<Output = Value>,
+{
+    let started = Instant::now();
+    let (session, server) = match start_session(case, state, SessionOptions::default()).await {
+        Ok(started) => started,
+        Err(report) => return *report,
+    };
+    let env = controller_env(&server, &session, &case.scenario.id);
+    let task = crate::scenario::task_json(&case.scenario, state);
+    let outcome = tokio::time::timeout(timeout, controller(env, task)).await;
+    server.shutdown().await;
+    let result = match outcome {
+        Ok(value) => {
+            ControllerResult::from_value(&value).map_err(|why| Unfinished::NoResult { why })
+        }
+        Err(_) => Err(Unfinished::TimedOut {
+            after_ms: started.elapsed().as_millis() as u64,
+        }),
+    };
+    finish(&case.scenario, state, &session, None, result, started)
+}
