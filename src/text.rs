@@ -9,3 +9,12 @@ pub fn clip(text: &str, max: usize) -> String {
         format!("{cut}...")
     }
 }
+
+/// `text` as one of the `known` strings when it is one (no copy), else copied: for types
+/// the server itself generates, kept for a session's life.
+pub(crate) fn known_or_owned(text: &str, known: &[&'static str]) -> std::borrow::Cow<'static, str> {
+    match known.iter().find(|candidate| **candidate == text) {
+        Some(known) => std::borrow::Cow::Borrowed(known),
+        None => std::borrow::Cow::Owned(text.to_owned()),
+    }
+}

@@ -29,12 +29,3 @@ pub use limits::HttpLimits;
 pub use recorder::{Observer, Recorded, StreamProgress};
 #[cfg(test)]
 pub(crate) use webhook::RUN_TIME as WEBHOOK_RUN_TIME;
-
-/// `text` as one of the `known` strings when it is one (no copy), else copied: for types
-/// the server itself generates, kept for a session's life.
-pub(crate) fn known_or_owned(text: &str, known: &[&'static str]) -> std::borrow::Cow<'static, str> {
-    match known.iter().find(|candidate| **candidate == text) {
-        Some(known) => std::borrow::Cow::Borrowed(known),
-        None => std::borrow::Cow::Owned(text.to_owned()),
-    }
-}

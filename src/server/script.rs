@@ -204,7 +204,7 @@ pub fn register(output: &[impl Registrable], issued: &mut Issued) {
         if let Some(rs) = awaiting_follower.take() {
             issued.reasoning.entry(rs).or_default().follower = Some(Follower {
                 id: item.id().map(|_| id.clone()),
-                kind: super::known_or_owned(item.kind(), &GENERATED_KINDS),
+                kind: crate::text::known_or_owned(item.kind(), &GENERATED_KINDS),
                 call_id: item.call_id().map(Box::from),
             });
         }

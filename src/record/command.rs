@@ -1,0 +1,427 @@
+//! The `record` and `replay` commands: a controller run through the proxy or against a cassette.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::cassette;
+use super::cassette::{Recording, TaskFile};
+use super::proxy::{Proxy, Upstream};
+use super::resume::Resume;
+use crate::contract::{var, write_task_file};
+use crate::redact;
+use crate::runner::controller_env;
+use crate::scenario::task_json;
+use crate::scenario::{self, Expectation, Level, Outcome, Recorded, Scenario, StateMode};
+use crate::server::{RunningServer, Session};
+use crate::transcript::drift::{Comparison, ComparisonStatus};
+
+/// How `record` treats an existing cassette (as vcrpy's record modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Record a new cassette; refuse to overwrite one.
+    Once,
+    /// Replay what the cassette holds while the requests match it; record from the first
+    /// request it does not hold on, and keep the recorded ones before it.
+    New,
+    /// Record again, replacing the cassette.
+    All,
+    /// Replay only: a request the cassette does not hold fails.
+    None,
+}
+
+/// What `loopcheck record` was asked.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// The upstream base URL, e.g. `https://api.openai.com/v1`.
+    pub upstream: Option<String>,
+    /// More CA certificates to trust for the upstream (PEM).
+    pub upstream_ca: Option<PathBuf>,
+    /// The cassette.
+    pub out: PathBuf,
+    /// The record mode.
+    pub mode: Mode,
+    /// A scenario file whose task (and fixture tools) a contract controller gets.
+    pub task: Option<PathBuf>,
+    /// The state mode written into that task.
+    pub state: StateMode,
+    /// JSON pointers to redact in every body.
+    pub redact_json: Vec<String>,
+    /// Regular expressions to redact in every string.
+    pub redact_regex: Vec<String>,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+}
+
+/// Why recording or replaying could not go on; the CLI maps each to an exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// Bad arguments or input files: exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// Something failed while running: exit 1.
+    #[error("{0}")]
+    Failed(String),
+    /// Interrupted (Ctrl-C or SIGTERM): the cassette is left as it was; exit 130.
+    #[error("interrupted: {0} was left as it was")]
+    Interrupted(PathBuf),
+}
+
+/// How a record or replay run ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// The command's exit status.
+    pub status: ExitStatus,
+    /// For a replay: the comparison with the recording.
+    pub comparison: Option<Comparison>,
+    /// What was written, for a recording.
+    pub summary: String,
+}
+
+impl Finished {
+    /// Exit 0 when the command succeeded and nothing drifted.
+    pub fn ok(&self) -> bool {
+        self.status.success()
+            && self
+                .comparison
+                .as_ref()
+                .is_none_or(|c| c.status == ComparisonStatus::Matched)
+    }
+}
+
+/// The session that records a proxy's traffic and serves the fixture tool backend: the
+/// task's scenario with no script (the upstream answers), or an empty one.
+fn recording_session(id: &str, task: Option<&TaskFile>, state: StateMode) -> Scenario {
+    Scenario {
+        format: scenario::FORMAT_VERSION,
+        id: id.to_owned(),
+        summary: String::new(),
+        level: Level::Must,
+        origin: None,
+        tags: Vec::new(),
+        task: task
+            .map(|t| t.task.clone())
+            .unwrap_or_else(|| scenario::TaskSpec {
+                model: "gpt-5".to_owned(),
+                input: serde_json::json!(""),
+                instructions: None,
+                tools: Vec::new(),
+                approval_required: Vec::new(),
+                max_rounds: 6,
+                principal: "user-1".to_owned(),
+                stream: false,
+                background: false,
+                deadline_ms: None,
+                max_tool_calls: None,
+                tool_timeout_ms: None,
+            }),
+        states: vec![state],
+        deliveries: None,
+        tools: task.map(|t| t.tools.clone()).unwrap_or_default(),
+        script: Vec::new(),
+        expect: Expectation {
+            outcome: Outcome::Completed,
+            output_text: Some(String::new()),
+            reason: None,
+            min_requests: None,
+        },
+        recorded: None,
+    }
+}
+
+/// The case id a cassette gets from its file name: `recorded/<stem>`.
+fn cassette_id(out: &Path) -> String {
+    let stem: String = out
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("session")
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("recorded/{stem}")
+}
+
+/// What a command run against a server keeps of its own environment.
+#[derive(Debug, Clone, Copy)]
+struct Own {
+    /// Its `OPENAI_API_KEY`, which goes through to the upstream.
+    key: bool,
+    /// Its `LOOPCHECK_TASK` and `LOOPCHECK_TOOLS_URL`, when it has them: recorded without
+    /// `--task`, loopcheck has no task to give it, only an empty one.
+    task: bool,
+}
+
+/// The environment of a command run against a server: the contract's variables, as a
+/// run gives them, and the task file, less what the command keeps of its own (`own`)
+/// from this process's environment, which it inherits.
+fn environment(
+    server: &RunningServer,
+    session: &Session,
+    own: Own,
+    task_dir: &Path,
+) -> Result<Vec<(String, String)>, RecordError> {
+    let scenario = session.scenario();
+    let mut vars = controller_env(server, session, &scenario.id).vars();
+    let kept = |name: &str| match name {
+        var::API_KEY => own.key,
+        var::TASK | var::TOOLS_URL => own.task && std::env::var_os(name).is_some(),
+        _ => false,
+    };
+    vars.retain(|(name, _)| !kept(name));
+    if !kept(var::TASK) {
+        let path = write_task_file(task_dir, &task_json(scenario, session.state()))
+            .map_err(|err| RecordError::Failed(format!("failed to write the task file: {err}")))?;
+        vars.push((var::TASK.to_owned(), path.to_string_lossy().into_owned()));
+    }
+    Ok(vars)
+}
+
+/// Runs `argv` with `env` added, in its own process group, its output going to this
+/// process's; Ctrl-C or SIGTERM kills the whole group (a second one exits at once).
+async fn run_command(
+    argv: &[String],
+    env: &[(String, String)],
+    cassette: &Path,
+) -> Result<ExitStatus, RecordError> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(RecordError::Usage(
+            "no command to run: give it after `--`, e.g. `-- python3 app.py`".to_owned(),
+        ));
+    };
+    let interrupt = crate::interrupt::Interrupt::listen()
+        .map_err(|err| RecordError::Failed(format!("failed to listen for Ctrl-C: {err}")))?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|err| RecordError::Failed(format!("failed to start `{program}`: {err}")))?;
+    let group = child.id().map(|pid| pid as i32);
+    tokio::select! {
+        status = child.wait() => {
+            status.map_err(|err| RecordError::Failed(format!("failed to wait for `{program}`: {err}")))
+        }
+        () = interrupt.first() => {
+            crate::runner::kill_group(group);
+            let _ = child.wait().await;
+            Err(RecordError::Interrupted(cassette.to_owned()))
+        }
+    }
+}
+
+/// A cassette read back, for `--mode new` and replays.
+fn load_recording(cassette: &Path) -> Result<(Scenario, Recorded), RecordError> {
+    let scenario =
+        scenario::load_file(cassette).map_err(|err| RecordError::Usage(err.to_string()))?;
+    match scenario.recorded.clone() {
+        Some(recorded) => Ok((scenario, recorded)),
+        None => Err(RecordError::Usage(format!(
+            "{} is a scenario, not a recording (it has no `recorded` section): run it with `loopcheck run`",
+            cassette.display()
+        ))),
+    }
+}
+
+/// `loopcheck record`.
+pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
+    let out = &options.out;
+    let old = match options.mode {
+        Mode::Once if out.exists() => {
+            return Err(RecordError::Usage(format!(
+                "refusing to overwrite {} (--mode once): use --mode all to record it again, --mode new to add to it, or --mode none to replay it",
+                out.display()
+            )));
+        }
+        Mode::None => return replay(out, &options.command).await,
+        Mode::New if out.exists() => Some(load_recording(out)?),
+        _ => None,
+    };
+    let Some(upstream_url) = options.upstream.as_deref() else {
+        return Err(RecordError::Usage(
+            "--upstream is required to record (e.g. --upstream https://api.openai.com/v1)"
+                .to_owned(),
+        ));
+    };
+    let upstream = Upstream::new(upstream_url, options.upstream_ca.as_deref()).map_err(|err| {
+        RecordError::Usage(redact::installed().text(&err.to_string()).into_owned())
+    })?;
+    // The rules the cassette was recorded with still apply to what is added to it.
+    let mut rules = (options.redact_json.clone(), options.redact_regex.clone());
+    if let Some((_, recorded)) = &old {
+        rules.0.extend(recorded.redact_json.iter().cloned());
+        rules.1.extend(recorded.redact_regex.iter().cloned());
+    }
+    let redactor = redact::installed()
+        .with(&rules.0, &rules.1)
+        .map_err(|err| RecordError::Usage(err.to_string()))?;
+    let (scenario, task, state) = match &old {
+        Some((scenario, recorded)) => (
+            scenario.clone(),
+            Some(TaskFile {
+                task: scenario.task.clone(),
+                tools: scenario.tools.clone(),
+            }),
+            recorded.transcript.state,
+        ),
+        None => {
+            let task = options
+                .task
+                .as_deref()
+                .map(TaskFile::load)
+                .transpose()
+                .map_err(RecordError::Usage)?;
+            let scenario = recording_session(&cassette_id(out), task.as_ref(), options.state);
+            (scenario, task, options.state)
+        }
+    };
+    let id = scenario.id.clone();
+    let old_turns = scenario.script.clone();
+    let session = Arc::new(Session::new(Arc::new(scenario), state));
+    let proxy = Proxy::new(upstream, session.clone());
+    let started = match &old {
+        Some((_, recorded)) => {
+            Resume::new(session.clone(), proxy.clone(), recorded.clone())
+                .start()
+                .await
+        }
+        None => proxy.start().await,
+    };
+    let server =
+        started.map_err(|err| RecordError::Failed(format!("failed to start the proxy: {err}")))?;
+    let dir = tempfile::tempdir()
+        .map_err(|err| RecordError::Failed(format!("failed to create a task folder: {err}")))?;
+    // The caller's own key goes through to the upstream; nothing here replaces it.
+    let own = Own {
+        key: true,
+        task: task.is_none(),
+    };
+    let env = environment(&server, &session, own, dir.path())?;
+    let status = run_command(&options.command, &env, out).await;
+    proxy.settle(Duration::from_secs(10)).await;
+    server.shutdown().await;
+    let status = status?;
+    let transcript = session.transcript();
+    let creates: Vec<_> = transcript.model.iter().filter(|m| m.is_create()).collect();
+    let unreachable = proxy.unreachable();
+    if !creates.is_empty() && creates.iter().all(|m| m.status == 0) {
+        let why = unreachable
+            .first()
+            .map_or("connection failed".into(), |why| redactor.text(why));
+        return Err(RecordError::Failed(format!(
+            "no request reached the upstream ({why}); {} was left as it was{}",
+            out.display(),
+            if upstream_url.starts_with("https://") {
+                "\n(hint: for a private endpoint, --upstream-ca FILE names the certificate to trust)"
+            } else {
+                ""
+            }
+        )));
+    }
+    let extras = proxy.extras();
+    let recording = Recording {
+        transcript: &transcript,
+        extras: &extras,
+        upstream: upstream_url,
+    };
+    let cassette = cassette::build(
+        &id,
+        &recording,
+        task.as_ref(),
+        &redactor,
+        (&rules.0, &rules.1),
+        &old_turns,
+    )
+    .map_err(RecordError::Failed)?;
+    write_cassette(out, &cassette)?;
+    let replayed = transcript
+        .model
+        .iter()
+        .filter(|m| m.is_create() && m.turn.is_some())
+        .count();
+    Ok(Finished {
+        status,
+        comparison: None,
+        summary: format!(
+            "recorded {} model request(s){} and {} tool exchange(s) into {}\nreplay it with: loopcheck replay {} -- {}",
+            creates.len() - replayed,
+            if old.is_some() {
+                format!(" after {replayed} replayed from the cassette")
+            } else {
+                String::new()
+            },
+            transcript.tools.len(),
+            out.display(),
+            out.display(),
+            redactor.text(&options.command.join(" "))
+        ),
+    })
+}
+
+/// Writes a cassette atomically, in YAML (or JSON for `.json`), after checking that it
+/// reads back as a scenario.
+fn write_cassette(out: &Path, cassette: &Scenario) -> Result<(), RecordError> {
+    let json = out.extension().is_some_and(|e| e == "json");
+    let text = if json {
+        serde_json::to_string_pretty(cassette).map_err(|e| e.to_string())
+    } else {
+        serde_saphyr::to_string(cassette).map_err(|e| e.to_string())
+    }
+    .map_err(|err| RecordError::Failed(format!("failed to write the cassette: {err}")))?;
+    scenario::parse(out, &text).map_err(|err| {
+        RecordError::Failed(format!(
+            "the cassette does not read back as a scenario ({err}); {} was left as it was",
+            out.display()
+        ))
+    })?;
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|err| {
+            RecordError::Failed(format!("failed to create {}: {err}", parent.display()))
+        })?;
+    }
+    crate::files::write_bytes_atomic(out, text.as_bytes())
+        .map_err(|err| RecordError::Failed(format!("failed to write {}: {err}", out.display())))
+}
+
+/// `loopcheck replay FILE -- CMD`: serves the cassette to any command and compares what
+/// it sends with the recording.
+pub async fn replay(cassette: &Path, command: &[String]) -> Result<Finished, RecordError> {
+    let scenario =
+        scenario::load_file(cassette).map_err(|err| RecordError::Usage(err.to_string()))?;
+    let Some(recorded) = scenario.recorded.clone() else {
+        return Err(RecordError::Usage(format!(
+            "{} is a scenario, not a recording (it has no `recorded` section): run it with `loopcheck run`",
+            cassette.display()
+        )));
+    };
+    let state = recorded.transcript.state;
+    let session = Arc::new(Session::new(Arc::new(scenario), state));
+    let server = RunningServer::start(session.clone())
+        .await
+        .map_err(|err| RecordError::Failed(format!("failed to start the fake server: {err}")))?;
+    let dir = tempfile::tempdir()
+        .map_err(|err| RecordError::Failed(format!("failed to create a task folder: {err}")))?;
+    let own = Own {
+        key: false,
+        task: false,
+    };
+    let env = environment(&server, &session, own, dir.path())?;
+    let status = run_command(command, &env, cassette).await;
+    server.shutdown().await;
+    let status = status?;
+    let comparison =
+        crate::expectations::drift::compare(&recorded, &session.transcript(), cassette);
+    Ok(Finished {
+        status,
+        comparison: Some(comparison),
+        summary: String::new(),
+    })
+}
