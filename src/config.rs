@@ -421,24 +421,6 @@ fn profiles(file: &File, text: &str) -> Result<BTreeMap<String, Profile>, String
     }
 }
 
-/// The environment variables that override a profile, and the setting each one sets.
-pub const ENVIRONMENT: &[(&str, &str)] = &[
-    ("LOOPCHECK_PROFILE", "the profile"),
-    ("LOOPCHECK_CONTROLLER", "controller"),
-    ("LOOPCHECK_SUPPORTS", "supports (comma-separated)"),
-    ("LOOPCHECK_JOBS", "jobs"),
-    ("LOOPCHECK_TIMEOUT", "timeout"),
-    ("LOOPCHECK_STARTUP_TIMEOUT", "startup-timeout"),
-    ("LOOPCHECK_SEED", "seed"),
-    ("LOOPCHECK_FILTER", "filter (comma-separated)"),
-    ("LOOPCHECK_REPORT_JSON", "report-json"),
-    ("LOOPCHECK_JUNIT", "junit"),
-    ("LOOPCHECK_HTML", "html"),
-    ("LOOPCHECK_BASELINE", "baseline"),
-    ("LOOPCHECK_SNAPSHOTS", "snapshots"),
-    ("LOOPCHECK_PARTITION", "partition"),
-];
-
 /// Resolves the settings: the profile `name` (or `LOOPCHECK_PROFILE`, or `default`) of
 /// the file at `path` (or `loopcheck.toml` here, when it exists), under the environment.
 /// `env` reads a variable (the process environment, or a test's).

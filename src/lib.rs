@@ -7,19 +7,19 @@
 #![warn(missing_docs)]
 
 pub mod allocator;
-pub mod ci;
+pub(crate) mod ci;
 pub mod cli;
-pub mod config;
+pub(crate) mod config;
 pub mod contract;
 pub mod expectations;
-pub mod files;
+pub(crate) mod files;
 pub mod fuzz;
-pub mod init;
-pub mod interrupt;
-pub mod json_compare;
+pub(crate) mod init;
+pub(crate) mod interrupt;
+pub(crate) mod json_compare;
 pub mod oracle;
 pub mod record;
-pub mod redact;
+pub(crate) mod redact;
 pub mod report;
 pub mod rules;
 pub mod runner;
@@ -27,9 +27,9 @@ pub mod scenario;
 mod secret;
 pub mod serve;
 pub mod server;
-pub mod text;
-pub mod toml_text;
-pub mod tools;
+pub(crate) mod text;
+pub(crate) mod toml_text;
+pub(crate) mod tools;
 pub mod transcript;
 pub mod wire;
 #[cfg(feature = "wiremock")]

@@ -9,11 +9,11 @@
 //! - [`task`]: the task file's version and how it is written;
 //! - [`result`]: the result line and the failure reasons it may name.
 
-pub mod capabilities;
-pub mod env;
-pub mod modes;
-pub mod result;
-pub mod task;
+pub(crate) mod capabilities;
+pub(crate) mod env;
+pub(crate) mod modes;
+pub(crate) mod result;
+pub(crate) mod task;
 
 pub use capabilities::{CAPABILITIES, default_capabilities};
 pub use env::{ControllerEnv, var};

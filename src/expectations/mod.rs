@@ -3,10 +3,10 @@
 //! replayed recording's drift (what it sent when recorded), and the baseline (the
 //! failures a team has accepted for now).
 
-pub mod baseline;
-pub mod drift;
+pub(crate) mod baseline;
+pub(crate) mod drift;
 mod review;
-pub mod snapshot;
+pub(crate) mod snapshot;
 
 pub use baseline::Baseline;
 pub use review::review;

@@ -8,8 +8,8 @@
 //! scenario written as an ordinary scenario file that `loopcheck run` replays. Failures
 //! kept from earlier runs are replayed first.
 
-pub mod plan;
-pub mod progress;
+pub(crate) mod plan;
+pub(crate) mod progress;
 mod run;
 pub mod strategy;
 

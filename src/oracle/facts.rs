@@ -93,8 +93,6 @@ pub struct Facts<'a> {
     pub result: Option<&'a ControllerResult>,
     /// How it ended without one, if it did.
     pub unfinished: Option<&'a Unfinished>,
-    /// The task's registry.
-    pub registry: Registry,
 }
 
 impl<'a> Facts<'a> {
@@ -175,7 +173,6 @@ impl<'a> Facts<'a> {
             exchanges: &transcript.model,
             result: transcript.result.as_ref(),
             unfinished: transcript.unfinished.as_ref(),
-            registry,
         }
     }
 

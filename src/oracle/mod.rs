@@ -8,7 +8,7 @@ pub mod checks;
 mod correlation;
 mod dispatch;
 mod effects;
-pub mod facts;
+pub(crate) mod facts;
 mod judge;
 #[cfg(test)]
 mod newcomer_messages;

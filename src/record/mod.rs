@@ -7,7 +7,7 @@
 //! against the cassette; `loopcheck run FILE --controller CMD` replays a cassette to a
 //! contract controller and judges it with the oracle as well.
 
-pub mod cassette;
+pub(crate) mod cassette;
 mod command;
 pub mod proxy;
 mod resume;

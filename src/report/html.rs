@@ -4,7 +4,7 @@
 //! readable without JS: every case is in the page, failures open. Written atomically
 //! when the run finishes.
 
-pub mod sequence;
+pub(crate) mod sequence;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;

@@ -5,14 +5,14 @@
 mod case;
 pub mod console;
 mod events;
-pub mod html;
-pub mod json;
-pub mod junit;
-pub mod matrix;
-pub mod merge;
-pub mod progress;
+pub(crate) mod html;
+pub(crate) mod json;
+pub(crate) mod junit;
+pub(crate) mod matrix;
+pub(crate) mod merge;
+pub(crate) mod progress;
 mod reporter;
-pub mod writable;
+pub(crate) mod writable;
 
 pub use case::{CaseReport, REPORT_FORMAT, RunReport, Summary};
 pub use events::{ExchangeNote, RunEvent};

@@ -7,7 +7,7 @@ mod case;
 mod controller;
 mod group;
 mod in_process;
-pub mod partition;
+pub(crate) mod partition;
 mod persistent;
 mod plan;
 mod process;

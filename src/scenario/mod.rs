@@ -2,10 +2,10 @@
 //! catalogue.
 
 mod catalogue;
-pub mod fixtures;
+pub(crate) mod fixtures;
 mod load;
 mod model;
-pub mod preview;
+pub(crate) mod preview;
 pub mod schema;
 mod task;
 

@@ -8,7 +8,7 @@
 //! control routes need the token its creation answered, its API the API key.
 
 mod front;
-pub mod registry;
+pub(crate) mod registry;
 
 pub use front::{ServeOptions, SessionServer};
 pub use registry::{Limits, Registry, SessionError};

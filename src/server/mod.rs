@@ -16,10 +16,10 @@ mod exchange;
 pub(crate) mod http;
 mod limits;
 mod recorder;
-pub mod script;
+pub(crate) mod script;
 mod store;
 pub mod stream;
-pub mod validate;
+pub(crate) mod validate;
 mod webhook;
 
 pub use engine::{Session, SessionOptions};

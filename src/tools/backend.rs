@@ -69,11 +69,6 @@ impl Registry {
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
         self.tools.get(name)
     }
-
-    /// Definitions in task order is not needed; names sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tools.keys().map(String::as_str)
-    }
 }
 
 /// How a model-issued call should be treated by a correct controller, judged from the
@@ -252,11 +247,6 @@ impl ToolBackend {
             approval_required: scenario.task.approval_required.iter().cloned().collect(),
             behaviours: scenario.tools.clone(),
         }
-    }
-
-    /// The registry.
-    pub fn registry(&self) -> &Registry {
-        &self.registry
     }
 
     /// `POST /call/{name}`.

@@ -4,6 +4,5 @@
 mod backend;
 
 pub use backend::{
-    BackendReply, BackendState, CallValidity, RegisteredTool, Registry, ToolBackend,
-    rate_limit_rule, scripted_result,
+    BackendReply, BackendState, CallValidity, Registry, ToolBackend, rate_limit_rule,
 };

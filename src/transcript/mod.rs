@@ -1,7 +1,7 @@
 //! The transcript: every request, response, tool-backend call and the controller's
 //! result, in order. It is the one record every later stage (oracle, reports) reads.
 
-pub mod drift;
+pub(crate) mod drift;
 mod headers;
 mod lazy;
 mod model;

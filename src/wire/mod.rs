@@ -3,13 +3,13 @@
 //! Items travel as `serde_json::Value` so that every field a controller sends, known or
 //! not, is preserved verbatim in the transcript and in replay comparisons.
 
-pub mod error;
-pub mod ids;
-pub mod item;
-pub mod replay;
-pub mod request;
-pub mod response;
-pub mod write;
+pub(crate) mod error;
+pub(crate) mod ids;
+pub(crate) mod item;
+pub(crate) mod replay;
+pub(crate) mod request;
+pub(crate) mod response;
+pub(crate) mod write;
 
 pub use error::ApiError;
 pub use ids::IdGen;
