@@ -3,11 +3,11 @@
 //! fixed; everything here is what both sides read, so it depends on nothing else of
 //! loopcheck.
 //!
-//! - [`modes`]: the state modes and deliveries a case runs in;
-//! - [`capabilities`]: the capability words a controller declares;
-//! - [`env`]: the variables a controller is started with;
-//! - [`task`]: the task file's version and how it is written;
-//! - [`result`]: the result line and the failure reasons it may name.
+//! - `modes`: the state modes and deliveries a case runs in;
+//! - `capabilities`: the capability words a controller declares;
+//! - `env`: the variables a controller is started with;
+//! - `task`: the task file's version and how it is written;
+//! - `result`: the result line and the failure reasons it may name.
 
 pub(crate) mod capabilities;
 pub(crate) mod env;

@@ -1,5 +1,5 @@
 //! What a judged case run is held to besides the oracle's checks, applied in one step
-//! after judging ([`review`]): its snapshot (what it sent last time it was accepted), a
+//! after judging ([`review()`]): its snapshot (what it sent last time it was accepted), a
 //! replayed recording's drift (what it sent when recorded), and the baseline (the
 //! failures a team has accepted for now).
 

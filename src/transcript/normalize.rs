@@ -6,7 +6,7 @@
 //! Response, item and call ids are renumbered in order of first appearance (`resp_1`,
 //! `fc_1`, `call_1`...), consistently across the whole transcript; encrypted content,
 //! approval tokens, program fingerprints and request ids are replaced, and secrets
-//! redacted by [`crate::redact`], as everywhere loopcheck writes; drops
+//! redacted by the one redactor (`redact`), as everywhere loopcheck writes; drops
 //! ports and temporary paths from strings; leaves out durations and timestamps; and keeps
 //! only the headers that describe the request (not the client's platform, retry count or
 //! connection). Tool-backend exchanges between two model requests are listed in the order

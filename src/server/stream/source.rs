@@ -205,7 +205,7 @@ pub trait StreamedItem {
     fn arguments(&self) -> &str;
     /// Writes a call's `arguments` as they are.
     fn write_arguments(&self, out: &mut Vec<u8>);
-    /// Writes the item with some fields set (see [`object_with`]).
+    /// Writes the item with some fields set (see `object_with`).
     fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]);
 }
 
