@@ -1,7 +1,7 @@
 //! The `loopcheck` binary.
 
-/// mimalloc, not the system allocator: the fake server serves faster with it (README,
-/// "Benchmark").
+/// mimalloc, not the system allocator: the fake server serves faster with it
+/// (docs/benchmarks.md, "Speed code").
 #[global_allocator]
 static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
 

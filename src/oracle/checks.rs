@@ -1,5 +1,5 @@
 //! Every check, declared once: its id, level and rule. The oracle's families judge by
-//! these declarations; the README's check table, `loopcheck list --checks` and the
+//! these declarations; docs/checks.md's check table, `loopcheck list --checks` and the
 //! reports read them, so a check's wording lives in one place.
 
 use crate::scenario::Level;

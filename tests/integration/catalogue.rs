@@ -177,11 +177,11 @@ fn list_prints_the_catalogue_as_json() {
     }
 }
 
-/// The README's check table is the declaration in `oracle::checks`, row for row.
+/// The check table of docs/checks.md is the declaration in `oracle::checks`, row for row.
 #[test]
-fn the_readme_check_table_is_the_declaration() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let rows: Vec<String> = readme
+fn the_documented_check_table_is_the_declaration() {
+    let page = std::fs::read_to_string(root().join("docs/checks.md")).unwrap();
+    let rows: Vec<String> = page
         .lines()
         .filter(|line| {
             let cells: Vec<&str> = line.split('|').map(str::trim).collect();
@@ -208,14 +208,14 @@ fn the_readme_check_table_is_the_declaration() {
     assert_eq!(
         rows.join("\n"),
         expected.join("\n"),
-        "the README's check table differs from oracle::checks (`loopcheck list --checks --markdown` prints it)"
+        "docs/checks.md's check table differs from oracle::checks (`loopcheck list --checks --markdown` prints it)"
     );
 }
 
-/// The README's area table is `loopcheck list --areas --markdown`.
+/// The area table of docs/scenarios.md is `loopcheck list --areas --markdown`.
 #[test]
-fn the_readme_area_table_counts_the_catalogue() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+fn the_documented_area_table_counts_the_catalogue() {
+    let page = std::fs::read_to_string(root().join("docs/scenarios.md")).unwrap();
     let output = Command::new(loopcheck_bin())
         .args(["list", "--areas", "--markdown"])
         .output()
@@ -223,8 +223,8 @@ fn the_readme_area_table_counts_the_catalogue() {
     assert!(output.status.success());
     let table = String::from_utf8(output.stdout).unwrap();
     assert!(
-        readme.contains(&table),
-        "the README's area table differs from `loopcheck list --areas --markdown`:\n{table}"
+        page.contains(&table),
+        "docs/scenarios.md's area table differs from `loopcheck list --areas --markdown`:\n{table}"
     );
     let listed: usize = loopcheck::scenario::area_counts(&catalogue())
         .iter()

@@ -18,7 +18,7 @@
 //! Each one is run with `loopcheck run --filter <glob>... --supports <caps>`, a few at a
 //! time, and must have at least one case where the named check fails (`fail`, or
 //! `non-strict` when the case or the check is a SHOULD). `terminal/result-line` is caught
-//! by a `crashed` case. The project README must list every mutant (and every documented
+//! by a `crashed` case. docs/mutants.md must list every mutant (and every documented
 //! gap, `loopcheck-gap`) in a table with its caught-by check, so the table cannot drift.
 //!
 //! `harness/equivalents/` holds the other side: correct controllers that reach the right
@@ -58,7 +58,7 @@ pub(crate) enum Lang {
 enum Kind {
     /// Must be caught by its check.
     Mutant,
-    /// A documented defect the suite does not catch yet: listed in the README, not run.
+    /// A documented defect the suite does not catch yet: listed in docs/mutants.md, not run.
     Gap,
     /// A correct controller in another form: must pass every case it runs.
     Equivalent,
@@ -478,11 +478,11 @@ fn cells(line: &str) -> Option<Vec<String>> {
     )
 }
 
-/// `file -> <column>` from every README table with a `file` and a `<column>` column.
-fn readme_rows(readme: &str, column: &str) -> Vec<(String, String)> {
+/// `file -> <column>` from every table of the page with a `file` and a `<column>` column.
+fn table_rows(page: &str, column: &str) -> Vec<(String, String)> {
     let mut rows = Vec::new();
     let mut columns: Option<(usize, usize)> = None;
-    for line in readme.lines() {
+    for line in page.lines() {
         let Some(row) = cells(line) else {
             columns = None;
             continue;
@@ -508,9 +508,9 @@ fn readme_rows(readme: &str, column: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn the_readme_lists_every_mutant_and_equivalent() {
-    let path = root().join("README.md");
-    let readme = std::fs::read_to_string(&path).expect("the project README exists");
+fn the_mutants_page_lists_every_mutant_and_equivalent() {
+    let path = root().join("docs/mutants.md");
+    let page = std::fs::read_to_string(&path).expect("docs/mutants.md exists");
     let all = discover();
     let mut problems = Vec::new();
     // Mutants and gaps are listed with the check that catches them; equivalents with the
@@ -519,7 +519,7 @@ fn the_readme_lists_every_mutant_and_equivalent() {
         ("caught-by", &[Kind::Mutant, Kind::Gap][..]),
         ("passes", &[Kind::Equivalent][..]),
     ] {
-        let rows = readme_rows(&readme, column);
+        let rows = table_rows(&page, column);
         let listed: Vec<&Mutant> = all.iter().filter(|m| kinds.contains(&m.kind)).collect();
         for mutant in &listed {
             let expected = if mutant.kind == Kind::Equivalent {
@@ -529,11 +529,11 @@ fn the_readme_lists_every_mutant_and_equivalent() {
             };
             match rows.iter().find(|(file, _)| *file == mutant.file) {
                 None => problems.push(format!(
-                    "{} is not in the README's table with a {column} column (expected a row `| {} | ... | {expected} |`)",
+                    "{} is not in the table with a {column} column (expected a row `| {} | ... | {expected} |`)",
                     mutant.file, mutant.file
                 )),
                 Some((_, value)) if *value != expected => problems.push(format!(
-                    "{}: the README's {column} says {value}, its header says {expected}",
+                    "{}: the table's {column} says {value}, its header says {expected}",
                     mutant.file
                 )),
                 Some(_) => {}
@@ -543,11 +543,11 @@ fn the_readme_lists_every_mutant_and_equivalent() {
         for (file, _) in &rows {
             if !listed.iter().any(|m| m.file == *file) {
                 problems.push(format!(
-                    "the README's {column} table lists {file}, which is not a file in {MUTANTS} or {EQUIVALENTS} of that kind"
+                    "the {column} table lists {file}, which is not a file in {MUTANTS} or {EQUIVALENTS} of that kind"
                 ));
             }
             if !seen.insert(file) {
-                problems.push(format!("the README lists {file} twice"));
+                problems.push(format!("the page lists {file} twice"));
             }
         }
     }
