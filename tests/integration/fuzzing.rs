@@ -4,13 +4,14 @@
 //! `loopcheck run` replays it. And a controller that passes is fuzzed to the end.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use crate::mutants::{Lang, interpreter, parse_header};
-use crate::support::{loopcheck_bin, missing_sdk, root, shell_quote};
+use crate::support::cli::loopcheck_outside_ci as loopcheck;
+use crate::support::controllers::interpreted;
+use crate::support::{missing_sdk, root};
 
 /// Mutants whose defect generated cases reach: parallel calls (to one tool or several),
 /// rejected calls, denials, incomplete turns, stateless replays of reasoning, a budget
@@ -30,26 +31,12 @@ const REACHABLE: &[&str] = &[
 /// Most cases a mutant's defect may take to be found.
 const CASES: &str = "60";
 
-fn loopcheck(args: &[&str]) -> Output {
-    Command::new(loopcheck_bin())
-        .args(args)
-        .current_dir(root())
-        .env_remove("CI")
-        .stdin(Stdio::null())
-        .output()
-        .expect("loopcheck runs")
-}
-
 /// None when the mutant is found and its shrunk case fails its check; what went wrong
 /// otherwise.
 fn hunt(file: &str, python: &Path) -> Option<String> {
     let path = root().join("harness/mutants").join(file);
     let mutant = parse_header(&path).unwrap().expect("a mutant header");
-    let controller = format!(
-        "{} {}",
-        shell_quote(&python.to_string_lossy()),
-        shell_quote(&path.to_string_lossy())
-    );
+    let controller = interpreted(python, &path);
     let supports = format!("{},persistent", mutant.supports);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("found");
@@ -150,11 +137,7 @@ fn the_parallel_calls_mutant_shrinks_to_two_turns_and_two_calls() {
         Err(err) => return missing_sdk("Python SDK", &err),
     };
     let path = root().join("harness/mutants/first-call-only.py");
-    let controller = format!(
-        "{} {}",
-        shell_quote(&python.to_string_lossy()),
-        shell_quote(&path.to_string_lossy())
-    );
+    let controller = interpreted(&python, &path);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("found");
     let fuzz = loopcheck(&[

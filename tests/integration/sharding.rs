@@ -2,15 +2,13 @@
 //! expected failures that only shrink.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
+use crate::support::cli::loopcheck;
+use crate::support::controllers::reference;
 use crate::support::loopcheck_bin;
-
-fn loopcheck(args: &[&str]) -> Output {
-    Command::new(loopcheck_bin()).args(args).output().unwrap()
-}
 
 fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -234,9 +232,8 @@ fn a_profile_in_loopcheck_toml_sets_the_run_and_the_command_line_wins() {
     assert!(dir.path().join("out/junit.xml").exists());
     // LOOPCHECK_PROFILE picks it too; the command line's controller wins over the file.
     std::fs::remove_dir_all(dir.path().join("out")).unwrap();
-    let reference = format!("{} reference-controller", loopcheck_bin().display());
     let out = run(
-        &["--controller", &reference],
+        &["--controller", &reference()],
         &[("LOOPCHECK_PROFILE", "ci")],
     );
     assert_eq!(
