@@ -263,6 +263,8 @@ struct Rejection {
     path: &'static str,
     /// Whether the request carries the session's key (else none at all).
     keyed: bool,
+    /// Whether turn 1 is deleted before the request (turn 2 is then a full replay).
+    deleted: bool,
     request: Request,
     status: u16,
     code: Option<&'static str>,
@@ -285,6 +287,7 @@ fn replay(
         state: StateMode::Stateless,
         path: "/v1/responses",
         keyed: true,
+        deleted: false,
         request: Request::Replay(edit),
         status: 400,
         code,
@@ -357,6 +360,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::PreviousResponseId,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Body(|round| {
                 chained(UNKNOWN_RESPONSE, vec![round.output(0), round.output(1)])
             }),
@@ -371,6 +375,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::Stateless,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Body(|round| {
                 chained(round.id(), vec![round.output(0), round.output(1)])
             }),
@@ -385,6 +390,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::PreviousResponseId,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Body(|round| chained(round.id(), vec![])),
             status: 400,
             code: None,
@@ -398,6 +404,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::PreviousResponseId,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Body(|round| chained(round.id(), vec![round.output(0)])),
             status: 400,
             code: None,
@@ -420,6 +427,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::PreviousResponseId,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Body(|round| {
                 chained(
                     round.id(),
@@ -437,6 +445,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::PreviousResponseId,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Replay(|round, input| input[4] = output_keyed_by_item_id(round)),
             status: 400,
             code: None,
@@ -496,6 +505,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::Stateless,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Replay(|_, input| {
                 input[1]
                     .as_object_mut()
@@ -509,10 +519,41 @@ fn rejections() -> Vec<Rejection> {
             rule: "E7",
         },
         Rejection {
+            name: "E1: the previous_response_id of a deleted response",
+            state: StateMode::PreviousResponseId,
+            path: "/v1/responses",
+            keyed: true,
+            deleted: true,
+            request: Request::Body(|round| {
+                chained(round.id(), vec![round.output(0), round.output(1)])
+            }),
+            status: 400,
+            code: Some("previous_response_not_found"),
+            param: Some("previous_response_id"),
+            message: |round| previous_not_found(round.id()),
+            rule: "E1",
+        },
+        Rejection {
+            name: "E7: a reference to an item of a deleted response",
+            state: StateMode::PreviousResponseId,
+            path: "/v1/responses",
+            keyed: true,
+            deleted: true,
+            request: Request::Replay(|round, input| {
+                input[1] = json!({"type": "item_reference", "id": round.rs_id()});
+            }),
+            status: 404,
+            code: None,
+            param: None,
+            message: |round| item_not_found(&round.rs_id()),
+            rule: "E7",
+        },
+        Rejection {
             name: "E8: encrypted content altered by one byte",
             state: StateMode::Stateless,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Replay(|round, input| {
                 input[1]["encrypted_content"] = json!(tampered(round));
             }),
@@ -533,6 +574,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::Stateless,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Body(|round| {
                 let mut body = stateless(round.full_replay());
                 body["model"] = json!("gpt-5.3");
@@ -549,6 +591,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::Stateless,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Body(|round| {
                 let mut body = stateless(round.full_replay());
                 body.as_object_mut().expect("object").remove("model");
@@ -565,6 +608,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::Stateless,
             path: "/v1/responses",
             keyed: true,
+            deleted: false,
             request: Request::Body(|round| {
                 let mut body = stateless(round.full_replay());
                 body["model"] = Value::Null;
@@ -581,6 +625,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::Stateless,
             path: "/v1/responses",
             keyed: false,
+            deleted: false,
             request: Request::Replay(|_, _| {}),
             status: 401,
             code: None,
@@ -672,6 +717,7 @@ fn rejections() -> Vec<Rejection> {
             state: StateMode::Stateless,
             path: "/v1/nope",
             keyed: true,
+            deleted: false,
             request: Request::Replay(|_, _| {}),
             status: 404,
             code: None,
@@ -691,6 +737,12 @@ async fn each_broken_rule_gets_the_apis_exact_error_and_uses_up_no_turn() {
         let (session, server, key) = start(row.state).await;
         let chaining = row.state == StateMode::PreviousResponseId;
         let round = round1(&server, &key, chaining).await;
+        if row.deleted {
+            let path = format!("/v1/responses/{}", round.id());
+            let deleted = send(&server, reqwest::Method::DELETE, &path, Some(&key), None).await;
+            let gone = json!({"id": round.id(), "object": "response", "deleted": true});
+            assert_eq!(deleted, (200, gone), "{name}: deleting turn 1");
+        }
         let body = match row.request {
             Request::Replay(edit) => {
                 let mut input = round.full_replay();
@@ -720,40 +772,12 @@ async fn each_broken_rule_gets_the_apis_exact_error_and_uses_up_no_turn() {
         let last = transcript.model.last().expect("an exchange");
         assert_eq!(last.rejected_by.as_deref(), Some(row.rule), "{name}");
         assert_eq!(last.turn, None, "{name}");
-        if chaining {
+        if chaining && !row.deleted {
             finish_chained(name, &session, &server, &key, &round).await;
         } else {
             finish_stateless(name, &session, &server, &key, &round).await;
         }
     }
-}
-
-#[tokio::test]
-async fn e1_previous_response_id_of_deleted_response() {
-    let (session, server, key) = start(StateMode::PreviousResponseId).await;
-    let round = round1(&server, &key, true).await;
-    let path = format!("/v1/responses/{}", round.id());
-    let deleted = send(&server, reqwest::Method::DELETE, &path, Some(&key), None).await;
-    assert_eq!(deleted.0, 200, "{}", deleted.1);
-    assert_eq!(
-        deleted.1,
-        json!({"id": round.id(), "object": "response", "deleted": true})
-    );
-    let reply = post(
-        &server,
-        Some(&key),
-        &chained(round.id(), vec![round.output(0), round.output(1)]),
-    )
-    .await;
-    assert_error(
-        &reply,
-        400,
-        Some("previous_response_not_found"),
-        Some("previous_response_id"),
-        &format!("Previous response with id '{}' not found.", round.id()),
-    );
-    assert_rejected(&session, "E1");
-    finish_stateless("", &session, &server, &key, &round).await;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1074,21 +1098,6 @@ async fn the_first_failing_check_wins() {
     assert_rejected(&session, "E3");
 
     finish_chained("", &session, &server, &key, &round).await;
-}
-
-#[tokio::test]
-async fn e7_items_of_a_deleted_response_are_gone() {
-    let (session, server, key) = start(StateMode::PreviousResponseId).await;
-    let round = round1(&server, &key, true).await;
-    let path = format!("/v1/responses/{}", round.id());
-    let deleted = send(&server, reqwest::Method::DELETE, &path, Some(&key), None).await;
-    assert_eq!(deleted.0, 200, "{}", deleted.1);
-    let mut replay = round.full_replay();
-    replay[1] = json!({"type": "item_reference", "id": round.rs_id()});
-    let reply = post(&server, Some(&key), &stateless(replay)).await;
-    assert_error(&reply, 404, None, None, &item_not_found(&round.rs_id()));
-    assert_rejected(&session, "E7");
-    finish_stateless("", &session, &server, &key, &round).await;
 }
 
 #[tokio::test]

@@ -76,6 +76,15 @@ impl Fake {
         self.api.delete(path).await
     }
 
+    /// `body` sent again as an SDK's retry number `count`.
+    async fn retry(&self, body: &Value, count: &str) -> Reply {
+        self.send(
+            self.post_builder("/v1/responses", body)
+                .header("x-stainless-retry-count", count.to_owned()),
+        )
+        .await
+    }
+
     async fn stream(&self, body: &Value) -> Streamed {
         Streamed::read(self.post_builder("/v1/responses", body)).await
     }
@@ -852,12 +861,7 @@ fn hello() -> Value {
 /// Sends the faulted attempt's twin (as an SDK retry) and checks it gets turn 0, then
 /// checks the faulted exchange's record; `row` names the case in a failure.
 async fn assert_retry_served(row: &str, fake: &Fake, record: FaultRecord) {
-    let reply = fake
-        .send(
-            fake.post_builder("/v1/responses", &hello())
-                .header("x-stainless-retry-count", "1"),
-        )
-        .await;
+    let reply = fake.retry(&hello(), "1").await;
     assert_eq!(reply.status, 200, "{row}: {}", reply.text);
     assert_eq!(response_text(&reply.json()), "Hello there.", "{row}");
     let transcript = fake.session.transcript();
@@ -1112,17 +1116,13 @@ expect:
 async fn sdk_retry_of_the_last_body_is_served_the_same_turn() {
     let fake = Fake::start(TWO_TURNS, StateMode::Stateless).await;
     let body = json!({"model": "gpt-5", "input": "Hello?", "store": false});
-    let retry = |n: &str| {
-        fake.post_builder("/v1/responses", &body)
-            .header("x-stainless-retry-count", n.to_owned())
-    };
 
     let first = fake.create(&body).await.json();
     assert_eq!(response_text(&first), "First.");
     assert_eq!(fake.last().turn, Some(0));
 
     // The SDK's retry of the same body: the same turn, fresh ids.
-    let again = fake.send(retry("1")).await.json();
+    let again = fake.retry(&body, "1").await.json();
     assert_eq!(response_text(&again), "First.");
     assert_eq!(fake.last().turn, Some(0));
     assert_eq!(fake.last().retry_count(), Some(1));
@@ -1130,11 +1130,11 @@ async fn sdk_retry_of_the_last_body_is_served_the_same_turn() {
     assert_ne!(again["output"][0]["id"], first["output"][0]["id"]);
 
     // A retry count of 0 is a first attempt, not a retry.
-    let second = fake.send(retry("0")).await.json();
+    let second = fake.retry(&body, "0").await.json();
     assert_eq!(response_text(&second), "Second.");
     assert_eq!(fake.last().turn, Some(1));
 
-    let again = fake.send(retry("2")).await.json();
+    let again = fake.retry(&body, "2").await.json();
     assert_eq!(response_text(&again), "Second.");
     assert_eq!(fake.last().turn, Some(1));
     assert_ne!(again["id"], second["id"]);
@@ -1148,12 +1148,7 @@ async fn sdk_retry_of_the_last_body_is_served_the_same_turn() {
 
     // A retry header on a different body is no re-serve either.
     let other = json!({"model": "gpt-5", "input": "Hello again?", "store": false});
-    let reply = fake
-        .send(
-            fake.post_builder("/v1/responses", &other)
-                .header("x-stainless-retry-count", "1"),
-        )
-        .await;
+    let reply = fake.retry(&other, "1").await;
     assert_eq!(reply.status, 400);
     assert_eq!(reply.json()["error"]["code"], "script_exhausted");
 }
@@ -1187,21 +1182,11 @@ async fn sdk_retry_after_a_fault_is_not_a_re_serve() {
     let first = fake.create(&body).await.json();
     assert_eq!(response_text(&first), "First.");
 
-    let reply = fake
-        .send(
-            fake.post_builder("/v1/responses", &body)
-                .header("x-stainless-retry-count", "0"),
-        )
-        .await;
+    let reply = fake.retry(&body, "0").await;
     assert_eq!(reply.status, 500);
     assert_eq!(fake.last().turn, None);
 
-    let reply = fake
-        .send(
-            fake.post_builder("/v1/responses", &body)
-                .header("x-stainless-retry-count", "1"),
-        )
-        .await;
+    let reply = fake.retry(&body, "1").await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     assert_eq!(response_text(&reply.json()), "Second.");
     assert_eq!(fake.last().turn, Some(1));
