@@ -98,20 +98,6 @@ fn verdict_of(report: &CaseReport, check: &str) -> Option<CheckVerdict> {
 }
 
 #[tokio::test]
-async fn call_id_item_id_instead_of_call_id() {
-    for state in [Chained, Stateless] {
-        assert_fails(
-            "correlation/02-call-id-distinct",
-            state,
-            Defect::ItemIdAsCallId,
-            "call-id/own-id",
-            "(the item id of",
-        )
-        .await;
-    }
-}
-
-#[tokio::test]
 async fn call_id_results_keyed_by_position() {
     let report = assert_fails(
         "correlation/05-parallel-same-tool",
@@ -132,6 +118,34 @@ async fn call_id_results_keyed_by_position() {
 /// One defect per row, each on a case that exposes it: (case, state mode, defect, the
 /// check it fails, words its message must hold). The control run of each case passes.
 const CAUGHT: &[(&str, StateMode, Defect, &str, &str)] = &[
+    (
+        "correlation/02-call-id-distinct",
+        Chained,
+        Defect::ItemIdAsCallId,
+        "call-id/own-id",
+        "(the item id of",
+    ),
+    (
+        "correlation/02-call-id-distinct",
+        Stateless,
+        Defect::ItemIdAsCallId,
+        "call-id/own-id",
+        "(the item id of",
+    ),
+    (
+        "state/01-instructions-every-request",
+        Chained,
+        Defect::InstructionsOnce,
+        "state/config-resent",
+        "not inherited through previous_response_id",
+    ),
+    (
+        "state/01-instructions-every-request",
+        Stateless,
+        Defect::InstructionsOnce,
+        "state/config-resent",
+        "inherits nothing, so it must carry them itself",
+    ),
     (
         "correlation/05-parallel-same-tool",
         Stateless,
@@ -376,23 +390,6 @@ async fn reasoning_dropped_with_ids_stripped_passes_the_api_but_not_the_oracle()
         Some(CheckVerdict::Pass),
         "the real API accepts this silently"
     );
-}
-
-#[tokio::test]
-async fn state_instructions_not_resent() {
-    for (state, why) in [
-        (Chained, "not inherited through previous_response_id"),
-        (Stateless, "inherits nothing, so it must carry them itself"),
-    ] {
-        assert_fails(
-            "state/01-instructions-every-request",
-            state,
-            Defect::InstructionsOnce,
-            "state/config-resent",
-            why,
-        )
-        .await;
-    }
 }
 
 #[tokio::test]
