@@ -31,6 +31,25 @@ async fn loopcheck(args: &[&str], env: &[(&str, &str)]) -> Output {
     command.output().await.expect("loopcheck runs")
 }
 
+/// `loopcheck record --upstream UPSTREAM --out OUT OPTIONS -- COMMAND` with `env`.
+async fn record(
+    upstream: &str,
+    out: &Path,
+    options: &[&str],
+    command: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let out = out.to_string_lossy();
+    let args = [
+        &["record", "--upstream", upstream, "--out", &out][..],
+        options,
+        &["--"],
+        command,
+    ]
+    .concat();
+    loopcheck(&args, env).await
+}
+
 fn text(output: &Output) -> String {
     format!(
         "exit {}\nstdout:\n{}\nstderr:\n{}",
@@ -43,19 +62,17 @@ fn text(output: &Output) -> String {
 /// Records the Rust reference on catalogue case `id` through `upstream` into `out`.
 async fn record_reference(upstream: &str, key: &str, id: &str, out: &Path, extra: &[&str]) {
     let task = root().join(format!("scenarios/{id}.yaml"));
-    let mut args = vec![
-        "record",
-        "--upstream",
-        upstream,
-        "--out",
-        out.to_str().unwrap(),
-        "--task",
-        task.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
+    let options = [&["--task", task.to_str().unwrap()][..], extra].concat();
     let bin = bin();
-    args.extend(["--", &bin, "reference-controller"]);
-    let output = loopcheck(&args, &[("OPENAI_API_KEY", key)]).await;
+    let command = [bin.as_str(), "reference-controller"];
+    let output = record(
+        upstream,
+        out,
+        &options,
+        &command,
+        &[("OPENAI_API_KEY", key)],
+    )
+    .await;
     assert!(output.status.success(), "{}", text(&output));
 }
 
@@ -161,17 +178,11 @@ async fn a_stream_recorded_over_tls_keeps_its_events_and_replays() {
     // Without the certificate the upstream is not trusted: nothing is recorded.
     let refused = dir.path().join("refused.json");
     let bin = bin();
-    let output = loopcheck(
-        &[
-            "record",
-            "--upstream",
-            &upstream,
-            "--out",
-            refused.to_str().unwrap(),
-            "--",
-            &bin,
-            "reference-controller",
-        ],
+    let output = record(
+        &upstream,
+        &refused,
+        &[],
+        &[&bin, "reference-controller"],
         &[("OPENAI_API_KEY", fake.api_key())],
     )
     .await;
@@ -192,19 +203,11 @@ async fn a_controller_that_drops_instructions_replays_as_drift_naming_the_reques
     let task = root().join(format!("scenarios/{id}.yaml"));
     let py = python.to_string_lossy().into_owned();
     let reference = root().join("harness/python/loop.py");
-    let output = loopcheck(
-        &[
-            "record",
-            "--upstream",
-            &format!("{}/v1", server.uri()),
-            "--out",
-            cassette.to_str().unwrap(),
-            "--task",
-            task.to_str().unwrap(),
-            "--",
-            &py,
-            reference.to_str().unwrap(),
-        ],
+    let output = record(
+        &format!("{}/v1", server.uri()),
+        &cassette,
+        &["--task", task.to_str().unwrap()],
+        &[&py, reference.to_str().unwrap()],
         &[("OPENAI_API_KEY", fake.api_key())],
     )
     .await;
@@ -318,20 +321,11 @@ async fn no_secret_reaches_disk_wherever_it_hides() {
     .unwrap();
     let out = dir.path().join("cassettes/leak.yaml");
     let app = root().join("tests/fixtures/stdlib_app.py");
-    let output = loopcheck(
-        &[
-            "record",
-            "--upstream",
-            &format!("{}/v1", server.uri()),
-            "--out",
-            out.to_str().unwrap(),
-            "--task",
-            task.to_str().unwrap(),
-            "--",
-            "python3",
-            app.to_str().unwrap(),
-            "2",
-        ],
+    let output = record(
+        &format!("{}/v1", server.uri()),
+        &out,
+        &["--task", task.to_str().unwrap()],
+        &["python3", app.to_str().unwrap(), "2"],
         &[("OPENAI_API_KEY", secret), ("SECRET", secret)],
     )
     .await;
@@ -362,20 +356,11 @@ async fn replay_only_fails_loudly_on_a_request_the_cassette_does_not_hold() {
     let record = |n: &'static str, mode: &'static str| {
         let (cassette, app, upstream) = (cassette.clone(), app.clone(), upstream.clone());
         async move {
-            loopcheck(
-                &[
-                    "record",
-                    "--upstream",
-                    &upstream,
-                    "--out",
-                    cassette.to_str().unwrap(),
-                    "--mode",
-                    mode,
-                    "--",
-                    "python3",
-                    app.to_str().unwrap(),
-                    n,
-                ],
+            record(
+                &upstream,
+                &cassette,
+                &["--mode", mode],
+                &["python3", app.to_str().unwrap(), n],
                 &[("OPENAI_API_KEY", "sk-test-key-0000")],
             )
             .await
@@ -417,17 +402,11 @@ async fn an_application_on_the_official_python_sdk_replays_offline() {
     let cassette = dir.path().join("app.yaml");
     let py = python.to_string_lossy().into_owned();
     let app = root().join("tests/fixtures/sdk_app.py");
-    let output = loopcheck(
-        &[
-            "record",
-            "--upstream",
-            &format!("{}/v1", server.uri()),
-            "--out",
-            cassette.to_str().unwrap(),
-            "--",
-            &py,
-            app.to_str().unwrap(),
-        ],
+    let output = record(
+        &format!("{}/v1", server.uri()),
+        &cassette,
+        &[],
+        &[&py, app.to_str().unwrap()],
         &[("OPENAI_API_KEY", fake.api_key())],
     )
     .await;
@@ -846,18 +825,11 @@ async fn record_without_a_task_keeps_the_commands_own_task_and_tools_url() {
         shell_quote(&seen.to_string_lossy()),
         shell_quote(&app.to_string_lossy())
     );
-    let output = loopcheck(
-        &[
-            "record",
-            "--upstream",
-            &format!("{}/v1", server.uri()),
-            "--out",
-            dir.path().join("own.yaml").to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
+    let output = record(
+        &format!("{}/v1", server.uri()),
+        &dir.path().join("own.yaml"),
+        &[],
+        &["sh", "-c", &script],
         &[
             ("OPENAI_API_KEY", "sk-test-key-0000"),
             ("LOOPCHECK_TASK", "/my/own/task.json"),

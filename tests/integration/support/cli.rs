@@ -60,3 +60,21 @@ pub fn text(output: &Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     )
 }
+
+/// `loopcheck ARGS` run to its end in `dir`.
+pub fn loopcheck_in(dir: &Path, args: &[&str]) -> Output {
+    command(args)
+        .current_dir(dir)
+        .output()
+        .expect("loopcheck runs")
+}
+
+/// Asserts that `output` is a success, showing what it printed otherwise.
+pub fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "loopcheck exited with {}\n{}",
+        output.status,
+        text(output)
+    );
+}
