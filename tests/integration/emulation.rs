@@ -273,12 +273,14 @@ struct Rejection {
     rule: &'static str,
 }
 
-/// A stateless replay of turn 1 with `edit` applied, rejected with 400 naming `param`.
-fn replay(
+/// A rejection of a request sent with the session's key to `/v1/responses`, after
+/// turn 1 unstored (the modifiers below say otherwise).
+fn reject(
     name: &'static str,
-    edit: fn(&Round1, &mut Vec<Value>),
+    request: Request,
+    status: u16,
     code: Option<&'static str>,
-    param: &'static str,
+    param: Option<&'static str>,
     message: fn(&Round1) -> String,
     rule: &'static str,
 ) -> Rejection {
@@ -288,12 +290,63 @@ fn replay(
         path: "/v1/responses",
         keyed: true,
         deleted: false,
-        request: Request::Replay(edit),
-        status: 400,
+        request,
+        status,
         code,
-        param: Some(param),
+        param,
         message,
         rule,
+    }
+}
+
+/// A stateless replay of turn 1 with `edit` applied, rejected with 400 naming `param`.
+fn replay(
+    name: &'static str,
+    edit: fn(&Round1, &mut Vec<Value>),
+    code: Option<&'static str>,
+    param: &'static str,
+    message: fn(&Round1) -> String,
+    rule: &'static str,
+) -> Rejection {
+    reject(
+        name,
+        Request::Replay(edit),
+        400,
+        code,
+        Some(param),
+        message,
+        rule,
+    )
+}
+
+impl Rejection {
+    /// Turn 1 stored, and turn 2 chained to it.
+    fn chained(self) -> Self {
+        Self {
+            state: StateMode::PreviousResponseId,
+            ..self
+        }
+    }
+
+    /// Turn 1 deleted before the request.
+    fn deleted(self) -> Self {
+        Self {
+            deleted: true,
+            ..self
+        }
+    }
+
+    /// No key at all.
+    fn unkeyed(self) -> Self {
+        Self {
+            keyed: false,
+            ..self
+        }
+    }
+
+    /// Sent to `path`.
+    fn at(self, path: &'static str) -> Self {
+        Self { path, ..self }
     }
 }
 
@@ -355,63 +408,50 @@ fn item_not_found(id: &str) -> String {
 
 fn rejections() -> Vec<Rejection> {
     vec![
-        Rejection {
-            name: "E1: an unknown previous_response_id",
-            state: StateMode::PreviousResponseId,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Body(|round| {
+        reject(
+            "E1: an unknown previous_response_id",
+            Request::Body(|round| {
                 chained(UNKNOWN_RESPONSE, vec![round.output(0), round.output(1)])
             }),
-            status: 400,
-            code: Some("previous_response_not_found"),
-            param: Some("previous_response_id"),
-            message: |_| previous_not_found(UNKNOWN_RESPONSE),
-            rule: "E1",
-        },
-        Rejection {
-            name: "E1: the previous_response_id of an unstored response",
-            state: StateMode::Stateless,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Body(|round| {
+            400,
+            Some("previous_response_not_found"),
+            Some("previous_response_id"),
+            |_| previous_not_found(UNKNOWN_RESPONSE),
+            "E1",
+        )
+        .chained(),
+        reject(
+            "E1: the previous_response_id of an unstored response",
+            Request::Body(|round| {
                 chained(round.id(), vec![round.output(0), round.output(1)])
             }),
-            status: 400,
-            code: Some("previous_response_not_found"),
-            param: Some("previous_response_id"),
-            message: |round| previous_not_found(round.id()),
-            rule: "E1",
-        },
-        Rejection {
-            name: "E2: previous_response_id without the outputs",
-            state: StateMode::PreviousResponseId,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Body(|round| chained(round.id(), vec![])),
-            status: 400,
-            code: None,
-            param: Some("input"),
-            message: |round| no_tool_output(&round.call_id(0)),
-            rule: "E2",
-        },
-        Rejection {
-            // Only the first call answered: the second one is reported.
-            name: "E2: previous_response_id with the second output missing",
-            state: StateMode::PreviousResponseId,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Body(|round| chained(round.id(), vec![round.output(0)])),
-            status: 400,
-            code: None,
-            param: Some("input"),
-            message: |round| no_tool_output(&round.call_id(1)),
-            rule: "E2",
-        },
+            400,
+            Some("previous_response_not_found"),
+            Some("previous_response_id"),
+            |round| previous_not_found(round.id()),
+            "E1",
+        ),
+        reject(
+            "E2: previous_response_id without the outputs",
+            Request::Body(|round| chained(round.id(), vec![])),
+            400,
+            None,
+            Some("input"),
+            |round| no_tool_output(&round.call_id(0)),
+            "E2",
+        )
+        .chained(),
+        // Only the first call answered: the second one is reported.
+        reject(
+            "E2: previous_response_id with the second output missing",
+            Request::Body(|round| chained(round.id(), vec![round.output(0)])),
+            400,
+            None,
+            Some("input"),
+            |round| no_tool_output(&round.call_id(1)),
+            "E2",
+        )
+        .chained(),
         replay(
             "E2: a stateless replay of a call without its output",
             |_, input| {
@@ -422,37 +462,31 @@ fn rejections() -> Vec<Rejection> {
             |round| no_tool_output(&round.call_id(1)),
             "E2",
         ),
-        Rejection {
-            name: "E3: a chained output keyed by the item id",
-            state: StateMode::PreviousResponseId,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Body(|round| {
+        reject(
+            "E3: a chained output keyed by the item id",
+            Request::Body(|round| {
                 chained(
                     round.id(),
                     vec![output_keyed_by_item_id(round), round.output(1)],
                 )
             }),
-            status: 400,
-            code: None,
-            param: Some("input"),
-            message: no_tool_call,
-            rule: "E3",
-        },
-        Rejection {
-            name: "E3: a replayed output keyed by the item id",
-            state: StateMode::PreviousResponseId,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Replay(|round, input| input[4] = output_keyed_by_item_id(round)),
-            status: 400,
-            code: None,
-            param: Some("input"),
-            message: no_tool_call,
-            rule: "E3",
-        },
+            400,
+            None,
+            Some("input"),
+            no_tool_call,
+            "E3",
+        )
+        .chained(),
+        reject(
+            "E3: a replayed output keyed by the item id",
+            Request::Replay(|round, input| input[4] = output_keyed_by_item_id(round)),
+            400,
+            None,
+            Some("input"),
+            no_tool_call,
+            "E3",
+        )
+        .chained(),
         replay(
             "E4: a call with its id replayed without its reasoning",
             |_, input| {
@@ -500,141 +534,114 @@ fn rejections() -> Vec<Rejection> {
             },
             "E6",
         ),
-        Rejection {
-            name: "E7: unstored reasoning without its encrypted content",
-            state: StateMode::Stateless,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Replay(|_, input| {
+        reject(
+            "E7: unstored reasoning without its encrypted content",
+            Request::Replay(|_, input| {
                 input[1]
                     .as_object_mut()
                     .expect("reasoning object")
                     .remove("encrypted_content");
             }),
-            status: 404,
-            code: None,
-            param: None,
-            message: |round| item_not_found(&round.rs_id()),
-            rule: "E7",
-        },
-        Rejection {
-            name: "E1: the previous_response_id of a deleted response",
-            state: StateMode::PreviousResponseId,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: true,
-            request: Request::Body(|round| {
+            404,
+            None,
+            None,
+            |round| item_not_found(&round.rs_id()),
+            "E7",
+        ),
+        reject(
+            "E1: the previous_response_id of a deleted response",
+            Request::Body(|round| {
                 chained(round.id(), vec![round.output(0), round.output(1)])
             }),
-            status: 400,
-            code: Some("previous_response_not_found"),
-            param: Some("previous_response_id"),
-            message: |round| previous_not_found(round.id()),
-            rule: "E1",
-        },
-        Rejection {
-            name: "E7: a reference to an item of a deleted response",
-            state: StateMode::PreviousResponseId,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: true,
-            request: Request::Replay(|round, input| {
+            400,
+            Some("previous_response_not_found"),
+            Some("previous_response_id"),
+            |round| previous_not_found(round.id()),
+            "E1",
+        )
+        .chained()
+        .deleted(),
+        reject(
+            "E7: a reference to an item of a deleted response",
+            Request::Replay(|round, input| {
                 input[1] = json!({"type": "item_reference", "id": round.rs_id()});
             }),
-            status: 404,
-            code: None,
-            param: None,
-            message: |round| item_not_found(&round.rs_id()),
-            rule: "E7",
-        },
-        Rejection {
-            name: "E8: encrypted content altered by one byte",
-            state: StateMode::Stateless,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Replay(|round, input| {
+            404,
+            None,
+            None,
+            |round| item_not_found(&round.rs_id()),
+            "E7",
+        )
+        .chained()
+        .deleted(),
+        reject(
+            "E8: encrypted content altered by one byte",
+            Request::Replay(|round, input| {
                 input[1]["encrypted_content"] = json!(tampered(round));
             }),
-            status: 400,
-            code: Some("invalid_encrypted_content"),
-            param: None,
-            message: |round| {
+            400,
+            Some("invalid_encrypted_content"),
+            None,
+            |round| {
                 let tampered = tampered(round);
                 let shown = format!("{}...{}", &tampered[..4], &tampered[tampered.len() - 4..]);
                 format!(
                     "The encrypted content {shown} could not be verified. Reason: Encrypted content could not be decrypted or parsed."
                 )
             },
-            rule: "E8",
-        },
-        Rejection {
-            name: "E9: an unknown model",
-            state: StateMode::Stateless,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Body(|round| {
+            "E8",
+        ),
+        reject(
+            "E9: an unknown model",
+            Request::Body(|round| {
                 let mut body = stateless(round.full_replay());
                 body["model"] = json!("gpt-5.3");
                 body
             }),
-            status: 400,
-            code: Some("model_not_found"),
-            param: Some("model"),
-            message: |_| "The requested model 'gpt-5.3' does not exist.".to_owned(),
-            rule: "E9",
-        },
-        Rejection {
-            name: "E10: no model",
-            state: StateMode::Stateless,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Body(|round| {
+            400,
+            Some("model_not_found"),
+            Some("model"),
+            |_| "The requested model 'gpt-5.3' does not exist.".to_owned(),
+            "E9",
+        ),
+        reject(
+            "E10: no model",
+            Request::Body(|round| {
                 let mut body = stateless(round.full_replay());
                 body.as_object_mut().expect("object").remove("model");
                 body
             }),
-            status: 400,
-            code: Some("missing_required_parameter"),
-            param: Some("model"),
-            message: |_| "Missing required parameter: 'model'.".to_owned(),
-            rule: "E10",
-        },
-        Rejection {
-            name: "E10: a null model",
-            state: StateMode::Stateless,
-            path: "/v1/responses",
-            keyed: true,
-            deleted: false,
-            request: Request::Body(|round| {
+            400,
+            Some("missing_required_parameter"),
+            Some("model"),
+            |_| "Missing required parameter: 'model'.".to_owned(),
+            "E10",
+        ),
+        reject(
+            "E10: a null model",
+            Request::Body(|round| {
                 let mut body = stateless(round.full_replay());
                 body["model"] = Value::Null;
                 body
             }),
-            status: 400,
-            code: Some("missing_required_parameter"),
-            param: Some("model"),
-            message: |_| "Missing required parameter: 'model'.".to_owned(),
-            rule: "E10",
-        },
-        Rejection {
-            name: "E12: no API key",
-            state: StateMode::Stateless,
-            path: "/v1/responses",
-            keyed: false,
-            deleted: false,
-            request: Request::Replay(|_, _| {}),
-            status: 401,
-            code: None,
-            param: None,
-            message: |_| {
+            400,
+            Some("missing_required_parameter"),
+            Some("model"),
+            |_| "Missing required parameter: 'model'.".to_owned(),
+            "E10",
+        ),
+        reject(
+            "E12: no API key",
+            Request::Replay(|_, _| {}),
+            401,
+            None,
+            None,
+            |_| {
                 "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username and password. You can obtain an API key from https://platform.openai.com/account/api-keys.".to_owned()
             },
-            rule: "E12",
-        },
+            "E12",
+        )
+        .unkeyed(),
         replay(
             "E13: status on replayed reasoning",
             |_, input| input[1]["status"] = json!("completed"),
@@ -712,19 +719,16 @@ fn rejections() -> Vec<Rejection> {
             |round| duplicate_output(&round.call_id(0)),
             "duplicate-output",
         ),
-        Rejection {
-            name: "an unknown route",
-            state: StateMode::Stateless,
-            path: "/v1/nope",
-            keyed: true,
-            deleted: false,
-            request: Request::Replay(|_, _| {}),
-            status: 404,
-            code: None,
-            param: None,
-            message: |_| "Invalid URL (POST /v1/nope)".to_owned(),
-            rule: "route",
-        },
+        reject(
+            "an unknown route",
+            Request::Replay(|_, _| {}),
+            404,
+            None,
+            None,
+            |_| "Invalid URL (POST /v1/nope)".to_owned(),
+            "route",
+        )
+        .at("/v1/nope"),
     ]
 }
 
