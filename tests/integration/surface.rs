@@ -768,24 +768,60 @@ async fn incomplete_and_failed_turns_end_with_their_terminal_event() {
 // ---------------------------------------------------------------------------------------
 // 6. Validation errors before any event
 
-const ONE_MESSAGE: &str = r#"
+/// A scenario that answers "Hello?" with `script` (YAML list items, indented by two).
+fn hello_scenario(id: &str, summary: &str, script: &str) -> String {
+    format!(
+        r#"
 format: 1
-id: surface/one-message
-summary: One final answer.
+id: surface/{id}
+summary: {summary}
 level: must
 task:
   input: Hello?
   tools: [search_docs]
 script:
-  - output:
-      - message: Hello there.
+{script}
 expect:
   outcome: completed
-"#;
+"#
+    )
+}
+
+fn one_message() -> String {
+    hello_scenario(
+        "one-message",
+        "One final answer.",
+        "  - output:\n      - message: Hello there.",
+    )
+}
+
+fn fault_scenario(fault: &str) -> String {
+    hello_scenario(
+        "fault",
+        "One fault, then the answer.",
+        &format!("  - faults:\n      - {fault}\n    output:\n      - message: Hello there."),
+    )
+}
+
+fn two_turns() -> String {
+    hello_scenario(
+        "two-turns",
+        "Two answers in a row.",
+        "  - output:\n      - message: First.\n  - output:\n      - message: Second.",
+    )
+}
+
+fn served_then_fault() -> String {
+    hello_scenario(
+        "served-then-fault",
+        "A first answer, then a 500 on the next turn's first attempt.",
+        "  - output:\n      - message: First.\n  - faults:\n      - {status: 500}\n    output:\n      - message: Second.",
+    )
+}
 
 #[tokio::test]
 async fn validation_errors_are_plain_json_even_when_streaming() {
-    let fake = Fake::start(ONE_MESSAGE, StateMode::PreviousResponseId).await;
+    let fake = Fake::start(&one_message(), StateMode::PreviousResponseId).await;
     let unknown = "resp_0123456789abcdef0123456789abcdef0123456789abcdef";
     let reply = fake
         .create(&json!({"model": "gpt-5", "input": "Hello?", "stream": true, "previous_response_id": unknown}))
@@ -832,27 +868,6 @@ async fn validation_errors_are_plain_json_even_when_streaming() {
 
 // ---------------------------------------------------------------------------------------
 // 7. Faults
-
-fn fault_scenario(fault: &str) -> String {
-    format!(
-        r#"
-format: 1
-id: surface/fault
-summary: One fault, then the answer.
-level: must
-task:
-  input: Hello?
-  tools: [search_docs]
-script:
-  - faults:
-      - {fault}
-    output:
-      - message: Hello there.
-expect:
-  outcome: completed
-"#
-    )
-}
 
 fn hello() -> Value {
     json!({"model": "gpt-5", "input": "Hello?"})
@@ -1095,26 +1110,9 @@ async fn fault_delay_alone_holds_a_successful_answer_back() {
 // ---------------------------------------------------------------------------------------
 // 8. SDK retry re-serve
 
-const TWO_TURNS: &str = r#"
-format: 1
-id: surface/two-turns
-summary: Two answers in a row.
-level: must
-task:
-  input: Hello?
-  tools: [search_docs]
-script:
-  - output:
-      - message: First.
-  - output:
-      - message: Second.
-expect:
-  outcome: completed
-"#;
-
 #[tokio::test]
 async fn sdk_retry_of_the_last_body_is_served_the_same_turn() {
-    let fake = Fake::start(TWO_TURNS, StateMode::Stateless).await;
+    let fake = Fake::start(&two_turns(), StateMode::Stateless).await;
     let body = json!({"model": "gpt-5", "input": "Hello?", "store": false});
 
     let first = fake.create(&body).await.json();
@@ -1153,31 +1151,12 @@ async fn sdk_retry_of_the_last_body_is_served_the_same_turn() {
     assert_eq!(reply.json()["error"]["code"], "script_exhausted");
 }
 
-const SERVED_THEN_FAULT: &str = r#"
-format: 1
-id: surface/served-then-fault
-summary: A first answer, then a 500 on the next turn's first attempt.
-level: must
-task:
-  input: Hello?
-  tools: [search_docs]
-script:
-  - output:
-      - message: First.
-  - faults:
-      - {status: 500}
-    output:
-      - message: Second.
-expect:
-  outcome: completed
-"#;
-
 /// A controller that sends the same body again (its own retry, count 0) meets a fault on
 /// the next turn; the SDK's retry of *that* request (count 1) is a retry of the faulted
 /// attempt and must get the next turn, not a re-serve of the turn before the fault.
 #[tokio::test]
 async fn sdk_retry_after_a_fault_is_not_a_re_serve() {
-    let fake = Fake::start(SERVED_THEN_FAULT, StateMode::Stateless).await;
+    let fake = Fake::start(&served_then_fault(), StateMode::Stateless).await;
     let body = json!({"model": "gpt-5", "input": "Hello?", "store": false});
     let first = fake.create(&body).await.json();
     assert_eq!(response_text(&first), "First.");
