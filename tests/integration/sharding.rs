@@ -6,6 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::support::cli::assert_success;
 use crate::support::cli::loopcheck;
 use crate::support::controllers::reference;
 use crate::support::loopcheck_bin;
@@ -44,11 +45,7 @@ fn the_shards_of_a_partition_merge_into_the_whole_run() {
         ]
         .concat(),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_success(&out);
     for scheme in ["slice", "hash"] {
         let mut shards = Vec::new();
         for k in 1..=2 {
@@ -67,11 +64,7 @@ fn the_shards_of_a_partition_merge_into_the_whole_run() {
                 ]
                 .concat(),
             );
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stdout)
-            );
+            assert_success(&out);
             assert!(
                 !runs(&json(&path)).is_empty(),
                 "{scheme}: shard {k} is empty"
@@ -89,11 +82,7 @@ fn the_shards_of_a_partition_merge_into_the_whole_run() {
             "--junit",
             junit.to_str().unwrap(),
         ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         assert_eq!(runs(&json(&merged)), runs(&json(&whole)), "{scheme}");
         assert_eq!(json(&merged)["summary"], json(&whole)["summary"]);
         assert!(

@@ -1,8 +1,8 @@
 //! The whole embedded catalogue run against one controller, which must pass every case.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use super::{loopcheck_bin, root};
+use super::cli;
 
 /// Runs the whole embedded catalogue against `controller` and asserts that every case
 /// passes (no `fail`, no `unsupported`, no `drift` from the snapshots in `snapshots`,
@@ -10,25 +10,23 @@ use super::{loopcheck_bin, root};
 pub fn assert_passes_catalogue(controller: &str, supports: &str, who: &str, snapshots: &str) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let report_path = dir.path().join("report.json");
-    let output = Command::new(loopcheck_bin())
-        .args([
-            "run",
-            "--controller",
-            controller,
-            "--supports",
-            supports,
-            "--jobs",
-            "2",
-            "--snapshots",
-            snapshots,
-        ])
-        .arg("--report-json")
-        .arg(&report_path)
-        .env("CI", "1")
-        .current_dir(root())
-        .stdin(Stdio::null())
-        .output()
-        .expect("loopcheck runs");
+    let output = cli::command(&[
+        "run",
+        "--controller",
+        controller,
+        "--supports",
+        supports,
+        "--jobs",
+        "2",
+        "--snapshots",
+        snapshots,
+    ])
+    .arg("--report-json")
+    .arg(&report_path)
+    .env("CI", "1")
+    .stdin(Stdio::null())
+    .output()
+    .expect("loopcheck runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let report: serde_json::Value = match std::fs::read(&report_path) {

@@ -73,7 +73,7 @@ pub fn loopcheck_in(dir: &Path, args: &[&str]) -> Output {
 pub fn assert_success(output: &Output) {
     assert!(
         output.status.success(),
-        "loopcheck exited with {}\n{}",
+        "the command exited with {}\n{}",
         output.status,
         text(output)
     );
