@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use loopcheck::serve::{Limits, ServeOptions, SessionServer};
+use loopcheck::serve::{Limits, ServeOptions};
 use serde_json::{Value, json};
 
 use crate::support;
@@ -90,9 +90,7 @@ fn timeless_runs() -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_concurrent_sessions_each_get_what_their_case_gets_alone() {
-    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
-        .await
-        .expect("serve");
+    let server = support::session_server(ServeOptions::default()).await;
     let url = server.url();
     let client = http::client();
     let runs = timeless_runs();
@@ -139,9 +137,7 @@ async fn a_hundred_concurrent_sessions_each_get_what_their_case_gets_alone() {
 
 #[tokio::test]
 async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
-    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
-        .await
-        .expect("serve");
+    let server = support::session_server(ServeOptions::default()).await;
     let url = server.url();
     let client = http::client();
     // `token` "" sends none.
@@ -245,12 +241,8 @@ fn field<'a>(created: &'a Value, key: &str) -> &'a str {
 
 #[tokio::test]
 async fn a_sessions_token_and_key_open_no_other_session_nor_server() {
-    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
-        .await
-        .expect("serve");
-    let other = SessionServer::start(support::catalogue(), ServeOptions::default())
-        .await
-        .expect("a second server");
+    let server = support::session_server(ServeOptions::default()).await;
+    let other = support::session_server(ServeOptions::default()).await;
     let client = http::client();
     let case = "dispatch/01-unknown-tool";
     let a = create(&server.url(), case).await;
@@ -319,9 +311,7 @@ async fn idle_sessions_expire_and_a_runaway_session_is_capped() {
         },
         ..ServeOptions::default()
     };
-    let server = SessionServer::start(support::catalogue(), options)
-        .await
-        .expect("serve");
+    let server = support::session_server(options).await;
     let url = server.url();
     let client = http::client();
     let create = || {
@@ -411,9 +401,7 @@ async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
 
 #[tokio::test]
 async fn a_case_is_served_streamed_when_a_session_asks_for_its_stream_delivery() {
-    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
-        .await
-        .expect("serve");
+    let server = support::session_server(ServeOptions::default()).await;
     let api = Api::new(&server.url(), None);
     let listed = api.get("/loopcheck/cases").await.json();
     let runs = |id: &str| -> Vec<(String, String)> {

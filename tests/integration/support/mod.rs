@@ -20,6 +20,7 @@ pub use catalogue_run::assert_passes_catalogue;
 pub use serve_process::ServeProcess;
 
 use loopcheck::scenario::{self, Case, StateMode};
+use loopcheck::serve::{ServeOptions, SessionServer};
 use loopcheck::server::{RunningServer, Session};
 
 /// The repository root.
@@ -57,6 +58,13 @@ pub async fn serve(case: &Case, state: StateMode) -> (Arc<Session>, RunningServe
         .await
         .expect("server starts");
     (session, server)
+}
+
+/// A `loopcheck serve` server running in process over the embedded catalogue.
+pub async fn session_server(options: ServeOptions) -> SessionServer {
+    SessionServer::start(catalogue(), options)
+        .await
+        .expect("the session server starts")
 }
 
 /// The Python the SDK tests use: `LOOPCHECK_PYTHON`, else `.venv/bin/python`, else
