@@ -14,6 +14,7 @@ use tokio::process::Command;
 use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::controllers::interpreted;
 use crate::support::{loopcheck_bin, missing_sdk, python, root, sdk_importable, shell_quote};
 use crate::upstream::{engine_upstream, tls_front};
 
@@ -76,24 +77,21 @@ async fn record_reference(upstream: &str, key: &str, id: &str, out: &Path, extra
     assert!(output.status.success(), "{}", text(&output));
 }
 
-/// `loopcheck run CASSETTE` (the Rust reference) and its JSON report's cases.
-async fn run_cassette(cassette: &Path) -> (Output, Vec<Value>) {
+/// `loopcheck run CASSETTE OPTIONS` (the Rust reference unless OPTIONS name a controller)
+/// and its JSON report's cases.
+async fn run_cassette(cassette: &Path, options: &[&str]) -> (Output, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("r.json");
-    let output = loopcheck(
-        &[
-            "run",
-            cassette.to_str().unwrap(),
-            "--report-json",
-            report.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .await;
-    let value: Value = std::fs::read(&report)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
+    let cassette = cassette.to_string_lossy();
+    let report_path = report.to_string_lossy();
+    let args = [
+        &["run", &cassette][..],
+        options,
+        &["--report-json", &report_path],
+    ]
+    .concat();
+    let output = loopcheck(&args, &[]).await;
+    let value = crate::support::cli::read_report(&report);
     (
         output,
         value["cases"].as_array().cloned().unwrap_or_default(),
@@ -122,7 +120,7 @@ async fn a_recording_of_the_reference_replays_to_it() {
     let lint = loopcheck(&["lint", cassette.to_str().unwrap()], &[]).await;
     assert!(lint.status.success(), "{}", text(&lint));
 
-    let (output, cases) = run_cassette(&cassette).await;
+    let (output, cases) = run_cassette(&cassette, &[]).await;
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(cases.len(), 1);
     assert_eq!(cases[0]["verdict"], "pass", "{:#}", cases[0]);
@@ -171,7 +169,7 @@ async fn a_stream_recorded_over_tls_keeps_its_events_and_replays() {
     assert_eq!(events[0]["event"]["type"], "response.created");
     assert!(events.iter().all(|e| e["after_ms"].is_u64()));
 
-    let (output, cases) = run_cassette(&cassette).await;
+    let (output, cases) = run_cassette(&cassette, &[]).await;
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(cases[0]["recording"]["status"], "matched", "{:#}", cases[0]);
 
@@ -214,28 +212,10 @@ async fn a_controller_that_drops_instructions_replays_as_drift_naming_the_reques
     assert!(output.status.success(), "{}", text(&output));
 
     let mutant = root().join("harness/mutants/instructions-once.py");
-    let controller = format!(
-        "{} {}",
-        shell_quote(&py),
-        shell_quote(&mutant.to_string_lossy())
-    );
-    let dir2 = tempfile::tempdir().unwrap();
-    let report = dir2.path().join("r.json");
-    let output = loopcheck(
-        &[
-            "run",
-            cassette.to_str().unwrap(),
-            "--controller",
-            &controller,
-            "--report-json",
-            report.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .await;
+    let controller = interpreted(&python, &mutant);
+    let (output, cases) = run_cassette(&cassette, &["--controller", &controller]).await;
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    let value: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-    let case = &value["cases"][0];
+    let case = &cases[0];
     let changes: Vec<&str> = case["recording"]["changes"]
         .as_array()
         .unwrap()
