@@ -245,10 +245,13 @@ async fn finish_chained(
 // ---------------------------------------------------------------------------------------
 // Requests rejected by one rule (E1 to E13, id prefixes, part types, duplicates, route)
 
+/// A change to the correct stateless replay of turn 1.
+type Edit = fn(&Round1, &mut Vec<Value>);
+
 /// What a rejected request sends.
 enum Request {
     /// The correct stateless replay of turn 1 with this edit applied to its input.
-    Replay(fn(&Round1, &mut Vec<Value>)),
+    Replay(Edit),
     /// This body.
     Body(fn(&Round1) -> Value),
 }
@@ -302,7 +305,7 @@ fn reject(
 /// A stateless replay of turn 1 with `edit` applied, rejected with 400 naming `param`.
 fn replay(
     name: &'static str,
-    edit: fn(&Round1, &mut Vec<Value>),
+    edit: Edit,
     code: Option<&'static str>,
     param: &'static str,
     message: fn(&Round1) -> String,
@@ -922,7 +925,7 @@ async fn correct_stateless_replay_is_accepted() {
 
 /// Stateless replays the real API accepts, each a correct replay with one edit: (name,
 /// edit). Each gets turn 2.
-const ACCEPTED: &[(&str, fn(&Round1, &mut Vec<Value>))] = &[
+const ACCEPTED: &[(&str, Edit)] = &[
     ("content parts with their types", |_, input| {
         input[0] = json!({"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]});
         input[5]["output"] = json!([{"type": "input_text", "text": "{\"n\":1}"}]);
