@@ -357,6 +357,19 @@ fn previous_not_found(id: &str) -> String {
     format!("Previous response with id '{id}' not found.")
 }
 
+/// Both outputs chained to turn 1, which the fake no longer holds (or never stored).
+fn chained_to_lost_turn_1(name: &'static str) -> Rejection {
+    reject(
+        name,
+        Request::Body(|round| chained(round.id(), vec![round.output(0), round.output(1)])),
+        400,
+        Some("previous_response_not_found"),
+        Some("previous_response_id"),
+        |round| previous_not_found(round.id()),
+        "E1",
+    )
+}
+
 fn no_tool_output(call_id: &str) -> String {
     format!("No tool output found for function call {call_id}.")
 }
@@ -423,17 +436,7 @@ fn rejections() -> Vec<Rejection> {
             "E1",
         )
         .chained(),
-        reject(
-            "E1: the previous_response_id of an unstored response",
-            Request::Body(|round| {
-                chained(round.id(), vec![round.output(0), round.output(1)])
-            }),
-            400,
-            Some("previous_response_not_found"),
-            Some("previous_response_id"),
-            |round| previous_not_found(round.id()),
-            "E1",
-        ),
+        chained_to_lost_turn_1("E1: the previous_response_id of an unstored response"),
         reject(
             "E2: previous_response_id without the outputs",
             Request::Body(|round| chained(round.id(), vec![])),
@@ -551,19 +554,9 @@ fn rejections() -> Vec<Rejection> {
             |round| item_not_found(&round.rs_id()),
             "E7",
         ),
-        reject(
-            "E1: the previous_response_id of a deleted response",
-            Request::Body(|round| {
-                chained(round.id(), vec![round.output(0), round.output(1)])
-            }),
-            400,
-            Some("previous_response_not_found"),
-            Some("previous_response_id"),
-            |round| previous_not_found(round.id()),
-            "E1",
-        )
-        .chained()
-        .deleted(),
+        chained_to_lost_turn_1("E1: the previous_response_id of a deleted response")
+            .chained()
+            .deleted(),
         reject(
             "E7: a reference to an item of a deleted response",
             Request::Replay(|round, input| {

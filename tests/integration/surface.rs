@@ -89,6 +89,16 @@ impl Fake {
         Streamed::read(self.post_builder("/v1/responses", body)).await
     }
 
+    /// Streams `body` to a clean end (200, no broken body); its events, numbered from 0.
+    async fn stream_events(&self, body: &Value) -> Vec<Value> {
+        let streamed = self.stream(body).await;
+        assert_eq!(streamed.status, 200);
+        assert!(streamed.error.is_none(), "{:?}", streamed.error);
+        let events = streamed.events();
+        assert_sequence(&events, 0);
+        events
+    }
+
     fn last(&self) -> ModelExchange {
         self.session
             .transcript()
@@ -409,11 +419,8 @@ async fn stream_has_the_canonical_shape() {
 async fn stream_without_obfuscation_has_no_obfuscation_key() {
     let fake = Fake::start(STREAM_SHAPE, StateMode::PreviousResponseId).await;
     let body = stream_request(json!({"stream_options": {"include_obfuscation": false}}));
-    let streamed = fake.stream(&body).await;
-    assert_eq!(streamed.status, 200);
-    let events = streamed.events();
+    let events = fake.stream_events(&body).await;
     assert_eq!(events.len(), 28);
-    assert_sequence(&events, 0);
     assert!(
         events
             .iter()
@@ -648,12 +655,8 @@ async fn error_event_ends_the_stream_in_either_shape() {
         ),
     ];
     for (turn, (k, error_event)) in expected.into_iter().enumerate() {
-        let streamed = fake.stream(&body).await;
-        assert_eq!(streamed.status, 200);
-        assert!(streamed.error.is_none(), "{:?}", streamed.error);
-        let events = streamed.events();
+        let events = fake.stream_events(&body).await;
         assert_eq!(events.len(), k + 1, "nothing after the error event");
-        assert_sequence(&events, 0);
         assert_eq!(events[k], error_event);
         assert_eq!(
             types(&events[..k])
@@ -706,10 +709,7 @@ async fn incomplete_and_failed_turns_end_with_their_terminal_event() {
     let fake = Fake::start(ENDINGS, StateMode::PreviousResponseId).await;
     let body = json!({"model": "gpt-5", "input": "Summarise the report.", "stream": true});
 
-    let streamed = fake.stream(&body).await;
-    assert!(streamed.error.is_none());
-    let events = streamed.events();
-    assert_sequence(&events, 0);
+    let events = fake.stream_events(&body).await;
     assert_eq!(
         types(&events),
         [
@@ -739,10 +739,7 @@ async fn incomplete_and_failed_turns_end_with_their_terminal_event() {
     assert_eq!(response_text(terminal), "The report says");
     assert_items_not_interleaved(&events, &served);
 
-    let streamed = fake.stream(&body).await;
-    assert!(streamed.error.is_none());
-    let events = streamed.events();
-    assert_sequence(&events, 0);
+    let events = fake.stream_events(&body).await;
     assert_eq!(
         types(&events),
         [
