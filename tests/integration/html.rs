@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::cli::{assert_success, loopcheck};
+use crate::support::cli::{self, assert_success, loopcheck};
 use crate::support::controllers::{except_on, interpreted};
 use crate::support::{loopcheck_bin, missing_sdk, python};
 
@@ -312,27 +312,25 @@ fn merged_shards_make_a_page_without_diagrams() {
     let mut shards = Vec::new();
     for k in 1..=2 {
         let shard = dir.path().join(format!("shard{k}.json"));
-        let status = Command::new(loopcheck_bin())
-            .args(["run", "--filter", "correlation/0[12]*", "--partition"])
-            .arg(format!("slice:{k}/2"))
-            .arg("--report-json")
-            .arg(&shard)
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(status.success());
+        assert_success(&loopcheck(&[
+            "run",
+            "--filter",
+            "correlation/0[12]*",
+            "--partition",
+            &format!("slice:{k}/2"),
+            "--report-json",
+            &shard.to_string_lossy(),
+        ]));
         shards.push(shard);
     }
     let page = dir.path().join("merged.html");
-    let status = Command::new(loopcheck_bin())
-        .arg("merge")
+    let merged = cli::command(&["merge"])
         .args(&shards)
         .arg("--html")
         .arg(&page)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+        .output()
+        .expect("loopcheck runs");
+    assert_success(&merged);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("Merged from 2 shard report(s)"), "{html}");
     // Two cases, in two state modes, each with JSON and streamed responses.
