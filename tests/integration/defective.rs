@@ -4,6 +4,8 @@
 use loopcheck::runner::ControllerEnv;
 use serde_json::{Value, json};
 
+use crate::support::sse;
+
 /// One deliberate mistake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Defect {
@@ -190,16 +192,6 @@ impl Tools<'_> {
     }
 }
 
-/// One SSE event's JSON from a block of `data:` lines.
-fn sse_event(block: &str) -> Option<Value> {
-    let data: Vec<&str> = block
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim_start)
-        .collect();
-    serde_json::from_str(&data.join("\n")).ok()
-}
-
 /// How one model request ended.
 enum Answer {
     /// A response object (terminal, or queued when background polling was skipped).
@@ -325,9 +317,8 @@ impl Model<'_> {
                 Ok(None) | Err(_) => return Answer::Failed("api_error".into(), text),
             };
             buffer.extend_from_slice(&chunk);
-            while let Some(end) = buffer.windows(2).position(|w| w == b"\n\n") {
-                let block: Vec<u8> = buffer.drain(..end + 2).collect();
-                let Some(event) = sse_event(&String::from_utf8_lossy(&block)) else {
+            while let Some(block) = sse::next_block(&mut buffer) {
+                let Some(event) = sse::data_event(&block) else {
                     continue;
                 };
                 match event["type"].as_str().unwrap_or_default() {
@@ -360,7 +351,7 @@ impl Model<'_> {
 
 /// Runs the task with one defect and returns the result object.
 pub async fn run(env: ControllerEnv, task: Value, defect: Defect) -> Value {
-    let http = reqwest::Client::new();
+    let http = crate::support::http::client();
     let tools = Tools {
         http: &http,
         env: &env,

@@ -98,20 +98,6 @@ fn verdict_of(report: &CaseReport, check: &str) -> Option<CheckVerdict> {
 }
 
 #[tokio::test]
-async fn call_id_item_id_instead_of_call_id() {
-    for state in [Chained, Stateless] {
-        assert_fails(
-            "correlation/02-call-id-distinct",
-            state,
-            Defect::ItemIdAsCallId,
-            "call-id/own-id",
-            "(the item id of",
-        )
-        .await;
-    }
-}
-
-#[tokio::test]
 async fn call_id_results_keyed_by_position() {
     let report = assert_fails(
         "correlation/05-parallel-same-tool",
@@ -129,115 +115,279 @@ async fn call_id_results_keyed_by_position() {
     assert!(check.diff.is_some(), "a result mismatch carries a diff");
 }
 
-#[tokio::test]
-async fn call_id_only_first_parallel_call_answered() {
-    assert_fails(
+/// One defect per row, each on a case that exposes it: (case, state mode, defect, the
+/// check it fails, words its message must hold). The control run of each case passes.
+const CAUGHT: &[(&str, StateMode, Defect, &str, &str)] = &[
+    (
+        "correlation/02-call-id-distinct",
+        Chained,
+        Defect::ItemIdAsCallId,
+        "call-id/own-id",
+        "(the item id of",
+    ),
+    (
+        "correlation/02-call-id-distinct",
+        Stateless,
+        Defect::ItemIdAsCallId,
+        "call-id/own-id",
+        "(the item id of",
+    ),
+    (
+        "state/01-instructions-every-request",
+        Chained,
+        Defect::InstructionsOnce,
+        "state/config-resent",
+        "not inherited through previous_response_id",
+    ),
+    (
+        "state/01-instructions-every-request",
+        Stateless,
+        Defect::InstructionsOnce,
+        "state/config-resent",
+        "inherits nothing, so it must carry them itself",
+    ),
+    (
         "correlation/05-parallel-same-tool",
         Stateless,
         Defect::FirstCallOnly,
         "call-id/answered",
         "has no function_call_output for",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn reasoning_dropped_is_rejected_and_judged() {
-    let report = assert_fails(
-        "reasoning/01-encrypted-retention",
-        Stateless,
-        Defect::DropReasoning,
-        "reasoning/replayed",
-        "does not replay reasoning item",
-    )
-    .await;
-    assert_eq!(
-        verdict_of(&report, "wire/accepted"),
-        Some(CheckVerdict::Fail),
-        "the API rejects a call without its reasoning (E4)"
-    );
-}
-
-#[tokio::test]
-async fn reasoning_dropped_with_ids_stripped_passes_the_api_but_not_the_oracle() {
-    let report = assert_fails(
-        "reasoning/01-encrypted-retention",
-        Stateless,
-        Defect::StripIdsAndDropReasoning,
-        "reasoning/replayed",
-        "does not replay reasoning item",
-    )
-    .await;
-    assert_eq!(
-        verdict_of(&report, "wire/accepted"),
-        Some(CheckVerdict::Pass),
-        "the real API accepts this silently"
-    );
-}
-
-#[tokio::test]
-async fn reasoning_replayed_with_output_only_status() {
-    assert_fails(
+    ),
+    (
         "reasoning/01-encrypted-retention",
         Stateless,
         Defect::ReasoningWithStatus,
         "reasoning/input-shape",
         "output-only field",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn reasoning_encrypted_content_altered() {
-    assert_fails(
+    ),
+    (
         "reasoning/01-encrypted-retention",
         Stateless,
         Defect::AlterEncryptedContent,
         "reasoning/replayed",
         "altered encrypted_content",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn state_stale_previous_response_id() {
-    assert_fails(
+    ),
+    (
         "correlation/06-three-rounds",
         Chained,
         Defect::StalePreviousResponseId,
         "state/chained",
         "a stale one",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn state_instructions_not_resent() {
-    for (state, why) in [
-        (Chained, "not inherited through previous_response_id"),
-        (Stateless, "inherits nothing, so it must carry them itself"),
-    ] {
-        assert_fails(
-            "state/01-instructions-every-request",
-            state,
-            Defect::InstructionsOnce,
-            "state/config-resent",
-            why,
-        )
-        .await;
-    }
-}
-
-#[tokio::test]
-async fn state_store_true_in_stateless_mode() {
-    assert_fails(
+    ),
+    (
         "correlation/01-single-call",
         Stateless,
         Defect::StoreInStateless,
         "state/store-false",
         "store: false",
-    )
-    .await;
+    ),
+    (
+        "dispatch/01-unknown-tool",
+        Chained,
+        Defect::NoValidation,
+        "dispatch/registered-only",
+        "not in the task's registry",
+    ),
+    (
+        "dispatch/04-malformed-arguments",
+        Stateless,
+        Defect::NoValidation,
+        "dispatch/arguments-parsed",
+        "not a JSON object",
+    ),
+    (
+        "dispatch/09-schema-violation",
+        Chained,
+        Defect::NoValidation,
+        "dispatch/schema-valid",
+        "violate the tool's schema",
+    ),
+    (
+        "authz/01-cross-tenant-denied",
+        Chained,
+        Defect::RetryDenied,
+        "authz/denial-relayed",
+        "retried it",
+    ),
+    (
+        "authz/01-cross-tenant-denied",
+        Stateless,
+        Defect::SwallowDenial,
+        "authz/denial-relayed",
+        "not an error",
+    ),
+    (
+        "authz/02-approval-denied",
+        Stateless,
+        Defect::IgnoreApprovalRefusal,
+        "authz/approval-denied",
+        "yet the controller dispatched it",
+    ),
+    (
+        "correlation/01-single-call",
+        Chained,
+        Defect::ExecuteTwice,
+        "effects/at-most-once",
+        "executed 2 times",
+    ),
+    (
+        "budget/01-endless-tool-calls",
+        Chained,
+        Defect::NoBudget,
+        "budget/max-rounds",
+        "max_rounds is 4",
+    ),
+    (
+        "budget/01-endless-tool-calls",
+        Stateless,
+        Defect::ExecuteOnLastRound,
+        "budget/last-round-idle",
+        "could never be sent back",
+    ),
+    (
+        "terminal/05-incomplete-partial-text",
+        Chained,
+        Defect::IncompleteAsAnswer,
+        "terminal/outcome",
+        "expected failed",
+    ),
+    (
+        "terminal/01-message-beside-calls",
+        Stateless,
+        Defect::MessageBesideCallsAsAnswer,
+        "terminal/calls-beside-message",
+        "taking the message as the answer",
+    ),
+    (
+        "correlation/01-single-call",
+        Chained,
+        Defect::ContinueAfterAnswer,
+        "terminal/stopped-at-answer",
+        "the last scripted turn, whose message was the final answer",
+    ),
+    (
+        "stream/03-delayed-call-executed-after-done",
+        Chained,
+        Defect::ExecuteOnDeltas,
+        "stream/executed-after-done",
+        "before its `response.output_item.done`",
+    ),
+    (
+        "stream/02-cut-before-terminal",
+        Stateless,
+        Defect::BrokenStreamAsAnswer,
+        "stream/broken-not-answer",
+        "was cut after",
+    ),
+    (
+        "transport/01-500-then-success",
+        Chained,
+        Defect::NoRetry,
+        "transport/retried",
+        "gave up after 1 attempt",
+    ),
+    (
+        "transport/02-400-not-retried",
+        Stateless,
+        Defect::RetryClientErrors,
+        "transport/no-retry-4xx",
+        "which is not transient",
+    ),
+    (
+        "transport/03-429-retry-after",
+        Chained,
+        Defect::IgnoreRetryAfter,
+        "transport/retry-after-honoured",
+        "asked to retry after",
+    ),
+    (
+        "transport/06-persistent-500",
+        Chained,
+        Defect::RetryForever,
+        "transport/retry-bounded",
+        "was attempted",
+    ),
+    (
+        "transport/07-retry-after-tools-ran",
+        Stateless,
+        Defect::ReexecuteOnRetry,
+        "effects/at-most-once",
+        "executed 2 times",
+    ),
+    (
+        "background/01-polling",
+        Chained,
+        Defect::QueuedAsAnswer,
+        "background/polled-to-terminal",
+        "never saw a terminal status",
+    ),
+    (
+        "program/01-one-pause",
+        Chained,
+        Defect::DropCaller,
+        "program/caller-echoed",
+        "expected the call's caller",
+    ),
+    (
+        "program/04-output-without-final-message",
+        Stateless,
+        Defect::ProgramOutputAsEnd,
+        "program/continued",
+        "the controller stopped there",
+    ),
+    (
+        "program/05-stateless-replay",
+        Stateless,
+        Defect::StripProgram,
+        "program/replayed",
+        "does not replay program",
+    ),
+    (
+        "program/03-caller-not-allowed",
+        Chained,
+        Defect::NoValidation,
+        "dispatch/caller-allowed",
+        "allowed_callers excludes",
+    ),
+];
+
+#[tokio::test]
+async fn each_defect_fails_the_check_that_names_it() {
+    for &(id, state, defect, check, needle) in CAUGHT {
+        assert_fails(id, state, defect, check, needle).await;
+    }
+}
+
+/// Reasoning left out of a stateless replay fails the oracle either way; the API rejects
+/// it (E4) only while the calls keep their item ids.
+#[tokio::test]
+async fn reasoning_dropped_is_judged_whether_or_not_the_api_rejects_it() {
+    for (defect, accepted, why) in [
+        (
+            Defect::DropReasoning,
+            CheckVerdict::Fail,
+            "the API rejects a call without its reasoning (E4)",
+        ),
+        (
+            Defect::StripIdsAndDropReasoning,
+            CheckVerdict::Pass,
+            "the real API accepts this silently",
+        ),
+    ] {
+        let report = assert_fails(
+            "reasoning/01-encrypted-retention",
+            Stateless,
+            defect,
+            "reasoning/replayed",
+            "does not replay reasoning item",
+        )
+        .await;
+        assert_eq!(
+            verdict_of(&report, "wire/accepted"),
+            Some(accepted),
+            "{defect:?}: {why}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -272,30 +422,6 @@ async fn state_history_resent_with_previous_response_id() {
         accepted.message
     );
     assert_eq!(report.verdict, CaseVerdict::Fail);
-}
-
-#[tokio::test]
-async fn dispatch_unknown_tool_executed() {
-    assert_fails(
-        "dispatch/01-unknown-tool",
-        Chained,
-        Defect::NoValidation,
-        "dispatch/registered-only",
-        "not in the task's registry",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn dispatch_malformed_arguments_executed() {
-    assert_fails(
-        "dispatch/04-malformed-arguments",
-        Stateless,
-        Defect::NoValidation,
-        "dispatch/arguments-parsed",
-        "not a JSON object",
-    )
-    .await;
 }
 
 /// The ids of the checks that did not pass.
@@ -345,42 +471,6 @@ async fn terminal_asking_again_after_an_incomplete_response_is_one_finding() {
 }
 
 #[tokio::test]
-async fn dispatch_schema_violation_executed() {
-    assert_fails(
-        "dispatch/09-schema-violation",
-        Chained,
-        Defect::NoValidation,
-        "dispatch/schema-valid",
-        "violate the tool's schema",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn authz_denial_retried() {
-    assert_fails(
-        "authz/01-cross-tenant-denied",
-        Chained,
-        Defect::RetryDenied,
-        "authz/denial-relayed",
-        "retried it",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn authz_denial_swallowed() {
-    assert_fails(
-        "authz/01-cross-tenant-denied",
-        Stateless,
-        Defect::SwallowDenial,
-        "authz/denial-relayed",
-        "not an error",
-    )
-    .await;
-}
-
-#[tokio::test]
 async fn authz_approval_skipped() {
     let report = assert_fails(
         "authz/03-approval-granted",
@@ -394,78 +484,6 @@ async fn authz_approval_skipped() {
         verdict_of(&report, "authz/approval-before-execution"),
         Some(CheckVerdict::Fail)
     );
-}
-
-#[tokio::test]
-async fn authz_approval_refusal_ignored() {
-    assert_fails(
-        "authz/02-approval-denied",
-        Stateless,
-        Defect::IgnoreApprovalRefusal,
-        "authz/approval-denied",
-        "yet the controller dispatched it",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn effects_call_executed_twice() {
-    assert_fails(
-        "correlation/01-single-call",
-        Chained,
-        Defect::ExecuteTwice,
-        "effects/at-most-once",
-        "executed 2 times",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn budget_ignored() {
-    assert_fails(
-        "budget/01-endless-tool-calls",
-        Chained,
-        Defect::NoBudget,
-        "budget/max-rounds",
-        "max_rounds is 4",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn budget_tool_executed_on_last_round() {
-    assert_fails(
-        "budget/01-endless-tool-calls",
-        Stateless,
-        Defect::ExecuteOnLastRound,
-        "budget/last-round-idle",
-        "could never be sent back",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn terminal_incomplete_taken_as_answer() {
-    assert_fails(
-        "terminal/05-incomplete-partial-text",
-        Chained,
-        Defect::IncompleteAsAnswer,
-        "terminal/outcome",
-        "expected failed",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn terminal_message_beside_calls_taken_as_answer() {
-    assert_fails(
-        "terminal/01-message-beside-calls",
-        Stateless,
-        Defect::MessageBesideCallsAsAnswer,
-        "terminal/calls-beside-message",
-        "taking the message as the answer",
-    )
-    .await;
 }
 
 #[tokio::test]
@@ -487,42 +505,6 @@ async fn terminal_wrong_answer_text_has_a_diff() {
 }
 
 #[tokio::test]
-async fn terminal_request_after_the_answer() {
-    assert_fails(
-        "correlation/01-single-call",
-        Chained,
-        Defect::ContinueAfterAnswer,
-        "terminal/stopped-at-answer",
-        "the last scripted turn, whose message was the final answer",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn stream_call_executed_on_deltas() {
-    assert_fails(
-        "stream/03-delayed-call-executed-after-done",
-        Chained,
-        Defect::ExecuteOnDeltas,
-        "stream/executed-after-done",
-        "before its `response.output_item.done`",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn stream_cut_taken_as_answer() {
-    assert_fails(
-        "stream/02-cut-before-terminal",
-        Stateless,
-        Defect::BrokenStreamAsAnswer,
-        "stream/broken-not-answer",
-        "was cut after",
-    )
-    .await;
-}
-
-#[tokio::test]
 async fn stream_error_event_taken_as_answer() {
     for id in ["stream/05-error-event-nested", "stream/04-error-event-flat"] {
         assert_fails(
@@ -537,114 +519,6 @@ async fn stream_error_event_taken_as_answer() {
 }
 
 #[tokio::test]
-async fn transport_transient_error_not_retried() {
-    assert_fails(
-        "transport/01-500-then-success",
-        Chained,
-        Defect::NoRetry,
-        "transport/retried",
-        "gave up after 1 attempt",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn transport_client_error_retried() {
-    assert_fails(
-        "transport/02-400-not-retried",
-        Stateless,
-        Defect::RetryClientErrors,
-        "transport/no-retry-4xx",
-        "which is not transient",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn transport_retry_after_ignored() {
-    assert_fails(
-        "transport/03-429-retry-after",
-        Chained,
-        Defect::IgnoreRetryAfter,
-        "transport/retry-after-honoured",
-        "asked to retry after",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn transport_unbounded_retries() {
-    assert_fails(
-        "transport/06-persistent-500",
-        Chained,
-        Defect::RetryForever,
-        "transport/retry-bounded",
-        "was attempted",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn effects_tools_rerun_when_the_follow_up_is_retried() {
-    assert_fails(
-        "transport/07-retry-after-tools-ran",
-        Stateless,
-        Defect::ReexecuteOnRetry,
-        "effects/at-most-once",
-        "executed 2 times",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn background_queued_response_taken_as_answer() {
-    assert_fails(
-        "background/01-polling",
-        Chained,
-        Defect::QueuedAsAnswer,
-        "background/polled-to-terminal",
-        "never saw a terminal status",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn program_caller_dropped() {
-    assert_fails(
-        "program/01-one-pause",
-        Chained,
-        Defect::DropCaller,
-        "program/caller-echoed",
-        "expected the call's caller",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn program_output_taken_as_the_end() {
-    assert_fails(
-        "program/04-output-without-final-message",
-        Stateless,
-        Defect::ProgramOutputAsEnd,
-        "program/continued",
-        "the controller stopped there",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn program_item_left_out_of_a_stateless_replay() {
-    assert_fails(
-        "program/05-stateless-replay",
-        Stateless,
-        Defect::StripProgram,
-        "program/replayed",
-        "does not replay program",
-    )
-    .await;
-}
-
-#[tokio::test]
 async fn conversation_not_carried() {
     assert_fails(
         "state/02-conversation-mode",
@@ -652,18 +526,6 @@ async fn conversation_not_carried() {
         Defect::ConversationDropped,
         "state/conversation",
         "carries no `conversation`",
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn dispatch_call_from_a_caller_outside_allowed_callers() {
-    assert_fails(
-        "program/03-caller-not-allowed",
-        Chained,
-        Defect::NoValidation,
-        "dispatch/caller-allowed",
-        "allowed_callers excludes",
     )
     .await;
 }

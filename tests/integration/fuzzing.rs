@@ -4,13 +4,15 @@
 //! `loopcheck run` replays it. And a controller that passes is fuzzed to the end.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use crate::mutants::{Lang, interpreter, parse_header};
-use crate::support::{loopcheck_bin, missing_sdk, root, shell_quote};
+use crate::support::cli::loopcheck_outside_ci as loopcheck;
+use crate::support::controllers::interpreted;
+use crate::support::{missing_sdk, root};
 
 /// Mutants whose defect generated cases reach: parallel calls (to one tool or several),
 /// rejected calls, denials, incomplete turns, stateless replays of reasoning, a budget
@@ -30,14 +32,34 @@ const REACHABLE: &[&str] = &[
 /// Most cases a mutant's defect may take to be found.
 const CASES: &str = "60";
 
-fn loopcheck(args: &[&str]) -> Output {
-    Command::new(loopcheck_bin())
-        .args(args)
-        .current_dir(root())
-        .env_remove("CI")
-        .stdin(Stdio::null())
-        .output()
-        .expect("loopcheck runs")
+/// The state modes a Python mutant supports when it declares them all, as a worker.
+const ALL_STATES: &str = "previous_response_id,stateless,persistent";
+
+/// `loopcheck fuzz` of `controller` from `seed`, at most `cases` cases, keeping what it
+/// finds in `out`; `extra` appended.
+fn run_fuzz(
+    controller: &str,
+    supports: &str,
+    seed: &str,
+    cases: &str,
+    out: &Path,
+    extra: &[&str],
+) -> Output {
+    let out = out.to_string_lossy();
+    let args = [
+        "fuzz",
+        "--controller",
+        controller,
+        "--supports",
+        supports,
+        "--seed",
+        seed,
+        "--cases",
+        cases,
+        "--out",
+        &out,
+    ];
+    loopcheck(&[&args[..], extra].concat())
 }
 
 /// None when the mutant is found and its shrunk case fails its check; what went wrong
@@ -45,31 +67,18 @@ fn loopcheck(args: &[&str]) -> Output {
 fn hunt(file: &str, python: &Path) -> Option<String> {
     let path = root().join("harness/mutants").join(file);
     let mutant = parse_header(&path).unwrap().expect("a mutant header");
-    let controller = format!(
-        "{} {}",
-        shell_quote(&python.to_string_lossy()),
-        shell_quote(&path.to_string_lossy())
-    );
+    let controller = interpreted(python, &path);
     let supports = format!("{},persistent", mutant.supports);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("found");
-    let fuzz = loopcheck(&[
-        "fuzz",
-        "--controller",
+    let fuzz = run_fuzz(
         &controller,
-        "--supports",
         &supports,
-        "--seed",
         "1",
-        "--cases",
         CASES,
-        "--max-turns",
-        "3",
-        "--jobs",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &out,
+        &["--max-turns", "3", "--jobs", "1"],
+    );
     let text = String::from_utf8_lossy(&fuzz.stdout).into_owned();
     if fuzz.status.code() != Some(1) {
         return Some(format!(
@@ -150,26 +159,10 @@ fn the_parallel_calls_mutant_shrinks_to_two_turns_and_two_calls() {
         Err(err) => return missing_sdk("Python SDK", &err),
     };
     let path = root().join("harness/mutants/first-call-only.py");
-    let controller = format!(
-        "{} {}",
-        shell_quote(&python.to_string_lossy()),
-        shell_quote(&path.to_string_lossy())
-    );
+    let controller = interpreted(&python, &path);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("found");
-    let fuzz = loopcheck(&[
-        "fuzz",
-        "--controller",
-        &controller,
-        "--supports",
-        "previous_response_id,stateless,persistent",
-        "--seed",
-        "1",
-        "--cases",
-        "50",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let fuzz = run_fuzz(&controller, ALL_STATES, "1", "50", &out, &[]);
     assert_eq!(
         fuzz.status.code(),
         Some(1),
@@ -208,19 +201,7 @@ fn the_parallel_calls_mutant_shrinks_to_two_turns_and_two_calls() {
     );
 
     // Kept failures are replayed first: the next run stops on it at once.
-    let again = loopcheck(&[
-        "fuzz",
-        "--controller",
-        &controller,
-        "--supports",
-        "previous_response_id,stateless,persistent",
-        "--seed",
-        "2",
-        "--cases",
-        "50",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let again = run_fuzz(&controller, ALL_STATES, "2", "50", &out, &[]);
     assert_eq!(again.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&again.stdout).contains("still fails"),

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{loopcheck_bin, missing_sdk, python, shell_quote};
+use crate::support::cli::{self, assert_success, loopcheck};
+use crate::support::controllers::{except_on, interpreted};
+use crate::support::{loopcheck_bin, missing_sdk, python};
 
 /// The failing case of the run; the others pass.
 const FAILING: &str = "correlation/01-single-call";
@@ -149,30 +151,28 @@ fn hidden(element: &str) -> bool {
 
 /// A controller that runs `failing` on the failing case and is the reference elsewhere.
 fn router(failing: &str) -> String {
-    format!(
-        r#"if [ "$LOOPCHECK_CASE" = {FAILING} ]; then {failing}; else {} reference-controller; fi"#,
-        shell_quote(&loopcheck_bin().to_string_lossy()),
-    )
+    except_on(FAILING, failing)
 }
 
 /// Runs the three cases (one failing) with `--html`; the page's path, in `dir`.
 fn report(dir: &Path) -> PathBuf {
     let script = dir.join("skipper.py");
     std::fs::write(&script, SKIPPER).unwrap();
-    let controller = router(&format!(
-        "{} {}",
-        shell_quote(&python().to_string_lossy()),
-        shell_quote(&script.to_string_lossy())
-    ));
+    let controller = router(&interpreted(&python(), &script));
     let page = dir.join("report.html");
-    let output = Command::new(loopcheck_bin())
-        .args(["run", "--controller", &controller])
-        .args(["--supports", "previous_response_id"])
-        .args(["--filter", "correlation/0[12]*", "--filter", "terminal/09*"])
-        .arg("--html")
-        .arg(&page)
-        .output()
-        .unwrap();
+    let output = loopcheck(&[
+        "run",
+        "--controller",
+        &controller,
+        "--supports",
+        "previous_response_id",
+        "--filter",
+        "correlation/0[12]*",
+        "--filter",
+        "terminal/09*",
+        "--html",
+        &page.to_string_lossy(),
+    ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{stdout}");
     assert!(
@@ -267,21 +267,23 @@ fn the_matrix_page_runs_in_a_browser_and_filters_disagreements() {
     let page = dir.path().join("matrix.html");
     // The liar fails one case and agrees with the reference on the other.
     let liar = router(r#"echo '{"status": "completed", "output_text": "made up"}'"#);
-    let output = Command::new(loopcheck_bin())
-        .args(["matrix", "--controller", "reference"])
-        .args(["--controller", &format!("liar={liar}")])
+    let output = loopcheck(&[
+        "matrix",
+        "--controller",
+        "reference",
+        "--controller",
+        &format!("liar={liar}"),
         // The JSON runs only: the liar does not stream.
-        .args(["--supports", "reference=previous_response_id,stateless"])
-        .args(["--filter", "correlation/01*", "--filter", "terminal/09*"])
-        .arg("--html")
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        "--supports",
+        "reference=previous_response_id,stateless",
+        "--filter",
+        "correlation/01*",
+        "--filter",
+        "terminal/09*",
+        "--html",
+        &page.to_string_lossy(),
+    ]);
+    assert_success(&output);
     let url = format!("file://{}", page.display());
     let dom = dom(&browser, &url);
     assert!(dom.contains("<th>reference</th><th>liar</th>"), "{dom}");
@@ -310,27 +312,25 @@ fn merged_shards_make_a_page_without_diagrams() {
     let mut shards = Vec::new();
     for k in 1..=2 {
         let shard = dir.path().join(format!("shard{k}.json"));
-        let status = Command::new(loopcheck_bin())
-            .args(["run", "--filter", "correlation/0[12]*", "--partition"])
-            .arg(format!("slice:{k}/2"))
-            .arg("--report-json")
-            .arg(&shard)
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(status.success());
+        assert_success(&loopcheck(&[
+            "run",
+            "--filter",
+            "correlation/0[12]*",
+            "--partition",
+            &format!("slice:{k}/2"),
+            "--report-json",
+            &shard.to_string_lossy(),
+        ]));
         shards.push(shard);
     }
     let page = dir.path().join("merged.html");
-    let status = Command::new(loopcheck_bin())
-        .arg("merge")
+    let merged = cli::command(&["merge"])
         .args(&shards)
         .arg("--html")
         .arg(&page)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+        .output()
+        .expect("loopcheck runs");
+    assert_success(&merged);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("Merged from 2 shard report(s)"), "{html}");
     // Two cases, in two state modes, each with JSON and streamed responses.

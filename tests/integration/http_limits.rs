@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use loopcheck::serve::{ServeOptions, SessionServer};
+use loopcheck::serve::ServeOptions;
 use loopcheck::server::HttpLimits;
 
 use crate::support::{self, ServeProcess};
@@ -125,9 +125,7 @@ async fn half_a_header_is_closed_after_the_timeout_and_a_huge_body_is_refused_un
         },
         ..ServeOptions::default()
     };
-    let server = SessionServer::start(support::catalogue(), options)
-        .await
-        .expect("serve");
+    let server = support::session_server(options).await;
     let url = server.url();
     let addr = address(&url).to_owned();
     tokio::task::spawn_blocking(move || {

@@ -2,11 +2,14 @@
 //! the whole catalogue: it may fail cases (it leaves schema validation and approvals to
 //! its user), never crash, hang or break the harness.
 
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{loopcheck_bin, missing_sdk, python, sdk_importable, shell_quote};
+use crate::support::cli::{self, assert_success, loopcheck, loopcheck_in};
+use crate::support::controllers::interpreted;
+use crate::support::{missing_sdk, python, sdk_importable};
 
 #[test]
 fn the_python_starter_runs_the_catalogue_without_crashing() {
@@ -15,32 +18,16 @@ fn the_python_starter_runs_the_catalogue_without_crashing() {
         return missing_sdk("Python SDK", &err);
     }
     let dir = tempfile::tempdir().unwrap();
-    let init = Command::new(loopcheck_bin())
-        .args(["init", "python"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    assert_success(&loopcheck_in(dir.path(), &["init", "python"]));
     let report = dir.path().join("report.json");
-    let controller = format!("{} loop.py", shell_quote(&python.display().to_string()));
-    let run = Command::new(loopcheck_bin())
-        .args([
-            "run",
-            "--jobs",
-            "4",
-            "--controller",
-            &controller,
-            "--report-json",
-        ])
+    let controller = interpreted(&python, Path::new("loop.py"));
+    let run = cli::command(&["run", "--jobs", "4", "--controller", &controller])
+        .arg("--report-json")
         .arg(&report)
         .current_dir(dir.path())
         .env_remove("CI")
         .output()
-        .unwrap();
+        .expect("loopcheck runs");
     let stdout = String::from_utf8_lossy(&run.stdout);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let summary = &report["summary"];
@@ -55,16 +42,8 @@ fn the_python_starter_runs_the_catalogue_without_crashing() {
 #[test]
 fn the_node_starter_is_valid_javascript_with_its_package() {
     let dir = tempfile::tempdir().unwrap();
-    let init = Command::new(loopcheck_bin())
-        .args(["init", "node", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    let target = dir.path().to_string_lossy();
+    assert_success(&loopcheck(&["init", "node", "--dir", &target]));
     let package: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("package.json")).unwrap())
             .unwrap();
@@ -81,10 +60,6 @@ fn the_node_starter_is_valid_javascript_with_its_package() {
         ),
         Err(err) => missing_sdk("node", &err.to_string()),
     }
-    let again = Command::new(loopcheck_bin())
-        .args(["init", "node", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let again = loopcheck(&["init", "node", "--dir", &target]);
     assert_eq!(again.status.code(), Some(2), "existing files are kept");
 }

@@ -4,19 +4,18 @@
 
 use std::process::Command;
 
-use crate::support::{loopcheck_bin, missing_sdk, root};
+use crate::support::{cli, missing_sdk, root};
 
 /// Runs `loopcheck run` with `--junit`; the XML written.
 fn junit_of(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("junit.xml");
-    let output = Command::new(loopcheck_bin())
-        .arg("run")
+    let output = cli::command(&["run"])
         .args(args)
         .arg("--junit")
         .arg(&path)
         .output()
-        .unwrap();
+        .expect("loopcheck runs");
     assert!(
         path.exists(),
         "no JUnit report written: {}",

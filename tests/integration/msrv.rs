@@ -5,6 +5,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::support::cli::assert_success;
 use crate::support::root;
 
 fn version(text: &str) -> Vec<u64> {
@@ -21,11 +22,7 @@ fn rust_version_covers_every_dependency() {
         .current_dir(root())
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
     let packages = metadata["packages"].as_array().unwrap();
     let ours = packages

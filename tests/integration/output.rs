@@ -4,40 +4,16 @@
 
 use std::process::{Command, Output};
 
-use crate::support::{loopcheck_bin, root};
+use crate::support::cli::loopcheck_outside_ci as loopcheck;
+use crate::support::loopcheck_bin;
+use crate::support::redact::snapshot_settings;
 
 /// A controller that makes no request and reports an answer it never got.
 const IDLE: &str = r#"printf '%s\n' '{"status": "completed", "output_text": "It is sunny."}'"#;
 
-fn loopcheck(args: &[&str]) -> Output {
-    Command::new(loopcheck_bin())
-        .args(args)
-        .current_dir(root())
-        .env_remove("CI")
-        .output()
-        .expect("loopcheck runs")
-}
-
-/// Run-to-run values (durations, ids, temporary paths) replaced with stable words.
-fn settings() -> insta::Settings {
-    let mut settings = insta::Settings::clone_current();
-    settings.add_filter(r"\b\d+ ms\b", "[ms] ms");
-    settings.add_filter(r"finished in \d+\.\d s", "finished in [s] s");
-    settings.add_filter(r#""duration_ms": \d+"#, r#""duration_ms": "[ms]""#);
-    settings.add_filter(r"\b(resp|rs|fc|msg)_[0-9a-f]{48}\b", "${1}_[id]");
-    settings.add_filter(r"\bcall_[0-9A-Za-z]{24}\b", "call_[id]");
-    settings.add_filter(r"/tmp/[^\s:]+", "[tmp]");
-    settings.add_filter(r"loopcheck \d+\.\d+\.\d+", "loopcheck [version]");
-    settings.add_filter(
-        r#""loopcheck": "\d+\.\d+\.\d+""#,
-        r#""loopcheck": "[version]""#,
-    );
-    settings
-}
-
-#[test]
-fn the_console_report_of_a_failing_case() {
-    let output = loopcheck(&[
+/// The failing case run with IDLE, `extra` appended.
+fn failing_run(extra: &[&str]) -> Output {
+    let args = [
         "run",
         "--controller",
         IDLE,
@@ -45,30 +21,26 @@ fn the_console_report_of_a_failing_case() {
         "correlation/01-single-call",
         "--jobs",
         "1",
-    ]);
+    ];
+    loopcheck(&[&args[..], extra].concat())
+}
+
+#[test]
+fn the_console_report_of_a_failing_case() {
+    let output = failing_run(&[]);
     assert_eq!(output.status.code(), Some(1));
-    settings().bind(|| {
+    snapshot_settings().bind(|| {
         insta::assert_snapshot!(String::from_utf8_lossy(&output.stdout));
     });
 }
 
 #[test]
 fn the_json_report_of_a_failing_case() {
-    let output = loopcheck(&[
-        "run",
-        "--controller",
-        IDLE,
-        "--filter",
-        "correlation/01-single-call",
-        "--jobs",
-        "1",
-        "--report-json",
-        "-",
-    ]);
+    let output = failing_run(&["--report-json", "-"]);
     assert_eq!(output.status.code(), Some(1));
     let report: serde_json::Value =
         serde_json::from_slice(&output.stdout).expect("standard output is the JSON report");
-    settings().bind(|| {
+    snapshot_settings().bind(|| {
         insta::assert_snapshot!(serde_json::to_string_pretty(&report).unwrap());
     });
 }
@@ -92,7 +64,7 @@ fn lint_errors_name_file_line_and_column() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
-    settings().bind(|| {
+    snapshot_settings().bind(|| {
         insta::assert_snapshot!(String::from_utf8_lossy(&output.stderr));
     });
 }
@@ -103,7 +75,7 @@ fn help_texts() {
         let output = loopcheck(command);
         assert!(output.status.success());
         let name = command.join("-").replace("--", "");
-        settings().bind(|| {
+        snapshot_settings().bind(|| {
             insta::assert_snapshot!(name, String::from_utf8_lossy(&output.stdout));
         });
     }

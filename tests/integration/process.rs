@@ -1,27 +1,16 @@
 //! Controllers that hang, crash or print garbage get `timeout` or `crashed` with their
 //! output kept, without harming the other cases of the run.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::support::{loopcheck_bin, root};
+use crate::support::cli::{loopcheck, run_with_report};
+use crate::support::controllers::{HANGS, crashes, except_on, prints, reference};
+use crate::support::loopcheck_bin;
 
+/// `loopcheck run ARGS`: its exit code, standard output and JSON report.
 fn run(args: &[&str]) -> (Option<i32>, String, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let report_path = dir.path().join("report.json");
-    let output = Command::new(loopcheck_bin())
-        .arg("run")
-        .args(args)
-        .arg("--report-json")
-        .arg(&report_path)
-        .current_dir(root())
-        .output()
-        .expect("loopcheck runs");
+    let (output, report) = run_with_report(args);
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let report = std::fs::read(&report_path)
-        .map(|b| serde_json::from_slice(&b).unwrap())
-        .unwrap_or(Value::Null);
     (output.status.code(), stdout, report)
 }
 
@@ -56,7 +45,7 @@ fn a_hanging_controller_times_out_and_its_process_group_is_killed() {
     // would wait for the pipe.
     let (code, stdout, report) = run(&[
         "--controller",
-        "sleep 60 & sleep 60",
+        HANGS,
         "--timeout",
         "1",
         "--filter",
@@ -77,7 +66,7 @@ fn a_hanging_controller_times_out_and_its_process_group_is_killed() {
 fn a_crashing_controller_is_crashed_with_its_stderr_in_the_report() {
     let (code, stdout, report) = run(&[
         "--controller",
-        "echo 'Traceback: boom' >&2; exit 3",
+        &crashes("Traceback: boom", 3),
         "--filter",
         "correlation/01-single-call",
     ]);
@@ -98,7 +87,7 @@ fn a_crashing_controller_is_crashed_with_its_stderr_in_the_report() {
 fn garbage_output_is_crashed_and_names_what_was_printed() {
     let (code, _, report) = run(&[
         "--controller",
-        "echo '{not json'",
+        &prints("{not json"),
         "--filter",
         "correlation/01-single-call",
     ]);
@@ -112,7 +101,7 @@ fn garbage_output_is_crashed_and_names_what_was_printed() {
     );
     let (_, _, report) = run(&[
         "--controller",
-        "echo '{\"status\": \"done\"}'",
+        &prints(r#"{"status": "done"}"#),
         "--filter",
         "correlation/01-single-call",
     ]);
@@ -123,10 +112,7 @@ fn garbage_output_is_crashed_and_names_what_was_printed() {
 #[test]
 fn a_bad_controller_does_not_harm_the_other_cases() {
     // One command, two behaviours: hang on one case, behave on the others.
-    let reference = format!("'{}' reference-controller", loopcheck_bin().display());
-    let controller = format!(
-        "if [ \"$LOOPCHECK_CASE\" = correlation/01-single-call ]; then sleep 30; else {reference}; fi"
-    );
+    let controller = except_on("correlation/01-single-call", "sleep 30");
     let (code, _, report) = run(&[
         "--controller",
         &controller,
@@ -150,10 +136,9 @@ fn a_bad_controller_does_not_harm_the_other_cases() {
 
 #[test]
 fn unsupported_state_modes_are_reported_as_unsupported_not_passed() {
-    let reference = format!("'{}' reference-controller", loopcheck_bin().display());
     let (code, _, report) = run(&[
         "--controller",
-        &reference,
+        &reference(),
         "--supports",
         "stateless",
         "--filter",
@@ -185,27 +170,21 @@ fn matrix_compares_controllers_case_by_case() {
     let dir = tempfile::tempdir().unwrap();
     let json_path = dir.path().join("matrix.json");
     let markdown_path = dir.path().join("matrix.md");
-    let output = Command::new(loopcheck_bin())
-        .args([
-            "matrix",
-            "--controller",
-            "reference",
-            "--controller",
-            "broken=echo nonsense",
-        ])
-        .args([
-            "--supports",
-            "broken=stateless",
-            "--filter",
-            "correlation/01-single-call",
-        ])
-        .arg("--report-json")
-        .arg(&json_path)
-        .arg("--markdown")
-        .arg(&markdown_path)
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let output = loopcheck(&[
+        "matrix",
+        "--controller",
+        "reference",
+        "--controller",
+        "broken=echo nonsense",
+        "--supports",
+        "broken=stateless",
+        "--filter",
+        "correlation/01-single-call",
+        "--report-json",
+        &json_path.to_string_lossy(),
+        "--markdown",
+        &markdown_path.to_string_lossy(),
+    ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(
         output.status.code(),
@@ -242,10 +221,7 @@ fn matrix_compares_controllers_case_by_case() {
     );
     assert!(stdout.contains("broken: 2 cases: 0 passed"), "{stdout}");
 
-    let output = Command::new(loopcheck_bin())
-        .args(["matrix", "--controller", "nameless"])
-        .output()
-        .unwrap();
+    let output = loopcheck(&["matrix", "--controller", "nameless"]);
     assert_eq!(output.status.code(), Some(2));
 }
 
@@ -253,14 +229,7 @@ fn matrix_compares_controllers_case_by_case() {
 fn a_manifest_beside_the_controller_declares_its_capabilities() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("ctl.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "exec '{}' reference-controller\n",
-            loopcheck_bin().display()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&script, format!("exec {}\n", reference())).unwrap();
     let manifest = dir.path().join("ctl.sh.loopcheck.json");
     std::fs::write(&manifest, r#"{"supports": ["stateless"]}"#).unwrap();
     let command = format!("sh {}", script.display());

@@ -14,6 +14,7 @@ use tokio::process::Command;
 use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::controllers::interpreted;
 use crate::support::{loopcheck_bin, missing_sdk, python, root, sdk_importable, shell_quote};
 use crate::upstream::{engine_upstream, tls_front};
 
@@ -31,6 +32,25 @@ async fn loopcheck(args: &[&str], env: &[(&str, &str)]) -> Output {
     command.output().await.expect("loopcheck runs")
 }
 
+/// `loopcheck record --upstream UPSTREAM --out OUT OPTIONS -- COMMAND` with `env`.
+async fn record(
+    upstream: &str,
+    out: &Path,
+    options: &[&str],
+    command: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let out = out.to_string_lossy();
+    let args = [
+        &["record", "--upstream", upstream, "--out", &out][..],
+        options,
+        &["--"],
+        command,
+    ]
+    .concat();
+    loopcheck(&args, env).await
+}
+
 fn text(output: &Output) -> String {
     format!(
         "exit {}\nstdout:\n{}\nstderr:\n{}",
@@ -43,40 +63,35 @@ fn text(output: &Output) -> String {
 /// Records the Rust reference on catalogue case `id` through `upstream` into `out`.
 async fn record_reference(upstream: &str, key: &str, id: &str, out: &Path, extra: &[&str]) {
     let task = root().join(format!("scenarios/{id}.yaml"));
-    let mut args = vec![
-        "record",
-        "--upstream",
-        upstream,
-        "--out",
-        out.to_str().unwrap(),
-        "--task",
-        task.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
+    let options = [&["--task", task.to_str().unwrap()][..], extra].concat();
     let bin = bin();
-    args.extend(["--", &bin, "reference-controller"]);
-    let output = loopcheck(&args, &[("OPENAI_API_KEY", key)]).await;
+    let command = [bin.as_str(), "reference-controller"];
+    let output = record(
+        upstream,
+        out,
+        &options,
+        &command,
+        &[("OPENAI_API_KEY", key)],
+    )
+    .await;
     assert!(output.status.success(), "{}", text(&output));
 }
 
-/// `loopcheck run CASSETTE` (the Rust reference) and its JSON report's cases.
-async fn run_cassette(cassette: &Path) -> (Output, Vec<Value>) {
+/// `loopcheck run CASSETTE OPTIONS` (the Rust reference unless OPTIONS name a controller)
+/// and its JSON report's cases.
+async fn run_cassette(cassette: &Path, options: &[&str]) -> (Output, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("r.json");
-    let output = loopcheck(
-        &[
-            "run",
-            cassette.to_str().unwrap(),
-            "--report-json",
-            report.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .await;
-    let value: Value = std::fs::read(&report)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
+    let cassette = cassette.to_string_lossy();
+    let report_path = report.to_string_lossy();
+    let args = [
+        &["run", &cassette][..],
+        options,
+        &["--report-json", &report_path],
+    ]
+    .concat();
+    let output = loopcheck(&args, &[]).await;
+    let value = crate::support::cli::read_report(&report);
     (
         output,
         value["cases"].as_array().cloned().unwrap_or_default(),
@@ -105,7 +120,7 @@ async fn a_recording_of_the_reference_replays_to_it() {
     let lint = loopcheck(&["lint", cassette.to_str().unwrap()], &[]).await;
     assert!(lint.status.success(), "{}", text(&lint));
 
-    let (output, cases) = run_cassette(&cassette).await;
+    let (output, cases) = run_cassette(&cassette, &[]).await;
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(cases.len(), 1);
     assert_eq!(cases[0]["verdict"], "pass", "{:#}", cases[0]);
@@ -154,24 +169,18 @@ async fn a_stream_recorded_over_tls_keeps_its_events_and_replays() {
     assert_eq!(events[0]["event"]["type"], "response.created");
     assert!(events.iter().all(|e| e["after_ms"].is_u64()));
 
-    let (output, cases) = run_cassette(&cassette).await;
+    let (output, cases) = run_cassette(&cassette, &[]).await;
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(cases[0]["recording"]["status"], "matched", "{:#}", cases[0]);
 
     // Without the certificate the upstream is not trusted: nothing is recorded.
     let refused = dir.path().join("refused.json");
     let bin = bin();
-    let output = loopcheck(
-        &[
-            "record",
-            "--upstream",
-            &upstream,
-            "--out",
-            refused.to_str().unwrap(),
-            "--",
-            &bin,
-            "reference-controller",
-        ],
+    let output = record(
+        &upstream,
+        &refused,
+        &[],
+        &[&bin, "reference-controller"],
         &[("OPENAI_API_KEY", fake.api_key())],
     )
     .await;
@@ -192,47 +201,21 @@ async fn a_controller_that_drops_instructions_replays_as_drift_naming_the_reques
     let task = root().join(format!("scenarios/{id}.yaml"));
     let py = python.to_string_lossy().into_owned();
     let reference = root().join("harness/python/loop.py");
-    let output = loopcheck(
-        &[
-            "record",
-            "--upstream",
-            &format!("{}/v1", server.uri()),
-            "--out",
-            cassette.to_str().unwrap(),
-            "--task",
-            task.to_str().unwrap(),
-            "--",
-            &py,
-            reference.to_str().unwrap(),
-        ],
+    let output = record(
+        &format!("{}/v1", server.uri()),
+        &cassette,
+        &["--task", task.to_str().unwrap()],
+        &[&py, reference.to_str().unwrap()],
         &[("OPENAI_API_KEY", fake.api_key())],
     )
     .await;
     assert!(output.status.success(), "{}", text(&output));
 
     let mutant = root().join("harness/mutants/instructions-once.py");
-    let controller = format!(
-        "{} {}",
-        shell_quote(&py),
-        shell_quote(&mutant.to_string_lossy())
-    );
-    let dir2 = tempfile::tempdir().unwrap();
-    let report = dir2.path().join("r.json");
-    let output = loopcheck(
-        &[
-            "run",
-            cassette.to_str().unwrap(),
-            "--controller",
-            &controller,
-            "--report-json",
-            report.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .await;
+    let controller = interpreted(&python, &mutant);
+    let (output, cases) = run_cassette(&cassette, &["--controller", &controller]).await;
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    let value: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-    let case = &value["cases"][0];
+    let case = &cases[0];
     let changes: Vec<&str> = case["recording"]["changes"]
         .as_array()
         .unwrap()
@@ -318,20 +301,11 @@ async fn no_secret_reaches_disk_wherever_it_hides() {
     .unwrap();
     let out = dir.path().join("cassettes/leak.yaml");
     let app = root().join("tests/fixtures/stdlib_app.py");
-    let output = loopcheck(
-        &[
-            "record",
-            "--upstream",
-            &format!("{}/v1", server.uri()),
-            "--out",
-            out.to_str().unwrap(),
-            "--task",
-            task.to_str().unwrap(),
-            "--",
-            "python3",
-            app.to_str().unwrap(),
-            "2",
-        ],
+    let output = record(
+        &format!("{}/v1", server.uri()),
+        &out,
+        &["--task", task.to_str().unwrap()],
+        &["python3", app.to_str().unwrap(), "2"],
         &[("OPENAI_API_KEY", secret), ("SECRET", secret)],
     )
     .await;
@@ -362,20 +336,11 @@ async fn replay_only_fails_loudly_on_a_request_the_cassette_does_not_hold() {
     let record = |n: &'static str, mode: &'static str| {
         let (cassette, app, upstream) = (cassette.clone(), app.clone(), upstream.clone());
         async move {
-            loopcheck(
-                &[
-                    "record",
-                    "--upstream",
-                    &upstream,
-                    "--out",
-                    cassette.to_str().unwrap(),
-                    "--mode",
-                    mode,
-                    "--",
-                    "python3",
-                    app.to_str().unwrap(),
-                    n,
-                ],
+            record(
+                &upstream,
+                &cassette,
+                &["--mode", mode],
+                &["python3", app.to_str().unwrap(), n],
                 &[("OPENAI_API_KEY", "sk-test-key-0000")],
             )
             .await
@@ -417,17 +382,11 @@ async fn an_application_on_the_official_python_sdk_replays_offline() {
     let cassette = dir.path().join("app.yaml");
     let py = python.to_string_lossy().into_owned();
     let app = root().join("tests/fixtures/sdk_app.py");
-    let output = loopcheck(
-        &[
-            "record",
-            "--upstream",
-            &format!("{}/v1", server.uri()),
-            "--out",
-            cassette.to_str().unwrap(),
-            "--",
-            &py,
-            app.to_str().unwrap(),
-        ],
+    let output = record(
+        &format!("{}/v1", server.uri()),
+        &cassette,
+        &[],
+        &[&py, app.to_str().unwrap()],
         &[("OPENAI_API_KEY", fake.api_key())],
     )
     .await;
@@ -846,18 +805,11 @@ async fn record_without_a_task_keeps_the_commands_own_task_and_tools_url() {
         shell_quote(&seen.to_string_lossy()),
         shell_quote(&app.to_string_lossy())
     );
-    let output = loopcheck(
-        &[
-            "record",
-            "--upstream",
-            &format!("{}/v1", server.uri()),
-            "--out",
-            dir.path().join("own.yaml").to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
+    let output = record(
+        &format!("{}/v1", server.uri()),
+        &dir.path().join("own.yaml"),
+        &[],
+        &["sh", "-c", &script],
         &[
             ("OPENAI_API_KEY", "sk-test-key-0000"),
             ("LOOPCHECK_TASK", "/my/own/task.json"),

@@ -3,100 +3,15 @@
 //! leaves a partial report and no process, and nothing a controller printed is lost.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{loopcheck_bin, root, shell_quote};
-
-/// Whether `pid` names a live process (a zombie is dead: it only waits to be reaped).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name, which is in parentheses.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
-        Err(_) => false,
-    }
-}
-
-/// The pids a controller wrote, one per line, into `file`.
-fn pids(file: &Path) -> Vec<i32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| line.trim().parse().ok())
-        .collect()
-}
-
-/// Kills what the controllers of a test left (only after a failure: the test then
-/// still stops every process it caused).
-fn kill_all(pids: &[i32]) {
-    for &pid in pids {
-        // SAFETY: kill only sends a signal, to a pid a controller of this test wrote.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-        }
-    }
-}
-
-/// Waits until none of `pids` lives, at most `within`; the ones still alive.
-fn wait_dead(pids: &[i32], within: Duration) -> Vec<i32> {
-    let deadline = Instant::now() + within;
-    loop {
-        let living: Vec<i32> = pids.iter().copied().filter(|&p| alive(p)).collect();
-        if living.is_empty() || Instant::now() > deadline {
-            return living;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// A `loopcheck run` started with `args` and a JSON report in `dir`.
-fn start(dir: &Path, args: &[&str]) -> Child {
-    Command::new(loopcheck_bin())
-        .arg("run")
-        .args(args)
-        .arg("--report-json")
-        .arg(dir.join("report.json"))
-        .current_dir(root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("loopcheck starts")
-}
-
-/// Waits for `child` at most `within`, killing it (and the pids in `pid_file`) if it
-/// is still running; its exit code, its output and its report.
-fn finish(
-    mut child: Child,
-    dir: &Path,
-    within: Duration,
-    pid_file: &Path,
-) -> (Option<i32>, String, Value) {
-    let deadline = Instant::now() + within;
-    while child.try_wait().expect("waiting works").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            kill_all(&pids(pid_file));
-            panic!("loopcheck was still running after {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let output = child.wait_with_output().expect("output");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report = std::fs::read(dir.join("report.json"))
-        .map(|bytes| serde_json::from_slice(&bytes).expect("the JSON report parses"))
-        .unwrap_or(Value::Null);
-    (output.status.code(), text, report)
-}
+use crate::support::cli::loopcheck;
+use crate::support::controllers::{
+    Finished, finish, kill_all, pids, recording_pid, reference, start, wait_dead,
+};
+use crate::support::shell_quote;
 
 /// The report's one case run in the `stateless` mode.
 fn stateless(report: &Value) -> &Value {
@@ -108,16 +23,12 @@ fn stateless(report: &Value) -> &Value {
         .expect("a stateless case run")
 }
 
-fn reference() -> String {
-    shell_quote(&loopcheck_bin().to_string_lossy())
-}
-
 #[test]
 fn a_slow_starting_worker_gets_its_start_up_apart_from_the_case_timeout() {
     let dir = tempfile::tempdir().unwrap();
     // Sleeps longer than the case timeout before it reads anything, as an SDK's imports
     // do on a loaded machine.
-    let controller = format!("sleep 6; exec {} reference-controller", reference());
+    let controller = format!("sleep 6; exec {}", reference());
     let child = start(
         dir.path(),
         &[
@@ -133,7 +44,8 @@ fn a_slow_starting_worker_gets_its_start_up_apart_from_the_case_timeout() {
             "correlation/01-single-call",
         ],
     );
-    let (code, text, report) = finish(child, dir.path(), Duration::from_secs(60), dir.path());
+    let Finished { code, text, report } =
+        finish(child, dir.path(), Duration::from_secs(60), dir.path());
     assert_eq!(code, Some(0), "{text}");
     let cases = report["cases"].as_array().expect("cases");
     assert_eq!(cases.len(), 2, "{text}");
@@ -184,12 +96,11 @@ fn a_worker_that_stops_reading_its_input_times_out_instead_of_hanging_the_run() 
     let dir = tempfile::tempdir().unwrap();
     let scenario = big_scenario(dir.path());
     let pid_file = dir.path().join("pids");
-    let quoted = shell_quote(&pid_file.to_string_lossy());
     // A worker that reads and answers its first case, then never reads again: the
     // second case's line does not fit in the pipe.
-    let answers_once = format!(
-        "echo $$ >> {quoted}; head -n 1 >/dev/null; \
-         echo '{{\"status\": \"failed\", \"reason\": \"x\"}}'; exec sleep 60"
+    let answers_once = recording_pid(
+        &pid_file,
+        "head -n 1 >/dev/null; echo '{\"status\": \"failed\", \"reason\": \"x\"}'; exec sleep 60",
     );
     let child = start(
         dir.path(),
@@ -205,7 +116,8 @@ fn a_worker_that_stops_reading_its_input_times_out_instead_of_hanging_the_run() 
             "3",
         ],
     );
-    let (code, text, report) = finish(child, dir.path(), Duration::from_secs(40), &pid_file);
+    let Finished { code, text, report } =
+        finish(child, dir.path(), Duration::from_secs(40), &pid_file);
     assert_eq!(code, Some(1), "{text}");
     let verdicts: Vec<&str> = report["cases"]
         .as_array()
@@ -217,7 +129,7 @@ fn a_worker_that_stops_reading_its_input_times_out_instead_of_hanging_the_run() 
     assert!(wait_dead(&pids(&pid_file), Duration::from_secs(5)).is_empty());
 
     // A fresh worker that never reads: its start-up budget ends it.
-    let never_reads = format!("echo $$ >> {quoted}; exec sleep 60");
+    let never_reads = recording_pid(&pid_file, "exec sleep 60");
     let child = start(
         dir.path(),
         &[
@@ -232,7 +144,8 @@ fn a_worker_that_stops_reading_its_input_times_out_instead_of_hanging_the_run() 
             "2",
         ],
     );
-    let (code, text, report) = finish(child, dir.path(), Duration::from_secs(30), &pid_file);
+    let Finished { code, text, report } =
+        finish(child, dir.path(), Duration::from_secs(30), &pid_file);
     assert_eq!(code, Some(1), "{text}");
     let case = &report["cases"][0];
     assert_eq!(case["verdict"], "timeout", "{text}");
@@ -257,7 +170,7 @@ fn interrupt_run(args: &[&str], dir: &Path, pid_file: &Path, count: usize, signa
     assert!(pids(pid_file).len() >= count, "the controllers started");
     // SAFETY: kill only sends a signal to the child this test started.
     unsafe { libc::kill(child.id() as i32, signal) };
-    let (code, text, report) = finish(child, dir, Duration::from_secs(30), pid_file);
+    let Finished { code, text, report } = finish(child, dir, Duration::from_secs(30), pid_file);
     let left = wait_dead(&pids(pid_file), Duration::from_secs(5));
     kill_all(&left);
     assert_eq!(code, Some(130), "{text}");
@@ -276,7 +189,7 @@ fn ctrl_c_or_sigterm_stops_the_run_with_a_partial_report_and_no_controller_left(
     let pid_file = dir.path().join("pids");
     let quoted = shell_quote(&pid_file.to_string_lossy());
     // A process per case, with a child of its own in its group.
-    let sleeper = format!("echo $$ >> {quoted}; sleep 60 & echo $! >> {quoted}; wait");
+    let sleeper = recording_pid(&pid_file, &format!("sleep 60 & echo $! >> {quoted}; wait"));
     interrupt_run(
         &["--controller", &sleeper, "--jobs", "2", "--timeout", "100"],
         dir.path(),
@@ -287,7 +200,7 @@ fn ctrl_c_or_sigterm_stops_the_run_with_a_partial_report_and_no_controller_left(
 
     // A persistent worker per job.
     std::fs::remove_file(&pid_file).unwrap();
-    let worker = format!("echo $$ >> {quoted}; exec sleep 60");
+    let worker = recording_pid(&pid_file, "exec sleep 60");
     interrupt_run(
         &[
             "--controller",
@@ -329,7 +242,8 @@ fn a_daemon_holding_standard_output_loses_no_result_and_is_killed() {
             "correlation/01-single-call",
         ],
     );
-    let (_, text, report) = finish(child, dir.path(), Duration::from_secs(40), &pid_file);
+    let Finished { text, report, .. } =
+        finish(child, dir.path(), Duration::from_secs(40), &pid_file);
     let left = wait_dead(&pids(&pid_file), Duration::from_secs(5));
     kill_all(&left);
     let case = stateless(&report);
@@ -361,7 +275,8 @@ fn a_result_line_cut_by_the_capture_cap_says_so() {
             "correlation/01-single-call",
         ],
     );
-    let (_, text, report) = finish(child, dir.path(), Duration::from_secs(40), dir.path());
+    let Finished { text, report, .. } =
+        finish(child, dir.path(), Duration::from_secs(40), dir.path());
     let case = stateless(&report);
     assert_eq!(case["verdict"], "crashed", "{text}");
     assert!(
@@ -373,17 +288,13 @@ fn a_result_line_cut_by_the_capture_cap_says_so() {
 #[test]
 fn an_empty_controller_command_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(loopcheck_bin())
-        .args([
-            "run",
-            "--controller",
-            "",
-            "--filter",
-            "correlation/01-single-call",
-        ])
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let output = loopcheck(&[
+        "run",
+        "--controller",
+        "",
+        "--filter",
+        "correlation/01-single-call",
+    ]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -393,11 +304,12 @@ fn an_empty_controller_command_is_a_usage_error() {
 
     let config = dir.path().join("loopcheck.toml");
     std::fs::write(&config, "[profile.default]\ncontroller = \"\"\n").unwrap();
-    let output = Command::new(loopcheck_bin())
-        .args(["run", "--filter", "correlation/01-single-call", "--config"])
-        .arg(&config)
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let output = loopcheck(&[
+        "run",
+        "--filter",
+        "correlation/01-single-call",
+        "--config",
+        &config.to_string_lossy(),
+    ]);
     assert_eq!(output.status.code(), Some(2));
 }

@@ -2,19 +2,14 @@
 //! --markdown` prints from the registry (docs/rules.yaml) and the mutant headers, and the
 //! registry names only checks and cases that exist, so neither can go stale.
 
-use std::process::Command;
-
 use loopcheck::rules::{self, TABLE_PATH};
 
-use crate::support::{catalogue, loopcheck_bin, root};
+use crate::support::cli::loopcheck;
+use crate::support::{catalogue, root};
 
 #[test]
 fn the_committed_rule_table_is_the_generated_one() {
-    let output = Command::new(loopcheck_bin())
-        .args(["list", "--rules", "--markdown"])
-        .current_dir(root())
-        .output()
-        .expect("loopcheck runs");
+    let output = loopcheck(&["list", "--rules", "--markdown"]);
     assert!(
         output.status.success(),
         "loopcheck list --rules --markdown failed:\n{}",

@@ -1,11 +1,10 @@
 //! Malformed scenario files are rejected with `file:line:col` and what was expected.
 
 use std::path::Path;
-use std::process::Command;
 
 use loopcheck::scenario::parse;
 
-use crate::support::loopcheck_bin;
+use crate::support::cli::loopcheck;
 
 const GOOD: &str = r#"format: 1
 id: demo/ok
@@ -136,25 +135,15 @@ fn lint_reports_every_bad_file_and_exits_2() {
         GOOD.replace("outcome: completed", "outcome: done"),
     )
     .unwrap();
-    let output = Command::new(loopcheck_bin())
-        .arg("lint")
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let lint = |path: &Path| loopcheck(&["lint", &path.to_string_lossy()]);
+    let output = lint(dir.path());
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("bad.yaml:14:"), "{stderr}");
-    let output = Command::new(loopcheck_bin())
-        .arg("lint")
-        .arg(dir.path().join("good.yaml"))
-        .output()
-        .unwrap();
+    let output = lint(&dir.path().join("good.yaml"));
     assert_eq!(output.status.code(), Some(0));
-    let output = Command::new(loopcheck_bin())
-        .arg("run")
-        .arg(dir.path().join("bad.yaml"))
-        .output()
-        .unwrap();
+    let bad = dir.path().join("bad.yaml");
+    let output = loopcheck(&["run", &bad.to_string_lossy()]);
     assert_eq!(
         output.status.code(),
         Some(2),

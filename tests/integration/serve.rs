@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use loopcheck::serve::{Limits, ServeOptions, SessionServer};
+use loopcheck::serve::{Limits, ServeOptions};
 use serde_json::{Value, json};
 
 use crate::support;
+use crate::support::http::{self, Api};
 
 /// Areas whose verdicts do not hang on wall-clock time, so a loaded machine cannot
 /// change them.
@@ -89,11 +90,9 @@ fn timeless_runs() -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_concurrent_sessions_each_get_what_their_case_gets_alone() {
-    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
-        .await
-        .expect("serve");
+    let server = support::session_server(ServeOptions::default()).await;
     let url = server.url();
-    let client = reqwest::Client::new();
+    let client = http::client();
     let runs = timeless_runs();
     assert!(runs.len() >= 50, "only {} timeless case runs", runs.len());
 
@@ -138,21 +137,16 @@ async fn a_hundred_concurrent_sessions_each_get_what_their_case_gets_alone() {
 
 #[tokio::test]
 async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
-    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
-        .await
-        .expect("serve");
+    let server = support::session_server(ServeOptions::default()).await;
     let url = server.url();
-    let client = reqwest::Client::new();
+    let client = http::client();
     // `token` "" sends none.
     let post = |path: &str, token: &str, body: Value| {
-        let request = client
-            .post(format!("{url}{path}"))
-            .bearer_auth(token)
-            .json(&body);
+        let api = Api::new(&url, Some(token).filter(|t| !t.is_empty()));
+        let path = path.to_owned();
         async move {
-            let answer = request.send().await.expect("request");
-            let status = answer.status().as_u16();
-            (status, answer.json::<Value>().await.expect("JSON"))
+            let reply = api.post(&path, &body).await;
+            (reply.status, reply.json())
         }
     };
     let message = |answer: &Value| answer["error"]["message"].as_str().unwrap_or("").to_owned();
@@ -232,15 +226,11 @@ async fn bad_requests_get_clear_errors_and_a_bad_result_is_judged() {
 }
 
 /// A session created over HTTP: its creation answer.
-async fn create(client: &reqwest::Client, url: &str, case: &str) -> Value {
-    let answer = client
-        .post(format!("{url}/loopcheck/sessions"))
-        .json(&json!({"case": case, "seed": 7}))
-        .send()
-        .await
-        .expect("create");
-    assert_eq!(answer.status(), 201);
-    answer.json().await.expect("JSON")
+async fn create(url: &str, case: &str) -> Value {
+    let body = json!({"case": case, "seed": 7});
+    let reply = Api::new(url, None).post("/loopcheck/sessions", &body).await;
+    assert_eq!(reply.status, 201);
+    reply.json()
 }
 
 fn field<'a>(created: &'a Value, key: &str) -> &'a str {
@@ -251,18 +241,14 @@ fn field<'a>(created: &'a Value, key: &str) -> &'a str {
 
 #[tokio::test]
 async fn a_sessions_token_and_key_open_no_other_session_nor_server() {
-    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
-        .await
-        .expect("serve");
-    let other = SessionServer::start(support::catalogue(), ServeOptions::default())
-        .await
-        .expect("a second server");
-    let client = reqwest::Client::new();
+    let server = support::session_server(ServeOptions::default()).await;
+    let other = support::session_server(ServeOptions::default()).await;
+    let client = http::client();
     let case = "dispatch/01-unknown-tool";
-    let a = create(&client, &server.url(), case).await;
-    let b = create(&client, &server.url(), case).await;
+    let a = create(&server.url(), case).await;
+    let b = create(&server.url(), case).await;
     // The same case, state and seed on another server.
-    let c = create(&client, &other.url(), case).await;
+    let c = create(&other.url(), case).await;
 
     let control = [
         (
@@ -325,11 +311,9 @@ async fn idle_sessions_expire_and_a_runaway_session_is_capped() {
         },
         ..ServeOptions::default()
     };
-    let server = SessionServer::start(support::catalogue(), options)
-        .await
-        .expect("serve");
+    let server = support::session_server(options).await;
     let url = server.url();
-    let client = reqwest::Client::new();
+    let client = http::client();
     let create = || {
         client
             .post(format!("{url}/loopcheck/sessions"))
@@ -387,12 +371,7 @@ async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
     let (mut process, url) =
         support::ServeProcess::start(&["serve", "--filter", "dispatch/*", "--stop-on-eof"], None);
     let stdin = process.stdin();
-    let cases = get_json(
-        &reqwest::Client::new(),
-        &format!("{url}/loopcheck/cases"),
-        None,
-    )
-    .await;
+    let cases = get_json(&http::client(), &format!("{url}/loopcheck/cases"), None).await;
     let ids: Vec<&str> = cases["cases"]
         .as_array()
         .expect("a list")
@@ -404,7 +383,7 @@ async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
     let state = cases["cases"][0]["runs"][0]["state"]
         .as_str()
         .expect("a state");
-    let run = run_session(&reqwest::Client::new(), &url, ids[0], state).await;
+    let run = run_session(&http::client(), &url, ids[0], state).await;
     assert_eq!(run.verdict["verdict"], "pass", "{:#}", run.verdict);
 
     // With --stop-on-eof, the server ends once whoever started it closes its stdin.
@@ -422,18 +401,9 @@ async fn the_serve_command_prints_its_url_and_serves_filtered_cases() {
 
 #[tokio::test]
 async fn a_case_is_served_streamed_when_a_session_asks_for_its_stream_delivery() {
-    let server = SessionServer::start(support::catalogue(), ServeOptions::default())
-        .await
-        .expect("serve");
-    let client = reqwest::Client::new();
-    let listed: Value = client
-        .get(format!("{}/loopcheck/cases", server.url()))
-        .send()
-        .await
-        .expect("cases")
-        .json()
-        .await
-        .expect("JSON");
+    let server = support::session_server(ServeOptions::default()).await;
+    let api = Api::new(&server.url(), None);
+    let listed = api.get("/loopcheck/cases").await.json();
     let runs = |id: &str| -> Vec<(String, String)> {
         let case = listed["cases"]
             .as_array()
@@ -462,12 +432,10 @@ async fn a_case_is_served_streamed_when_a_session_asks_for_its_stream_delivery()
     );
 
     let create = |body: Value| {
-        let request = client
-            .post(format!("{}/loopcheck/sessions", server.url()))
-            .json(&body);
+        let api = api.clone();
         async move {
-            let answer = request.send().await.expect("create");
-            (answer.status(), answer.json::<Value>().await.expect("JSON"))
+            let reply = api.post("/loopcheck/sessions", &body).await;
+            (reply.status, reply.json())
         }
     };
     let (status, streamed) =

@@ -3,23 +3,29 @@
 //! output path that cannot be written is refused before the first case.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::support::{loopcheck_bin, shell_quote};
+use crate::support::{cli, shell_quote};
 
 /// One case, with a controller that leaves a marker file when it is started: the marker
 /// shows whether any case ran.
 fn run_in(dir: &Path, extra: &[&str]) -> Output {
     let marker = dir.join("controller-ran");
     let controller = format!("touch {}", shell_quote(&marker.to_string_lossy()));
-    Command::new(loopcheck_bin())
-        .current_dir(dir)
-        .env_remove("LOOPCHECK_PROFILE")
-        .args(["run", "--filter", "dispatch/01-unknown-tool", "--jobs", "1"])
-        .args(["--controller", &controller])
-        .args(extra)
-        .output()
-        .unwrap()
+    cli::command(&[
+        "run",
+        "--filter",
+        "dispatch/01-unknown-tool",
+        "--jobs",
+        "1",
+        "--controller",
+        &controller,
+    ])
+    .args(extra)
+    .current_dir(dir)
+    .env_remove("LOOPCHECK_PROFILE")
+    .output()
+    .expect("loopcheck runs")
 }
 
 /// What is wrong with how a run refused a mistake: it must exit 2 with stderr starting

@@ -2,15 +2,14 @@
 //! expected failures that only shrink.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
+use crate::support::cli::assert_success;
+use crate::support::cli::loopcheck;
+use crate::support::controllers::reference;
 use crate::support::loopcheck_bin;
-
-fn loopcheck(args: &[&str]) -> Output {
-    Command::new(loopcheck_bin()).args(args).output().unwrap()
-}
 
 fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -46,11 +45,7 @@ fn the_shards_of_a_partition_merge_into_the_whole_run() {
         ]
         .concat(),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_success(&out);
     for scheme in ["slice", "hash"] {
         let mut shards = Vec::new();
         for k in 1..=2 {
@@ -69,11 +64,7 @@ fn the_shards_of_a_partition_merge_into_the_whole_run() {
                 ]
                 .concat(),
             );
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stdout)
-            );
+            assert_success(&out);
             assert!(
                 !runs(&json(&path)).is_empty(),
                 "{scheme}: shard {k} is empty"
@@ -91,11 +82,7 @@ fn the_shards_of_a_partition_merge_into_the_whole_run() {
             "--junit",
             junit.to_str().unwrap(),
         ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         assert_eq!(runs(&json(&merged)), runs(&json(&whole)), "{scheme}");
         assert_eq!(json(&merged)["summary"], json(&whole)["summary"]);
         assert!(
@@ -234,9 +221,8 @@ fn a_profile_in_loopcheck_toml_sets_the_run_and_the_command_line_wins() {
     assert!(dir.path().join("out/junit.xml").exists());
     // LOOPCHECK_PROFILE picks it too; the command line's controller wins over the file.
     std::fs::remove_dir_all(dir.path().join("out")).unwrap();
-    let reference = format!("{} reference-controller", loopcheck_bin().display());
     let out = run(
-        &["--controller", &reference],
+        &["--controller", &reference()],
         &[("LOOPCHECK_PROFILE", "ci")],
     );
     assert_eq!(

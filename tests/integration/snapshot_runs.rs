@@ -3,11 +3,11 @@
 //! files or folders reported, never a panic.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::{loopcheck_bin, root};
+use crate::support::cli::{self, assert_success};
 
 const CASE: &str = "correlation/01-single-call";
 
@@ -15,32 +15,27 @@ const CASE: &str = "correlation/01-single-call";
 fn run(snapshots: &Path, ci: bool, extra: &[&str]) -> (Output, Value) {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
-    let mut command = Command::new(loopcheck_bin());
+    let mut command = cli::command(&[
+        "run",
+        "--filter",
+        CASE,
+        "--supports",
+        "stateless",
+        "--jobs",
+        "1",
+    ]);
     command
-        .args([
-            "run",
-            "--filter",
-            CASE,
-            "--supports",
-            "stateless",
-            "--jobs",
-            "1",
-        ])
         .arg("--snapshots")
         .arg(snapshots)
         .arg("--report-json")
         .arg(&report)
         .args(extra)
-        .current_dir(root())
         .env_remove("CI");
     if ci {
         command.env("CI", "true");
     }
     let output = command.output().expect("loopcheck runs");
-    let value = std::fs::read(&report)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or(Value::Null);
+    let value = cli::read_report(&report);
     (output, value)
 }
 
@@ -64,11 +59,7 @@ fn verdict(report: &Value) -> &str {
 fn a_changed_request_is_drift_naming_the_request_and_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let (output, _) = run(dir.path(), false, &["--update-snapshots"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stdout)
-    );
+    assert_success(&output);
     // The recorded run without `parallel_tool_calls` in its second request: as though
     // the controller had just started sending it.
     let text = std::fs::read_to_string(snap(dir.path())).unwrap();

@@ -14,6 +14,8 @@ use loopcheck::transcript::{FaultRecord, ModelExchange, StreamRecord};
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::support::http::{Api, Reply};
+use crate::support::sse::{Streamed, parse_strict as parse_sse};
 use crate::support::{case_from_yaml, response_text, serve};
 
 const INVALID: &str = "invalid_request_error";
@@ -27,99 +29,39 @@ const STREAM_TERMINALS: &[&str] = &[
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-/// One running fake with its key and an HTTP client.
+/// One running fake and the API a controller would call, with the session's key.
 struct Fake {
     session: Arc<Session>,
-    server: RunningServer,
-    key: String,
-    client: reqwest::Client,
-}
-
-/// A whole (non-streamed) answer.
-struct Reply {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    text: String,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-
-    fn content_type(&self) -> &str {
-        self.header("content-type").unwrap_or_default()
-    }
-}
-
-/// A streamed answer read chunk by chunk, up to the end or a body error.
-struct Streamed {
-    status: u16,
-    content_type: String,
-    chunks: Vec<Vec<u8>>,
-    error: Option<reqwest::Error>,
-}
-
-impl Streamed {
-    fn bytes(&self) -> Vec<u8> {
-        self.chunks.concat()
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8(self.bytes()).expect("the stream is UTF-8 once reassembled")
-    }
-
-    fn events(&self) -> Vec<Value> {
-        parse_sse(&self.text())
-    }
+    /// Kept for the fake's life: dropping it stops the server.
+    _server: RunningServer,
+    api: Api,
 }
 
 impl Fake {
     async fn start(yaml: &str, state: StateMode) -> Self {
         let (session, server) = serve(&case_from_yaml(yaml), state).await;
-        let key = session.api_key().to_owned();
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .expect("a client");
+        let api = Api::new(&server.base_url(), Some(session.api_key()));
         Self {
             session,
-            server,
-            key,
-            client,
+            _server: server,
+            api,
         }
     }
 
     fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        self.client
-            .request(method, format!("{}{path}", self.server.base_url()))
-            .header("authorization", format!("Bearer {}", self.key))
+        self.api.request(method, path)
     }
 
     fn post_builder(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
-        self.request(Method::POST, path)
-            .header("content-type", "application/json")
-            .body(body.to_string())
+        self.api.post_json(path, body)
     }
 
     async fn send(&self, builder: reqwest::RequestBuilder) -> Reply {
-        let response = builder.send().await.expect("the fake answers");
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let text = response.text().await.expect("a whole body");
-        Reply {
-            status,
-            headers,
-            text,
-        }
+        self.api.send(builder).await
     }
 
     async fn post(&self, path: &str, body: &Value) -> Reply {
-        self.send(self.post_builder(path, body)).await
+        self.api.post(path, body).await
     }
 
     async fn create(&self, body: &Value) -> Reply {
@@ -127,45 +69,34 @@ impl Fake {
     }
 
     async fn get(&self, path: &str) -> Reply {
-        self.send(self.request(Method::GET, path)).await
+        self.api.get(path).await
     }
 
     async fn delete(&self, path: &str) -> Reply {
-        self.send(self.request(Method::DELETE, path)).await
+        self.api.delete(path).await
     }
 
-    async fn read_stream(&self, builder: reqwest::RequestBuilder) -> Streamed {
-        let mut response = builder.send().await.expect("the fake answers");
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        let mut chunks = Vec::new();
-        let mut error = None;
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => chunks.push(chunk.to_vec()),
-                Ok(None) => break,
-                Err(err) => {
-                    error = Some(err);
-                    break;
-                }
-            }
-        }
-        Streamed {
-            status,
-            content_type,
-            chunks,
-            error,
-        }
+    /// `body` sent again as an SDK's retry number `count`.
+    async fn retry(&self, body: &Value, count: &str) -> Reply {
+        self.send(
+            self.post_builder("/v1/responses", body)
+                .header("x-stainless-retry-count", count.to_owned()),
+        )
+        .await
     }
 
     async fn stream(&self, body: &Value) -> Streamed {
-        self.read_stream(self.post_builder("/v1/responses", body))
-            .await
+        Streamed::read(self.post_builder("/v1/responses", body)).await
+    }
+
+    /// Streams `body` to a clean end (200, no broken body); its events, numbered from 0.
+    async fn stream_events(&self, body: &Value) -> Vec<Value> {
+        let streamed = self.stream(body).await;
+        assert_eq!(streamed.status, 200);
+        assert!(streamed.error.is_none(), "{:?}", streamed.error);
+        let events = streamed.events();
+        assert_sequence(&events, 0);
+        events
     }
 
     fn last(&self) -> ModelExchange {
@@ -188,33 +119,6 @@ impl Fake {
         }
         panic!("the stream never ended in the transcript");
     }
-}
-
-/// Parses an SSE body: every event exactly `event: T\ndata: JSON\n\n` with `type == T`.
-fn parse_sse(text: &str) -> Vec<Value> {
-    assert!(
-        text.is_empty() || text.ends_with("\n\n"),
-        "the body does not end with a complete event: {text:?}"
-    );
-    assert!(!text.contains("[DONE]"), "the stream sends [DONE]");
-    text.split_terminator("\n\n")
-        .map(|block| {
-            let (event, data) = block
-                .split_once('\n')
-                .unwrap_or_else(|| panic!("not `event:` + `data:`: {block:?}"));
-            let name = event
-                .strip_prefix("event: ")
-                .unwrap_or_else(|| panic!("no `event: ` line: {block:?}"));
-            let data = data
-                .strip_prefix("data: ")
-                .unwrap_or_else(|| panic!("no `data: ` line: {block:?}"));
-            assert!(!data.contains('\n'), "multi-line data: {block:?}");
-            let value: Value = serde_json::from_str(data)
-                .unwrap_or_else(|e| panic!("data not JSON ({e}): {data}"));
-            assert_eq!(value["type"], name, "`type` differs from `event:`");
-            value
-        })
-        .collect()
 }
 
 fn types(events: &[Value]) -> Vec<&str> {
@@ -515,11 +419,8 @@ async fn stream_has_the_canonical_shape() {
 async fn stream_without_obfuscation_has_no_obfuscation_key() {
     let fake = Fake::start(STREAM_SHAPE, StateMode::PreviousResponseId).await;
     let body = stream_request(json!({"stream_options": {"include_obfuscation": false}}));
-    let streamed = fake.stream(&body).await;
-    assert_eq!(streamed.status, 200);
-    let events = streamed.events();
+    let events = fake.stream_events(&body).await;
     assert_eq!(events.len(), 28);
-    assert_sequence(&events, 0);
     assert!(
         events
             .iter()
@@ -754,12 +655,8 @@ async fn error_event_ends_the_stream_in_either_shape() {
         ),
     ];
     for (turn, (k, error_event)) in expected.into_iter().enumerate() {
-        let streamed = fake.stream(&body).await;
-        assert_eq!(streamed.status, 200);
-        assert!(streamed.error.is_none(), "{:?}", streamed.error);
-        let events = streamed.events();
+        let events = fake.stream_events(&body).await;
         assert_eq!(events.len(), k + 1, "nothing after the error event");
-        assert_sequence(&events, 0);
         assert_eq!(events[k], error_event);
         assert_eq!(
             types(&events[..k])
@@ -812,10 +709,7 @@ async fn incomplete_and_failed_turns_end_with_their_terminal_event() {
     let fake = Fake::start(ENDINGS, StateMode::PreviousResponseId).await;
     let body = json!({"model": "gpt-5", "input": "Summarise the report.", "stream": true});
 
-    let streamed = fake.stream(&body).await;
-    assert!(streamed.error.is_none());
-    let events = streamed.events();
-    assert_sequence(&events, 0);
+    let events = fake.stream_events(&body).await;
     assert_eq!(
         types(&events),
         [
@@ -845,10 +739,7 @@ async fn incomplete_and_failed_turns_end_with_their_terminal_event() {
     assert_eq!(response_text(terminal), "The report says");
     assert_items_not_interleaved(&events, &served);
 
-    let streamed = fake.stream(&body).await;
-    assert!(streamed.error.is_none());
-    let events = streamed.events();
-    assert_sequence(&events, 0);
+    let events = fake.stream_events(&body).await;
     assert_eq!(
         types(&events),
         [
@@ -874,24 +765,60 @@ async fn incomplete_and_failed_turns_end_with_their_terminal_event() {
 // ---------------------------------------------------------------------------------------
 // 6. Validation errors before any event
 
-const ONE_MESSAGE: &str = r#"
+/// A scenario that answers "Hello?" with `script` (YAML list items, indented by two).
+fn hello_scenario(id: &str, summary: &str, script: &str) -> String {
+    format!(
+        r#"
 format: 1
-id: surface/one-message
-summary: One final answer.
+id: surface/{id}
+summary: {summary}
 level: must
 task:
   input: Hello?
   tools: [search_docs]
 script:
-  - output:
-      - message: Hello there.
+{script}
 expect:
   outcome: completed
-"#;
+"#
+    )
+}
+
+fn one_message() -> String {
+    hello_scenario(
+        "one-message",
+        "One final answer.",
+        "  - output:\n      - message: Hello there.",
+    )
+}
+
+fn fault_scenario(fault: &str) -> String {
+    hello_scenario(
+        "fault",
+        "One fault, then the answer.",
+        &format!("  - faults:\n      - {fault}\n    output:\n      - message: Hello there."),
+    )
+}
+
+fn two_turns() -> String {
+    hello_scenario(
+        "two-turns",
+        "Two answers in a row.",
+        "  - output:\n      - message: First.\n  - output:\n      - message: Second.",
+    )
+}
+
+fn served_then_fault() -> String {
+    hello_scenario(
+        "served-then-fault",
+        "A first answer, then a 500 on the next turn's first attempt.",
+        "  - output:\n      - message: First.\n  - faults:\n      - {status: 500}\n    output:\n      - message: Second.",
+    )
+}
 
 #[tokio::test]
 async fn validation_errors_are_plain_json_even_when_streaming() {
-    let fake = Fake::start(ONE_MESSAGE, StateMode::PreviousResponseId).await;
+    let fake = Fake::start(&one_message(), StateMode::PreviousResponseId).await;
     let unknown = "resp_0123456789abcdef0123456789abcdef0123456789abcdef";
     let reply = fake
         .create(&json!({"model": "gpt-5", "input": "Hello?", "stream": true, "previous_response_id": unknown}))
@@ -939,170 +866,202 @@ async fn validation_errors_are_plain_json_even_when_streaming() {
 // ---------------------------------------------------------------------------------------
 // 7. Faults
 
-fn fault_scenario(fault: &str) -> String {
-    format!(
-        r#"
-format: 1
-id: surface/fault
-summary: One fault, then the answer.
-level: must
-task:
-  input: Hello?
-  tools: [search_docs]
-script:
-  - faults:
-      - {fault}
-    output:
-      - message: Hello there.
-expect:
-  outcome: completed
-"#
-    )
-}
-
 fn hello() -> Value {
     json!({"model": "gpt-5", "input": "Hello?"})
 }
 
 /// Sends the faulted attempt's twin (as an SDK retry) and checks it gets turn 0, then
-/// checks the faulted exchange's record.
-async fn assert_retry_served(fake: &Fake, record: FaultRecord) {
-    let reply = fake
-        .send(
-            fake.post_builder("/v1/responses", &hello())
-                .header("x-stainless-retry-count", "1"),
-        )
-        .await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    assert_eq!(response_text(&reply.json()), "Hello there.");
+/// checks the faulted exchange's record; `row` names the case in a failure.
+async fn assert_retry_served(row: &str, fake: &Fake, record: FaultRecord) {
+    let reply = fake.retry(&hello(), "1").await;
+    assert_eq!(reply.status, 200, "{row}: {}", reply.text);
+    assert_eq!(response_text(&reply.json()), "Hello there.", "{row}");
     let transcript = fake.session.transcript();
     let [faulted, served] = transcript.model.as_slice() else {
-        panic!("expected two exchanges, got {}", transcript.model.len());
+        panic!(
+            "{row}: expected two exchanges, got {}",
+            transcript.model.len()
+        );
     };
-    assert_eq!(faulted.turn, None);
-    assert_eq!(faulted.fault.as_ref(), Some(&record));
-    assert_eq!(served.turn, Some(0));
-    assert_eq!(served.fault, None);
-    assert_eq!(served.body, faulted.body);
+    assert_eq!(faulted.turn, None, "{row}");
+    assert_eq!(faulted.fault.as_ref(), Some(&record), "{row}");
+    assert_eq!(served.turn, Some(0), "{row}");
+    assert_eq!(served.fault, None, "{row}");
+    assert_eq!(served.body, faulted.body, "{row}");
 }
 
-#[tokio::test]
-async fn fault_429_with_retry_after_ms() {
-    let fake = Fake::start(
-        &fault_scenario("{status: 429, retry_after_ms: 250}"),
-        StateMode::PreviousResponseId,
-    )
-    .await;
-    let reply = fake.create(&hello()).await;
-    assert_api_error(
-        &reply,
-        429,
-        "tokens",
-        Some("rate_limit_exceeded"),
-        None,
-        "Rate limit reached for gpt-5 in organization org-loopcheck on tokens per min (TPM): Limit 30000, Used 29937, Requested 385. Please try again in 644ms. Visit https://platform.openai.com/account/rate-limits to learn more.",
-    );
-    assert_eq!(reply.header("retry-after-ms"), Some("250"));
-    assert_eq!(reply.header("retry-after"), None);
-    assert_eq!(reply.header("x-should-retry"), None);
-    assert!(is_request_id(
-        reply.header("x-request-id").unwrap_or_default()
-    ));
-    assert_retry_served(
-        &fake,
-        FaultRecord {
-            retry_after_ms: Some(250),
-            ..fault_status(429)
+/// What the body of a faulted answer must be.
+enum FaultBody {
+    /// The whole JSON error envelope: its type, code and message, where `{request_id}`
+    /// stands for the answer's own `x-request-id`.
+    Error {
+        kind: &'static str,
+        code: &'static str,
+        message: &'static str,
+    },
+    /// A JSON error with this code.
+    Code(&'static str),
+    /// This HTML page, which is not JSON.
+    Html(&'static str),
+}
+
+/// One scripted fault: the answer it must get (status, headers, body, no sooner than
+/// `at_least_ms`) and the record the transcript keeps of it.
+struct FaultRow {
+    name: &'static str,
+    fault: &'static str,
+    status: u16,
+    /// Headers and their exact values; `None`: the header is absent.
+    headers: &'static [(&'static str, Option<&'static str>)],
+    /// Whether `x-request-id` must be a request id.
+    request_id: bool,
+    body: FaultBody,
+    at_least_ms: u64,
+    record: FaultRecord,
+}
+
+const RATE_LIMITED: &str = "Rate limit reached for gpt-5 in organization org-loopcheck on tokens per min (TPM): Limit 30000, Used 29937, Requested 385. Please try again in 644ms. Visit https://platform.openai.com/account/rate-limits to learn more.";
+
+const UNAVAILABLE_PAGE: &str = "<html><head><title>503 Service Temporarily Unavailable</title></head><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>\n";
+
+fn fault_rows() -> Vec<FaultRow> {
+    vec![
+        FaultRow {
+            name: "429 with retry_after_ms",
+            fault: "{status: 429, retry_after_ms: 250}",
+            status: 429,
+            headers: &[
+                ("retry-after-ms", Some("250")),
+                ("retry-after", None),
+                ("x-should-retry", None),
+            ],
+            request_id: true,
+            body: FaultBody::Error {
+                kind: "tokens",
+                code: "rate_limit_exceeded",
+                message: RATE_LIMITED,
+            },
+            at_least_ms: 0,
+            record: FaultRecord {
+                retry_after_ms: Some(250),
+                ..fault_status(429)
+            },
         },
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn fault_429_with_retry_after_seconds() {
-    let fake = Fake::start(
-        &fault_scenario("{status: 429, retry_after: 1}"),
-        StateMode::PreviousResponseId,
-    )
-    .await;
-    let reply = fake.create(&hello()).await;
-    assert_eq!(reply.status, 429);
-    assert_eq!(reply.header("retry-after"), Some("1"));
-    assert_eq!(reply.header("retry-after-ms"), None);
-    assert_eq!(reply.json()["error"]["code"], "rate_limit_exceeded");
-    assert_retry_served(
-        &fake,
-        FaultRecord {
-            retry_after_ms: Some(1000),
-            ..fault_status(429)
+        FaultRow {
+            name: "429 with retry_after in seconds",
+            fault: "{status: 429, retry_after: 1}",
+            status: 429,
+            headers: &[("retry-after", Some("1")), ("retry-after-ms", None)],
+            request_id: false,
+            body: FaultBody::Code("rate_limit_exceeded"),
+            at_least_ms: 0,
+            record: FaultRecord {
+                retry_after_ms: Some(1000),
+                ..fault_status(429)
+            },
         },
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn fault_500_names_the_request_id_of_its_header() {
-    let fake = Fake::start(
-        &fault_scenario("{status: 500}"),
-        StateMode::PreviousResponseId,
-    )
-    .await;
-    let reply = fake.create(&hello()).await;
-    let request_id = reply
-        .header("x-request-id")
-        .expect("x-request-id")
-        .to_owned();
-    assert!(is_request_id(&request_id), "{request_id}");
-    assert_api_error(
-        &reply,
-        500,
-        "server_error",
-        Some("server_error"),
-        None,
-        &format!(
-            "{SERVER_ERROR_MESSAGE} Please include the request ID {request_id} in your message."
-        ),
-    );
-    assert_retry_served(&fake, fault_status(500)).await;
-}
-
-#[tokio::test]
-async fn fault_503_is_an_html_page() {
-    let fake = Fake::start(
-        &fault_scenario("{status: 503}"),
-        StateMode::PreviousResponseId,
-    )
-    .await;
-    let reply = fake.create(&hello()).await;
-    assert_eq!(reply.status, 503);
-    assert_eq!(reply.content_type(), "text/html");
-    assert!(serde_json::from_str::<Value>(&reply.text).is_err());
-    assert_eq!(
-        reply.text,
-        "<html><head><title>503 Service Temporarily Unavailable</title></head><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>\n"
-    );
-    assert_retry_served(&fake, fault_status(503)).await;
-}
-
-#[tokio::test]
-async fn fault_with_should_retry_false() {
-    let fake = Fake::start(
-        &fault_scenario("{status: 500, should_retry: false}"),
-        StateMode::PreviousResponseId,
-    )
-    .await;
-    let reply = fake.create(&hello()).await;
-    assert_eq!(reply.status, 500);
-    assert_eq!(reply.header("x-should-retry"), Some("false"));
-    assert_eq!(reply.json()["error"]["code"], "server_error");
-    assert_retry_served(
-        &fake,
-        FaultRecord {
-            should_retry: Some(false),
-            ..fault_status(500)
+        FaultRow {
+            name: "500 naming the request id of its header",
+            fault: "{status: 500}",
+            status: 500,
+            headers: &[],
+            request_id: true,
+            body: FaultBody::Error {
+                kind: "server_error",
+                code: "server_error",
+                message: "{server_error} Please include the request ID {request_id} in your message.",
+            },
+            at_least_ms: 0,
+            record: fault_status(500),
         },
-    )
-    .await;
+        FaultRow {
+            name: "503 as an HTML page",
+            fault: "{status: 503}",
+            status: 503,
+            headers: &[("content-type", Some("text/html"))],
+            request_id: false,
+            body: FaultBody::Html(UNAVAILABLE_PAGE),
+            at_least_ms: 0,
+            record: fault_status(503),
+        },
+        FaultRow {
+            name: "500 with should_retry false",
+            fault: "{status: 500, should_retry: false}",
+            status: 500,
+            headers: &[("x-should-retry", Some("false"))],
+            request_id: false,
+            body: FaultBody::Code("server_error"),
+            at_least_ms: 0,
+            record: FaultRecord {
+                should_retry: Some(false),
+                ..fault_status(500)
+            },
+        },
+        FaultRow {
+            // A fault with a status waits, then fails.
+            name: "500 after a delay",
+            fault: "{status: 500, delay_ms: 300}",
+            status: 500,
+            headers: &[],
+            request_id: false,
+            body: FaultBody::Code("server_error"),
+            at_least_ms: 250,
+            record: FaultRecord {
+                delay_ms: 300,
+                ..fault_status(500)
+            },
+        },
+    ]
+}
+
+/// Each fault gets exactly its answer, and the SDK's retry that follows gets the turn.
+#[tokio::test]
+async fn faults_answer_as_the_api_does_and_a_retry_is_served() {
+    for row in fault_rows() {
+        let name = row.name;
+        let fake = Fake::start(&fault_scenario(row.fault), StateMode::PreviousResponseId).await;
+        let started = Instant::now();
+        let reply = fake.create(&hello()).await;
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(row.at_least_ms),
+            "{name}: answered after {elapsed:?}"
+        );
+        assert_eq!(reply.status, row.status, "{name}: {}", reply.text);
+        for (header, value) in row.headers {
+            assert_eq!(reply.header(header), *value, "{name}: header {header}");
+        }
+        let request_id = reply.header("x-request-id").unwrap_or_default().to_owned();
+        if row.request_id {
+            assert!(is_request_id(&request_id), "{name}: {request_id:?}");
+        }
+        match row.body {
+            FaultBody::Error {
+                kind,
+                code,
+                message,
+            } => {
+                assert_eq!(reply.content_type(), "application/json", "{name}");
+                let message = message
+                    .replace("{server_error}", SERVER_ERROR_MESSAGE)
+                    .replace("{request_id}", &request_id);
+                assert_eq!(
+                    reply.json(),
+                    json!({"error": {"message": message, "type": kind, "param": null, "code": code}}),
+                    "{name}"
+                );
+            }
+            FaultBody::Code(code) => assert_eq!(reply.json()["error"]["code"], code, "{name}"),
+            FaultBody::Html(page) => {
+                assert!(
+                    serde_json::from_str::<Value>(&reply.text).is_err(),
+                    "{name}: a JSON body"
+                );
+                assert_eq!(reply.text, page, "{name}");
+            }
+        }
+        assert_retry_served(name, &fake, row.record).await;
+    }
 }
 
 #[tokio::test]
@@ -1119,36 +1078,13 @@ async fn fault_drop_closes_the_connection_without_an_answer() {
         .expect_err("no answer to a dropped connection");
     assert_eq!(error.status(), None);
     assert!(error.is_request(), "{error:?}");
-    assert_retry_served(&fake, fault_dropped()).await;
+    assert_retry_served("drop", &fake, fault_dropped()).await;
 }
 
+/// A delay alone is a slow but successful answer: the turn itself, no fault record
+/// (the oracle reads any `fault` as a failed attempt).
 #[tokio::test]
-async fn fault_delay_holds_the_answer_back() {
-    // A fault with a status waits, then fails.
-    let fake = Fake::start(
-        &fault_scenario("{status: 500, delay_ms: 300}"),
-        StateMode::PreviousResponseId,
-    )
-    .await;
-    let started = Instant::now();
-    let reply = fake.create(&hello()).await;
-    assert!(
-        started.elapsed() >= Duration::from_millis(250),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(reply.status, 500);
-    assert_retry_served(
-        &fake,
-        FaultRecord {
-            delay_ms: 300,
-            ..fault_status(500)
-        },
-    )
-    .await;
-
-    // A delay alone is a slow but successful answer: the turn itself, no fault record
-    // (the oracle reads any `fault` as a failed attempt).
+async fn fault_delay_alone_holds_a_successful_answer_back() {
     let fake = Fake::start(
         &fault_scenario("{delay_ms: 300}"),
         StateMode::PreviousResponseId,
@@ -1171,38 +1107,17 @@ async fn fault_delay_holds_the_answer_back() {
 // ---------------------------------------------------------------------------------------
 // 8. SDK retry re-serve
 
-const TWO_TURNS: &str = r#"
-format: 1
-id: surface/two-turns
-summary: Two answers in a row.
-level: must
-task:
-  input: Hello?
-  tools: [search_docs]
-script:
-  - output:
-      - message: First.
-  - output:
-      - message: Second.
-expect:
-  outcome: completed
-"#;
-
 #[tokio::test]
 async fn sdk_retry_of_the_last_body_is_served_the_same_turn() {
-    let fake = Fake::start(TWO_TURNS, StateMode::Stateless).await;
+    let fake = Fake::start(&two_turns(), StateMode::Stateless).await;
     let body = json!({"model": "gpt-5", "input": "Hello?", "store": false});
-    let retry = |n: &str| {
-        fake.post_builder("/v1/responses", &body)
-            .header("x-stainless-retry-count", n.to_owned())
-    };
 
     let first = fake.create(&body).await.json();
     assert_eq!(response_text(&first), "First.");
     assert_eq!(fake.last().turn, Some(0));
 
     // The SDK's retry of the same body: the same turn, fresh ids.
-    let again = fake.send(retry("1")).await.json();
+    let again = fake.retry(&body, "1").await.json();
     assert_eq!(response_text(&again), "First.");
     assert_eq!(fake.last().turn, Some(0));
     assert_eq!(fake.last().retry_count(), Some(1));
@@ -1210,11 +1125,11 @@ async fn sdk_retry_of_the_last_body_is_served_the_same_turn() {
     assert_ne!(again["output"][0]["id"], first["output"][0]["id"]);
 
     // A retry count of 0 is a first attempt, not a retry.
-    let second = fake.send(retry("0")).await.json();
+    let second = fake.retry(&body, "0").await.json();
     assert_eq!(response_text(&second), "Second.");
     assert_eq!(fake.last().turn, Some(1));
 
-    let again = fake.send(retry("2")).await.json();
+    let again = fake.retry(&body, "2").await.json();
     assert_eq!(response_text(&again), "Second.");
     assert_eq!(fake.last().turn, Some(1));
     assert_ne!(again["id"], second["id"]);
@@ -1228,60 +1143,26 @@ async fn sdk_retry_of_the_last_body_is_served_the_same_turn() {
 
     // A retry header on a different body is no re-serve either.
     let other = json!({"model": "gpt-5", "input": "Hello again?", "store": false});
-    let reply = fake
-        .send(
-            fake.post_builder("/v1/responses", &other)
-                .header("x-stainless-retry-count", "1"),
-        )
-        .await;
+    let reply = fake.retry(&other, "1").await;
     assert_eq!(reply.status, 400);
     assert_eq!(reply.json()["error"]["code"], "script_exhausted");
 }
-
-const SERVED_THEN_FAULT: &str = r#"
-format: 1
-id: surface/served-then-fault
-summary: A first answer, then a 500 on the next turn's first attempt.
-level: must
-task:
-  input: Hello?
-  tools: [search_docs]
-script:
-  - output:
-      - message: First.
-  - faults:
-      - {status: 500}
-    output:
-      - message: Second.
-expect:
-  outcome: completed
-"#;
 
 /// A controller that sends the same body again (its own retry, count 0) meets a fault on
 /// the next turn; the SDK's retry of *that* request (count 1) is a retry of the faulted
 /// attempt and must get the next turn, not a re-serve of the turn before the fault.
 #[tokio::test]
 async fn sdk_retry_after_a_fault_is_not_a_re_serve() {
-    let fake = Fake::start(SERVED_THEN_FAULT, StateMode::Stateless).await;
+    let fake = Fake::start(&served_then_fault(), StateMode::Stateless).await;
     let body = json!({"model": "gpt-5", "input": "Hello?", "store": false});
     let first = fake.create(&body).await.json();
     assert_eq!(response_text(&first), "First.");
 
-    let reply = fake
-        .send(
-            fake.post_builder("/v1/responses", &body)
-                .header("x-stainless-retry-count", "0"),
-        )
-        .await;
+    let reply = fake.retry(&body, "0").await;
     assert_eq!(reply.status, 500);
     assert_eq!(fake.last().turn, None);
 
-    let reply = fake
-        .send(
-            fake.post_builder("/v1/responses", &body)
-                .header("x-stainless-retry-count", "1"),
-        )
-        .await;
+    let reply = fake.retry(&body, "1").await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     assert_eq!(response_text(&reply.json()), "Second.");
     assert_eq!(fake.last().turn, Some(1));
@@ -1376,9 +1257,7 @@ async fn background_runs_poll_cancel_and_replay() {
     assert_eq!(fake.get(&path).await.json(), terminal);
 
     // Resuming the stream replays the events after the given sequence number.
-    let full = fake
-        .read_stream(fake.request(Method::GET, &format!("{path}?stream=true")))
-        .await;
+    let full = Streamed::read(fake.request(Method::GET, &format!("{path}?stream=true"))).await;
     assert_eq!(full.status, 200);
     assert_eq!(
         full.content_type.split(';').next(),
@@ -1396,9 +1275,9 @@ async fn background_runs_poll_cancel_and_replay() {
     );
     assert_eq!(full[0]["response"]["status"], "queued");
     assert_eq!(full.last().map(|e| &e["response"]), Some(&*terminal));
-    let resumed = fake
-        .read_stream(fake.request(Method::GET, &format!("{path}?stream=true&starting_after=3")))
-        .await;
+    let resumed =
+        Streamed::read(fake.request(Method::GET, &format!("{path}?stream=true&starting_after=3")))
+            .await;
     assert!(resumed.error.is_none());
     let resumed = resumed.events();
     assert_eq!(resumed.len(), full.len() - 4);

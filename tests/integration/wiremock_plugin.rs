@@ -14,6 +14,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::catalogue;
+use crate::support::http::Api;
 
 /// A bug to plant in the loop; `None` is the loop as it should be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,12 +194,18 @@ fn output_text(output: &[Value]) -> String {
         .collect()
 }
 
-/// One case run on a fresh `MockServer` of the test's own, through the plug-in.
-async fn run_on_own_server(id: &str, bug: Bug) -> (LoopcheckFake, Value) {
+/// A fresh `MockServer` of the test's own with the fake of case `id` mounted on it.
+async fn mounted(id: &str) -> (MockServer, LoopcheckFake) {
     let server = MockServer::start().await;
     let fake = LoopcheckFake::from_catalogue(id, StateMode::PreviousResponseId)
         .unwrap_or_else(|err| panic!("{err}"));
     fake.mount(&server).await;
+    (server, fake)
+}
+
+/// One case run on a fresh `MockServer` of the test's own, through the plug-in.
+async fn run_on_own_server(id: &str, bug: Bug) -> (LoopcheckFake, Value) {
+    let (server, fake) = mounted(id).await;
     let result = ToolLoop::new(fake.env(&server), bug)
         .run(&fake.task())
         .await;
@@ -274,23 +281,14 @@ async fn each_planted_bug_fails_the_check_that_names_it() {
 
 #[tokio::test]
 async fn the_users_own_mocks_answer_before_the_fake() {
-    let server = MockServer::start().await;
-    let fake =
-        LoopcheckFake::from_catalogue("correlation/01-single-call", StateMode::PreviousResponseId)
-            .unwrap();
-    fake.mount(&server).await;
+    let (server, fake) = mounted("correlation/01-single-call").await;
     Mock::given(method("GET"))
         .and(path("/health"))
         .respond_with(ResponseTemplate::new(204))
         .mount(&server)
         .await;
-    let http = reqwest::Client::new();
-    let health = http
-        .get(format!("{}/health", server.uri()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(health.status().as_u16(), 204);
+    let health = Api::new(&server.uri(), None).get("/health").await;
+    assert_eq!(health.status, 204);
     let result = ToolLoop::new(fake.env(&server), Bug::None)
         .run(&fake.task())
         .await;
@@ -299,11 +297,7 @@ async fn the_users_own_mocks_answer_before_the_fake() {
 
 #[tokio::test]
 async fn a_loop_without_a_result_is_judged_unfinished() {
-    let server = MockServer::start().await;
-    let fake =
-        LoopcheckFake::from_catalogue("correlation/01-single-call", StateMode::PreviousResponseId)
-            .unwrap();
-    fake.mount(&server).await;
+    let (_server, fake) = mounted("correlation/01-single-call").await;
     let report = fake.verdict_unfinished(Unfinished::NoResult {
         why: "the loop panicked".to_owned(),
     });
