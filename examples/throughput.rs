@@ -53,7 +53,7 @@ use bench_scenario::{bench_scenario, served_once};
 
 /// The allocator the `loopcheck` binary uses, so the bench measures what ships.
 #[global_allocator]
-static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
+static ALLOCATOR: loopcheck::allocator::Allocator = loopcheck::allocator::Allocator;
 
 /// Rounds per side and case; odd, for a true median. Many short rounds keep each
 /// round's session (and its transcript, tens of KB per streamed exchange) small.
@@ -412,7 +412,7 @@ async fn measure(
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    loopcheck::allocator::keep_freed_memory();
+    ALLOCATOR.keep_freed_memory();
     let mut args = std::env::args().skip(1).peekable();
     let only = args.next_if_eq("--only").map(|_| {
         let side = args.next().expect("--only fake|bare json|sse");
