@@ -14,6 +14,9 @@
 //! `-once`, each request is its turn's first serving (see the throughput bench). A
 //! streamed reply's events are reported written, as a front end would, so the transcript
 //! is complete.
+//!
+//! `LOOPCHECK_PLAIN_ALLOC=1` and `LOOPCHECK_PLAIN_TURNS=1` profile the engine on the
+//! system allocator, and with every turn planned instead of compiled.
 
 use loopcheck::scenario::StateMode;
 use loopcheck::server::{EngineRequest, HeaderMap, ReplyBody, Session};

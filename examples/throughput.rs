@@ -32,6 +32,11 @@
 //! load alone, for
 //! callgrind: the ratio of the two sides' instruction counts is the same ratio in
 //! instructions, which a noisy machine does not move.
+//!
+//! What each piece of speed code gives, with the same build: `LOOPCHECK_PLAIN_ALLOC=1`
+//! runs the process on the system allocator instead of mimalloc, `LOOPCHECK_PLAIN_TURNS=1`
+//! has the fake write and plan every turn at every serving instead of filling in
+//! compiled ones.
 
 use std::convert::Infallible;
 use std::sync::Arc;
