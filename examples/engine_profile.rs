@@ -14,6 +14,9 @@
 //! `-once`, each request is its turn's first serving (see the throughput bench). A
 //! streamed reply's events are reported written, as a front end would, so the transcript
 //! is complete.
+//!
+//! `LOOPCHECK_PLAIN_ALLOC=1` and `LOOPCHECK_PLAIN_TURNS=1` profile the engine on the
+//! system allocator, and with every turn planned instead of compiled.
 
 use loopcheck::scenario::StateMode;
 use loopcheck::server::{EngineRequest, HeaderMap, ReplyBody, Session};
@@ -25,10 +28,10 @@ use bench_scenario::{bench_scenario, served_once};
 
 /// The allocator the `loopcheck` binary uses, so the profile sees what ships.
 #[global_allocator]
-static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
+static ALLOCATOR: loopcheck::allocator::Allocator = loopcheck::allocator::Allocator;
 
 fn main() {
-    loopcheck::allocator::keep_freed_memory();
+    ALLOCATOR.keep_freed_memory();
     let mut args = std::env::args().skip(1);
     let kind = args.next().unwrap_or_else(|| "json".to_owned());
     let requests: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(2000);

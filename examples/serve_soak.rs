@@ -17,7 +17,7 @@ mod serve_client;
 
 /// The allocator the `loopcheck` binary uses, so the bench measures what ships.
 #[global_allocator]
-static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
+static ALLOCATOR: loopcheck::allocator::Allocator = loopcheck::allocator::Allocator;
 
 /// Areas whose cases finish quickly (no scripted waits), so the soak measures sessions,
 /// not sleeps.
@@ -52,7 +52,7 @@ async fn session(client: reqwest::Client, url: String, case: String, state: Stri
 
 #[tokio::main]
 async fn main() {
-    loopcheck::allocator::keep_freed_memory();
+    ALLOCATOR.keep_freed_memory();
     let mut args = std::env::args().skip(1);
     let rounds: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10);
     let per_round: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(500);

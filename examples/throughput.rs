@@ -32,6 +32,11 @@
 //! load alone, for
 //! callgrind: the ratio of the two sides' instruction counts is the same ratio in
 //! instructions, which a noisy machine does not move.
+//!
+//! What each piece of speed code gives, with the same build: `LOOPCHECK_PLAIN_ALLOC=1`
+//! runs the process on the system allocator instead of mimalloc, `LOOPCHECK_PLAIN_TURNS=1`
+//! has the fake write and plan every turn at every serving instead of filling in
+//! compiled ones.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -53,7 +58,7 @@ use bench_scenario::{bench_scenario, served_once};
 
 /// The allocator the `loopcheck` binary uses, so the bench measures what ships.
 #[global_allocator]
-static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
+static ALLOCATOR: loopcheck::allocator::Allocator = loopcheck::allocator::Allocator;
 
 /// Rounds per side and case; odd, for a true median. Many short rounds keep each
 /// round's session (and its transcript, tens of KB per streamed exchange) small.
@@ -412,7 +417,7 @@ async fn measure(
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    loopcheck::allocator::keep_freed_memory();
+    ALLOCATOR.keep_freed_memory();
     let mut args = std::env::args().skip(1).peekable();
     let only = args.next_if_eq("--only").map(|_| {
         let side = args.next().expect("--only fake|bare json|sse");

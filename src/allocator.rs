@@ -10,10 +10,23 @@
 //! asks no more than that goes to `mi_malloc`, and only a larger alignment to the aligned
 //! entry points.
 //!
-//! A process that uses it calls [`keep_freed_memory`] first.
+//! [`Allocator`] is the one public item: a process declares it as its
+//! `#[global_allocator]` and calls [`Allocator::keep_freed_memory`] first. It is public
+//! because the binary and the benches are crates of their own that link this library; a
+//! `#[global_allocator]` declared in the library behind a cargo feature would not do, as
+//! a package's features are shared by all its targets (the tests would get it too, and so
+//! would every crate that uses the library, the wiremock plug-in's users among them),
+//! and a feature the binary required would leave it unbuilt by a plain `cargo build`.
+//! Everything behind it is crate-private.
+//!
+//! Off switch: `LOOPCHECK_PLAIN_ALLOC=1` in the environment makes [`Allocator`] forward
+//! every request to the system allocator (std's `System`), to measure what mimalloc gives
+//! or to rule it out. It is read once, at the process's first allocation, and holds for
+//! the process's life, so every block goes back to the allocator that gave it.
 
-use std::alloc::{GlobalAlloc, Layout};
-use std::ffi::{c_int, c_long, c_void};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::ffi::{CStr, c_int, c_long, c_void};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use libmimalloc_sys as ffi;
 
@@ -21,8 +34,115 @@ use libmimalloc_sys as ffi;
 /// large.
 const MALLOC_ALIGN: usize = 16;
 
-/// mimalloc as a [`GlobalAlloc`]; declare it with `#[global_allocator]`.
-pub struct Mimalloc;
+/// The environment variable that makes [`Allocator`] the system allocator when it is `1`.
+const PLAIN_ALLOC: &CStr = c"LOOPCHECK_PLAIN_ALLOC";
+
+/// The process's global allocator: mimalloc, or the system allocator when
+/// `LOOPCHECK_PLAIN_ALLOC=1` (see the module's documentation). Declare it with
+/// `#[global_allocator]` and call [`Allocator::keep_freed_memory`] first thing in `main`.
+pub struct Allocator;
+
+impl Allocator {
+    /// Keeps the memory the process frees for its own reuse instead of handing it back
+    /// to the OS a second later, unless `MIMALLOC_PURGE_DELAY` says otherwise (nothing
+    /// to do under the system allocator): see [`keep_freed_memory`].
+    pub fn keep_freed_memory(&self) {
+        keep_freed_memory();
+    }
+}
+
+/// Which allocator [`Allocator`] forwards to, once chosen.
+static CHOICE: AtomicU8 = AtomicU8::new(UNDECIDED);
+const UNDECIDED: u8 = 0;
+const MIMALLOC: u8 = 1;
+const SYSTEM: u8 = 2;
+
+/// Whether [`Allocator`] forwards to the system allocator: chosen at the first call.
+#[inline]
+fn plain() -> bool {
+    match CHOICE.load(Ordering::Relaxed) {
+        MIMALLOC => false,
+        SYSTEM => true,
+        _ => choose(),
+    }
+}
+
+/// Reads the switch and keeps what it says; the first choice made stands, should two
+/// threads make it at once.
+#[cold]
+fn choose() -> bool {
+    // libc's `getenv`, not `std::env`: std copies the value into a new string, which
+    // would allocate from inside the allocator before it has chosen.
+    // SAFETY: a valid C string; the pointer returned, if any, is read before anything
+    // could change the environment (the first allocation precedes `main`'s own code).
+    let value = unsafe {
+        let value = libc::getenv(PLAIN_ALLOC.as_ptr());
+        (!value.is_null()).then(|| CStr::from_ptr(value))
+    };
+    let choice = if switched_on(value) { SYSTEM } else { MIMALLOC };
+    match CHOICE.compare_exchange(UNDECIDED, choice, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => choice == SYSTEM,
+        Err(first) => first == SYSTEM,
+    }
+}
+
+/// Whether a switch's value turns it on: `1`, and nothing else.
+fn switched_on(value: Option<&CStr>) -> bool {
+    value == Some(c"1")
+}
+
+// SAFETY: `plain` gives the same answer for the process's whole life, so every block is
+// freed, grown and shrunk by the allocator that gave it; each of those keeps its own
+// contract.
+unsafe impl GlobalAlloc for Allocator {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        unsafe {
+            match plain() {
+                true => System.alloc(layout),
+                false => Mimalloc.alloc(layout),
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        unsafe {
+            match plain() {
+                true => System.alloc_zeroed(layout),
+                false => Mimalloc.alloc_zeroed(layout),
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract, passed on; `ptr` came from the same allocator.
+        unsafe {
+            match plain() {
+                true => System.dealloc(ptr, layout),
+                false => Mimalloc.dealloc(ptr, layout),
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on; `ptr` came from the same allocator.
+        unsafe {
+            match plain() {
+                true => System.realloc(ptr, layout, new_size),
+                false => Mimalloc.realloc(ptr, layout, new_size),
+            }
+        }
+    }
+}
+
+/// mimalloc as a [`GlobalAlloc`], asked as `malloc` is (what [`Allocator`] forwards to
+/// unless switched off).
+pub(crate) struct Mimalloc;
 
 /// Whether `mi_malloc` of `size` bytes is aligned enough for `align` (a Rust layout's size
 /// is a multiple of its alignment, so `align <= size` unless the size is zero).
@@ -105,7 +225,7 @@ unsafe extern "C" {
 /// pages), which took a quarter of the fake server's CPU time in a profile of sessions freed
 /// one after another. The process keeps the most it ever held instead, which it would
 /// hold again at its next peak.
-pub fn keep_freed_memory() {
+pub(crate) fn keep_freed_memory() {
     // SAFETY: a plain FFI call with a valid option index; it only stores the value.
     unsafe { mi_option_set_default(PURGE_DELAY, -1) }
 }
@@ -113,6 +233,15 @@ pub fn keep_freed_memory() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only `1` switches the system allocator on.
+    #[test]
+    fn only_one_switches_the_plain_allocator_on() {
+        assert!(switched_on(Some(c"1")));
+        for off in [None, Some(c""), Some(c"0"), Some(c"true"), Some(c"11")] {
+            assert!(!switched_on(off), "{off:?}");
+        }
+    }
 
     unsafe extern "C" {
         fn mi_option_get(option: c_int) -> c_long;

@@ -1,11 +1,11 @@
 //! The `loopcheck` binary.
 
 /// mimalloc, not the system allocator: the fake server serves faster with it
-/// (docs/benchmarks.md, "Speed code").
+/// (docs/benchmarks.md, "Speed code"); `LOOPCHECK_PLAIN_ALLOC=1` makes it the system allocator.
 #[global_allocator]
-static ALLOCATOR: loopcheck::allocator::Mimalloc = loopcheck::allocator::Mimalloc;
+static ALLOCATOR: loopcheck::allocator::Allocator = loopcheck::allocator::Allocator;
 
 fn main() -> std::process::ExitCode {
-    loopcheck::allocator::keep_freed_memory();
+    ALLOCATOR.keep_freed_memory();
     loopcheck::cli::main()
 }

@@ -11,10 +11,18 @@
 //! A turn is compiled at its second serving, from that serving's own answer: the compiled
 //! form, filled with that serving's values, must give back exactly the bytes the writers
 //! gave, or the turn is not compiled. A turn served once is never compiled.
+//!
+//! Everything here is the server's own (`pub(super)`): the rest of the crate sees only
+//! what a turn served either way gives.
+//!
+//! Off switch: `LOOPCHECK_PLAIN_TURNS=1` in the environment makes every session plan
+//! each turn at each serving, as it does a turn's first, and compile none. It is read
+//! once per process, when the first session is made; to measure what compiling gives,
+//! or to rule it out.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use bytes::Bytes;
 
@@ -474,10 +482,27 @@ impl StreamedResponse for Marking<'_> {
     }
 }
 
+/// The environment variable that turns compiled turns off when it is `1`.
+const PLAIN_TURNS: &str = "LOOPCHECK_PLAIN_TURNS";
+
+/// Whether `LOOPCHECK_PLAIN_TURNS=1` turned compiled turns off, read once.
+static TURNS_PLANNED: LazyLock<bool> =
+    LazyLock::new(|| std::env::var_os(PLAIN_TURNS).is_some_and(|value| value == "1"));
+
 /// What a session has compiled of its script, by turn.
-#[derive(Default)]
 pub(super) struct CompiledTurns {
     turns: Vec<Compilation>,
+    /// Every turn planned at every serving, none compiled (the off switch).
+    planned: bool,
+}
+
+impl Default for CompiledTurns {
+    fn default() -> Self {
+        Self {
+            turns: Vec::new(),
+            planned: *TURNS_PLANNED,
+        }
+    }
 }
 
 #[derive(Default, Clone)]
@@ -491,13 +516,16 @@ enum Compilation {
 
 impl CompiledTurns {
     /// Turn `position` of the script, served now with `items`: compiled from its second
-    /// serving on.
+    /// serving on, unless compiled turns are switched off.
     pub(super) fn serve(
         &mut self,
         position: usize,
         turn: &Turn,
         items: &[OutputItem<'_>],
     ) -> Option<Arc<CompiledTurn>> {
+        if self.planned {
+            return None;
+        }
         if self.turns.len() <= position {
             self.turns.resize(position + 1, Compilation::Unserved);
         }
@@ -550,8 +578,14 @@ pub(super) fn scripted_stream(
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
-    use crate::scenario::{ErrorShape, StreamError, StreamSpec};
+    use crate::fuzz::strategy::{Profile, plans};
+    use crate::scenario::{
+        CallSpec, ErrorShape, MessageFull, MessageSpec, ReasoningSpec, StreamError, StreamSpec,
+        TurnError, TurnStatus,
+    };
     use crate::wire::response::WriteOutput;
 
     /// One serving of `turn`, as `create` makes it: through the session's compiled
@@ -722,6 +756,232 @@ mod tests {
             filled > compared / 3,
             "{filled} of {compared} servings filled in"
         );
+    }
+
+    /// Text as scripts may hold it: plain words, characters JSON escapes, characters
+    /// beyond ASCII, and the markers' own characters (a turn holding one is not compiled).
+    fn text() -> impl Strategy<Value = String> {
+        let chars = prop::sample::select(vec![
+            'a', 'z', ' ', '{', '"', '\\', '\n', '\t', '\u{1}', '\u{7f}', 'é', '😀', '\u{E000}',
+            '\u{E001}', '0', 'p',
+        ]);
+        prop_oneof![
+            4 => prop::collection::vec(chars, 0..24).prop_map(String::from_iter),
+            1 => any::<String>(),
+        ]
+    }
+
+    /// Output items of every kind but programs', with generated texts and arguments.
+    fn output_spec() -> impl Strategy<Value = OutputSpec> {
+        let status = prop::option::of(prop::sample::select(vec!["completed", "incomplete"]))
+            .prop_map(|status| status.map(str::to_owned));
+        let arguments = prop_oneof![
+            text().prop_map(serde_json::Value::String),
+            (text(), text(), any::<i32>())
+                .prop_map(|(key, value, n)| serde_json::json!({ key: value, "n": n })),
+        ];
+        prop_oneof![
+            prop::option::of(text())
+                .prop_map(|summary| OutputSpec::Reasoning(ReasoningSpec { summary })),
+            text().prop_map(|text| OutputSpec::Message(MessageSpec::Text(text))),
+            (text(), status.clone(), prop::option::of(text())).prop_map(
+                |(text, status, refusal)| OutputSpec::Message(MessageSpec::Full(MessageFull {
+                    text,
+                    status,
+                    refusal,
+                }))
+            ),
+            text().prop_map(OutputSpec::Refusal),
+            (text(), arguments, status).prop_map(|(name, arguments, status)| {
+                OutputSpec::Call(CallSpec {
+                    name,
+                    arguments,
+                    status,
+                    caller: None,
+                })
+            }),
+        ]
+    }
+
+    /// The ways a turn is streamed that change its events.
+    fn stream_spec() -> impl Strategy<Value = StreamSpec> {
+        let error =
+            (0usize..12, any::<bool>(), text()).prop_map(|(after, flat, message)| StreamError {
+                after,
+                shape: if flat {
+                    ErrorShape::Flat
+                } else {
+                    ErrorShape::Nested
+                },
+                code: "server_error".into(),
+                message,
+            });
+        (
+            prop::option::of(1usize..12),
+            prop::collection::vec(0usize..40, 0..4),
+            any::<bool>(),
+            prop::option::of(1usize..16),
+            prop::option::of(0usize..12),
+            prop::option::weighted(0.25, error),
+        )
+            .prop_map(
+                |(delta_size, mut split_at, interleave, chunk_bytes, cut_after, error)| {
+                    split_at.sort_unstable();
+                    split_at.dedup();
+                    StreamSpec {
+                        delta_size,
+                        split_at,
+                        interleave,
+                        chunk_bytes,
+                        cut_after,
+                        error,
+                        ..StreamSpec::default()
+                    }
+                },
+            )
+    }
+
+    /// Turns of generated cases (programs and all, as the fuzzer writes them), and turns
+    /// of generated items with any status.
+    fn turn() -> impl Strategy<Value = Turn> {
+        let profile = Profile {
+            supports: ["stream", "programmatic", "approvals", "stateless"]
+                .map(str::to_owned)
+                .into(),
+            max_turns: 4,
+        };
+        let fuzzed = (plans(&profile), any::<prop::sample::Index>()).prop_map(|(plan, pick)| {
+            let script = plan.scenario("fuzz/compiled", "A generated case.").script;
+            script[pick.index(script.len())].clone()
+        });
+        let status = prop::sample::select(vec![
+            TurnStatus::Completed,
+            TurnStatus::Incomplete,
+            TurnStatus::Failed,
+        ]);
+        let made = (
+            prop::collection::vec(output_spec(), 0..5),
+            status,
+            prop::option::of(text()),
+        )
+            .prop_map(|(output, status, reason)| Turn {
+                output,
+                status,
+                incomplete_reason: reason.clone().filter(|_| status == TurnStatus::Incomplete),
+                error: reason
+                    .filter(|_| status == TurnStatus::Failed)
+                    .map(|message| TurnError {
+                        code: "server_error".into(),
+                        message,
+                    }),
+                ..Turn::default()
+            });
+        (prop_oneof![fuzzed, made], stream_spec())
+            .prop_map(|(turn, stream)| Turn { stream, ..turn })
+    }
+
+    /// A session's turn served again and again through compiled turns, and the same
+    /// session served with every turn written and planned: each serving's body, its
+    /// events (bytes, where each ends, the calls each completes, the final response, the
+    /// delivery) and the draws from the session's generator are the same, on generated
+    /// turns, streamed any way, for any request.
+    #[test]
+    fn compiled_and_planned_servings_of_generated_turns_are_the_same() {
+        let config = ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        };
+        let (servings, filled) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+        let mut runner = proptest::test_runner::TestRunner::new(config);
+        let session = (
+            turn(),
+            any::<bool>(),
+            any::<bool>(),
+            text(),
+            any::<u64>(),
+            2usize..6,
+        );
+        let result = runner.run(
+            &session,
+            |(turn, background, obfuscate, instructions, seed, times)| {
+                let body = serde_json::json!({
+                    "model": "gpt-5", "input": "hi", "stream": true,
+                    "background": background, "instructions": instructions,
+                    "tools": [{"type": "function", "name": "f"}],
+                    "metadata": {"k": "v"},
+                });
+                let request =
+                    CreateRequest::from_json(body.to_string().as_bytes()).expect("a valid create");
+                let mut turns = CompiledTurns::default();
+                let (mut ids, mut reference_ids) = (IdGen::new(seed), IdGen::new(seed));
+                for serving in 0..times {
+                    let got = serve(&turn, Some(&mut turns), &mut ids, &request, obfuscate);
+                    let want = serve(&turn, None, &mut reference_ids, &request, obfuscate);
+                    prop_assert_eq!(
+                        String::from_utf8_lossy(&got.json),
+                        String::from_utf8_lossy(&want.json),
+                        "body of serving {}",
+                        serving
+                    );
+                    let (used, got, want) = (got.filled, got.frames, want.frames);
+                    prop_assert_eq!(
+                        String::from_utf8_lossy(&got.bytes),
+                        String::from_utf8_lossy(&want.bytes),
+                        "events of serving {}",
+                        serving
+                    );
+                    prop_assert_eq!(&got.ends, &want.ends);
+                    prop_assert_eq!(&got.call_done, &want.call_done);
+                    prop_assert_eq!(&got.terminal_response, &want.terminal_response);
+                    prop_assert_eq!(
+                        (got.cut_after, got.chunk_bytes, got.delay, &got.pauses),
+                        (want.cut_after, want.chunk_bytes, want.delay, &want.pauses)
+                    );
+                    prop_assert_eq!(&ids, &reference_ids, "the same draws");
+                    servings.set(servings.get() + usize::from(serving >= 2));
+                    filled.set(filled.get() + usize::from(used));
+                }
+                Ok(())
+            },
+        );
+        if let Err(failure) = result {
+            panic!("{failure}");
+        }
+        // The comparison is only worth as much as the servings filled in (from the
+        // third on: a turn is compiled at its second).
+        let (servings, filled) = (servings.get(), filled.get());
+        assert!(
+            filled > servings / 3,
+            "{filled} of {servings} servings from the third on filled in"
+        );
+    }
+
+    /// With compiled turns switched off, no turn is compiled, however often served.
+    #[test]
+    fn switched_off_a_session_compiles_no_turn() {
+        let cases = crate::scenario::catalogue().expect("the catalogue loads");
+        let turn = cases
+            .iter()
+            .flat_map(|case| &case.scenario.script)
+            .find(|turn| compilable(turn))
+            .expect("a turn that compiles");
+        let mut ids = IdGen::new(7);
+        let tail = ids.tail();
+        let expanded = script::expand(turn, &mut ids, 0, &tail, &mut Issued::default());
+        let mut turns = CompiledTurns {
+            planned: true,
+            ..CompiledTurns::default()
+        };
+        for _ in 0..4 {
+            assert!(turns.serve(0, turn, &expanded.output).is_none());
+        }
+        let mut turns = CompiledTurns {
+            planned: false,
+            ..CompiledTurns::default()
+        };
+        let compiled = (0..4).filter_map(|_| turns.serve(0, turn, &expanded.output));
+        assert_eq!(compiled.count(), 3, "compiled from the second serving on");
     }
 
     #[test]

@@ -427,8 +427,10 @@ pub fn object_with(out: &mut Vec<u8>, value: &Value, set: &[(&str, Set<'_>)]) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    use super::*;
 
     /// What setting the same keys of a value in place and serializing it gives.
     fn set_in_place(value: &Value, set: &[(&str, Value)]) -> String {
@@ -558,6 +560,339 @@ mod tests {
             ],
         );
         assert_eq!(String::from_utf8(out).unwrap(), expected);
+    }
+
+    /// Text with what JSON escapes, at every place and around the lengths the plain-text
+    /// check treats apart (4, 8, 16 bytes), beside any text at all.
+    fn text() -> impl Strategy<Value = String> {
+        let chars = prop::sample::select(vec![
+            'a', ' ', '"', '\\', '/', '\n', '\r', '\t', '\u{0}', '\u{8}', '\u{c}', '\u{1f}',
+            '\u{7f}', 'é', '😀', '\u{2028}', '\u{E000}',
+        ]);
+        prop_oneof![
+            3 => prop::collection::vec(chars, 0..40).prop_map(String::from_iter),
+            1 => any::<String>(),
+        ]
+    }
+
+    fn number() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            any::<u64>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("JSON numbers are finite", |x| x.is_finite())
+                .prop_map(Value::from),
+            (-1000i32..1000, 0u32..4)
+                .prop_map(|(n, places)| { Value::from(f64::from(n) / 10f64.powi(places as i32)) }),
+        ]
+    }
+
+    /// Any JSON value, nested a few levels deep.
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            number(),
+            text().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((text(), inner), 0..6)
+                    .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// What a generated [`Set`] is: `[]` rather than `null`, a flag, a string.
+    type SetChoice = (bool, Option<bool>, Option<String>);
+
+    fn set() -> impl Strategy<Value = SetChoice> {
+        (
+            any::<bool>(),
+            prop::option::of(any::<bool>()),
+            prop::option::of(text()),
+        )
+    }
+
+    /// A [`Set`] and the value it stands for: a string, a flag, `[]` or `null`.
+    fn set_value((empty_array, flag, text): &SetChoice) -> (Set<'_>, Value) {
+        match (flag, text) {
+            (_, Some(text)) => (Set::Str(text), Value::from(text.as_str())),
+            (Some(flag), None) => (Set::Bool(*flag), Value::Bool(*flag)),
+            (None, None) if *empty_array => (Set::EmptyArray, json!([])),
+            (None, None) => (Set::Null, Value::Null),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 512,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// The writers' promise: any value, any text and any unsigned integer written byte
+        /// for byte as `serde_json` writes it, and its length known without writing it.
+        #[test]
+        fn any_value_is_written_byte_for_byte_as_serde_json_writes_it(
+            value in value(),
+            text in text(),
+            n in any::<u64>(),
+        ) {
+            let mut out = Vec::new();
+            value.write_json(&mut out);
+            let expected = serde_json::to_vec(&value).expect("serializes");
+            prop_assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected));
+            prop_assert_eq!(json_len(&value), expected.len());
+            let items = std::slice::from_ref(&value);
+            let mut out = Vec::new();
+            items.write_json(&mut out);
+            prop_assert_eq!(array_len(items), out.len());
+            for written in [
+                { let mut out = Vec::new(); text.as_str().write_json(&mut out); out },
+                { let mut out = Vec::new(); text.write_json(&mut out); out },
+                { let mut out = Vec::new(); Some(std::borrow::Cow::from(&text)).write_json(&mut out); out },
+            ] {
+                prop_assert_eq!(written, serde_json::to_vec(&text).expect("serializes"));
+            }
+            let needs_escape = text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+            prop_assert_eq!(is_plain(text.as_bytes()), !needs_escape);
+            for written in [
+                { let mut out = Vec::new(); n.write_json(&mut out); out },
+                { let mut out = Vec::new(); (n as usize).write_json(&mut out); out },
+                { let mut out = Vec::new(); (n as u32).write_json(&mut out); out },
+            ] {
+                let parsed: u64 = serde_json::from_slice(&written).expect("an integer");
+                prop_assert_eq!(written, serde_json::to_vec(&parsed).expect("serializes"));
+            }
+        }
+
+        /// Any object with any fields set (some it has, some it lacks) is written as
+        /// setting those keys in place and serializing gives; anything else as it is.
+        #[test]
+        fn any_object_with_fields_set_is_written_as_set_in_place(
+            value in value(),
+            fields in prop::collection::vec((text(), value()), 0..5),
+            picks in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>(), set()), 0..6),
+        ) {
+            let object = match value {
+                Value::Object(mut more) => {
+                    more.extend(fields);
+                    Value::Object(more)
+                }
+                other if fields.is_empty() => other,
+                _ => Value::Object(fields.into_iter().collect()),
+            };
+            let keys: Vec<String> = object
+                .as_object()
+                .map(|fields| fields.keys().cloned().collect())
+                .unwrap_or_default();
+            // Some of the object's own keys, and new ones; each key set once.
+            let mut chosen: Vec<(String, &SetChoice)> = Vec::new();
+            for (index, own, set) in &picks {
+                let key = match (own, keys.is_empty()) {
+                    (true, false) => keys[index.index(keys.len())].clone(),
+                    _ => format!("new\"{}", index.index(1000)),
+                };
+                if chosen.iter().all(|(k, _)| *k != key) {
+                    chosen.push((key, set));
+                }
+            }
+            let sets: Vec<(&str, Set<'_>)> =
+                chosen.iter().map(|(key, set)| (key.as_str(), set_value(set).0)).collect();
+            let mut out = Vec::new();
+            object_with(&mut out, &object, &sets);
+            let expected = match &object {
+                Value::Object(_) | Value::Null => {
+                    let placed: Vec<(&str, Value)> =
+                        chosen.iter().map(|(key, set)| (key.as_str(), set_value(set).1)).collect();
+                    let start = if object.is_null() { json!({}) } else { object.clone() };
+                    set_in_place(&start, &placed)
+                }
+                other => other.to_string(),
+            };
+            prop_assert_eq!(String::from_utf8_lossy(&out), expected);
+        }
+    }
+
+    /// The strings one generated output item is made of.
+    #[derive(Debug, Clone)]
+    struct ItemTexts {
+        kind: u8,
+        id: String,
+        texts: Vec<String>,
+        refusal: Option<String>,
+        caller: Option<Value>,
+    }
+
+    fn item_texts() -> impl Strategy<Value = ItemTexts> {
+        (
+            0u8..6,
+            text(),
+            prop::collection::vec(text(), 0..3),
+            prop::option::of(text()),
+            prop::option::of(value()),
+        )
+            .prop_map(|(kind, id, texts, refusal, caller)| ItemTexts {
+                kind,
+                id,
+                texts,
+                refusal,
+                caller,
+            })
+    }
+
+    /// An output item of the kind chosen, its strings borrowed from `texts`.
+    fn output_item(texts: &ItemTexts) -> crate::wire::item::OutputItem<'_> {
+        use crate::wire::item::OutputItem;
+        let text = |n: usize| texts.texts.get(n).map_or("", String::as_str);
+        let id = texts.id.clone();
+        match texts.kind {
+            0 => OutputItem::Reasoning {
+                id,
+                encrypted_content: text(0).to_owned(),
+                summary: &texts.texts,
+            },
+            1 => OutputItem::Message {
+                id,
+                status: "completed",
+                text: text(0),
+                refusal: texts.refusal.as_deref(),
+            },
+            2 => OutputItem::Refusal { id, text: text(0) },
+            3 => OutputItem::Call {
+                id,
+                status: "incomplete",
+                arguments: text(0).into(),
+                call_id: text(1).to_owned(),
+                name: text(2),
+                caller_id: texts.caller.clone(),
+            },
+            4 => OutputItem::Program {
+                id,
+                call_id: text(0).to_owned(),
+                code: text(1),
+                fingerprint: text(2).to_owned(),
+            },
+            _ => OutputItem::ProgramOutput {
+                id,
+                call_id: texts.caller.clone().unwrap_or_default(),
+                result: text(0),
+                status: "completed",
+            },
+        }
+    }
+
+    /// A create request's body with generated echoed fields.
+    fn request_body() -> impl Strategy<Value = Value> {
+        let tool = (
+            text(),
+            prop::option::of(any::<bool>()),
+            prop::option::of(text()),
+            any::<bool>(),
+        )
+            .prop_map(|(name, strict, description, function)| {
+                let mut tool =
+                    json!({"type": if function { "function" } else { "web_search" }, "name": name});
+                if let Some(strict) = strict {
+                    tool["strict"] = json!(strict);
+                }
+                if let Some(description) = description {
+                    tool["description"] = json!(description);
+                }
+                tool
+            });
+        (
+            prop::option::of(text()),
+            prop::collection::vec(tool, 0..3),
+            prop::option::of(value()),
+            prop::option::of(value()),
+            any::<(bool, bool, bool)>(),
+            prop::option::of(text()),
+        )
+            .prop_map(
+                |(instructions, tools, metadata, tool_choice, flags, model)| {
+                    let (stream, background, store) = flags;
+                    let mut body = json!({
+                        "model": model.unwrap_or_else(|| "gpt-5".into()),
+                        "input": [{"role": "user", "content": "hi"}],
+                        "tools": tools, "stream": stream, "background": background, "store": store,
+                    });
+                    if let Some(instructions) = instructions {
+                        body["instructions"] = json!(instructions);
+                    }
+                    if let Some(metadata) = metadata {
+                        body["metadata"] = metadata;
+                    }
+                    if let Some(choice) = tool_choice {
+                        body["tool_choice"] = choice;
+                    }
+                    body
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// Any response the writers put together is compact JSON as `serde_json` writes
+        /// it (it reads back to the same bytes), its items are those the item writer
+        /// writes, and its snapshot is the response with the outcome set in place.
+        #[test]
+        fn any_response_is_written_as_serde_json_writes_it(
+            items in prop::collection::vec(item_texts(), 0..5),
+            body in request_body(),
+            outcome in (0u8..3, text(), prop::option::of(text()), prop::option::of(value())),
+            created_at in any::<u32>(),
+            snapshot in prop::sample::select(vec!["queued", "in_progress", "cancelled"]),
+        ) {
+            use crate::wire::response::{ResponseParts, ResponseStatus};
+            let Ok(request) = crate::wire::CreateRequest::from_json(body.to_string().as_bytes())
+            else {
+                return Err(TestCaseError::reject("not a valid create"));
+            };
+            let output: Vec<_> = items.iter().map(output_item).collect();
+            let (status, id, conversation, error) = outcome;
+            let status = [ResponseStatus::Completed, ResponseStatus::Incomplete, ResponseStatus::Failed][usize::from(status)];
+            let parts = ResponseParts {
+                id: &id,
+                created_at: u64::from(created_at),
+                status,
+                output: &output,
+                write_output: None,
+                request: &request,
+                incomplete_reason: conversation.as_deref().filter(|_| status == ResponseStatus::Incomplete),
+                error: error.as_ref().filter(|_| status == ResponseStatus::Failed),
+                conversation: conversation.as_deref(),
+            };
+            let mut json = Vec::new();
+            let layout = parts.write_spanned(&mut json);
+            let parsed: Value = serde_json::from_slice(&json).expect("the response is JSON");
+            let rewritten = serde_json::to_vec(&parsed).expect("serializes");
+            prop_assert_eq!(String::from_utf8_lossy(&json), String::from_utf8_lossy(&rewritten));
+            let mut written_items = Vec::new();
+            crate::wire::item::write_all(&mut written_items, &output, None);
+            prop_assert_eq!(
+                serde_json::to_vec(&parsed["output"]).expect("serializes"),
+                written_items
+            );
+            let mut snapshotted = Vec::new();
+            layout.write_snapshot(&json, snapshot, &mut snapshotted);
+            let expected = set_in_place(&parsed, &[
+                ("status", json!(snapshot)),
+                ("completed_at", Value::Null),
+                ("error", Value::Null),
+                ("incomplete_details", Value::Null),
+                ("output", json!([])),
+                ("usage", Value::Null),
+            ]);
+            prop_assert_eq!(String::from_utf8_lossy(&snapshotted), expected);
+        }
     }
 
     #[test]
