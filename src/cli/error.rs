@@ -7,6 +7,7 @@ use std::io;
 use crate::baseline::BaselineError;
 use crate::config::ConfigError;
 use crate::fuzz::FuzzError;
+use crate::init::InitError;
 use crate::record::RecordError;
 use crate::report::merge::MergeError;
 use crate::report::writable::Unwritable;
@@ -91,6 +92,9 @@ pub enum CliError {
     /// The fuzzer's folder.
     #[error(transparent)]
     Fuzz(#[from] FuzzError),
+    /// The starter files.
+    #[error(transparent)]
+    Init(#[from] InitError),
     /// `serve` cannot take its port.
     #[error("cannot listen on 127.0.0.1:{port}: {source}")]
     Listen {

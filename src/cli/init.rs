@@ -4,8 +4,7 @@ use super::args::InitArgs;
 use super::error::{CliError, exit};
 
 pub(super) fn init(args: InitArgs) -> Result<u8, CliError> {
-    let written =
-        crate::init::write(&args.dir, args.language, args.force).map_err(CliError::Usage)?;
+    let written = crate::init::write(&args.dir, args.language, args.force)?;
     for path in written {
         println!("wrote {}", path.display());
     }
