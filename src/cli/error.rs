@@ -32,9 +32,6 @@ pub mod exit {
 /// Why a command stopped before its verdict.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// How loopcheck was called is wrong, in a way no layer below names.
-    #[error("{0}")]
-    Usage(String),
     /// A flag's value is out of range.
     #[error("invalid --{flag} {value}: expected {expected}")]
     Flag {
@@ -59,6 +56,24 @@ pub enum CliError {
     /// The selection is empty.
     #[error("no case matches: nothing to run")]
     NoCase,
+    /// No case has the id asked for; `near` holds the ids that contain it.
+    #[error("no case '{case}' in the catalogue: {}", did_you_mean(.near))]
+    UnknownCase {
+        /// The id asked for.
+        case: String,
+        /// The ids that contain it.
+        near: Vec<String>,
+    },
+    /// The case does not run in the state mode or delivery asked for.
+    #[error("{case} does not run in {asked}: it runs in {}", .runs.join(", "))]
+    NotRunIn {
+        /// The case id.
+        case: String,
+        /// The state mode, or `delivery` and the delivery.
+        asked: String,
+        /// What it runs in.
+        runs: Vec<&'static str>,
+    },
     /// Scenario files that do not load, one line each.
     #[error("{}", lines(.0))]
     Scenarios(Vec<ScenarioError>),
@@ -118,6 +133,15 @@ pub enum CliError {
     /// A run stopped by Ctrl-C or SIGTERM, after writing its reports.
     #[error("interrupted: the reports hold the case runs judged before")]
     Interrupted,
+}
+
+/// Where to look for a case id: the ids near it, else the listing.
+fn did_you_mean(near: &[String]) -> String {
+    if near.is_empty() {
+        "see `loopcheck list`".to_owned()
+    } else {
+        format!("did you mean {}?", near.join(", "))
+    }
 }
 
 /// Items one per line.

@@ -10,30 +10,25 @@ use super::list::print_listing;
 pub(super) fn task(args: TaskArgs) -> Result<u8, CliError> {
     let cases = scenario::catalogue().map_err(CliError::Scenarios)?;
     let Some(case) = cases.iter().find(|c| c.scenario.id == args.case) else {
-        let near: Vec<&str> = cases
+        let near = cases
             .iter()
-            .map(|c| c.scenario.id.as_str())
+            .map(|c| c.scenario.id.clone())
             .filter(|id| id.contains(args.case.as_str()))
             .collect();
-        let hint = match near.as_slice() {
-            [] => "see `loopcheck list`".to_owned(),
-            ids => format!("did you mean {}?", ids.join(", ")),
-        };
-        return Err(CliError::Usage(format!(
-            "no case '{}' in the catalogue: {hint}",
-            args.case
-        )));
+        return Err(CliError::UnknownCase {
+            case: args.case,
+            near,
+        });
     };
     let states = &case.scenario.run_states();
     let state = match args.state {
         Some(state) if states.contains(&state) => state,
         Some(state) => {
-            let runs: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
-            return Err(CliError::Usage(format!(
-                "{} does not run in {state}: it runs in {}",
-                args.case,
-                runs.join(", ")
-            )));
+            return Err(CliError::NotRunIn {
+                case: args.case,
+                asked: state.to_string(),
+                runs: states.iter().map(|s| s.as_str()).collect(),
+            });
         }
         None => states
             .first()
@@ -45,12 +40,11 @@ pub(super) fn task(args: TaskArgs) -> Result<u8, CliError> {
         None => case.scenario.delivered(deliveries[0]),
         Some(delivery) if deliveries.contains(&delivery) => case.scenario.delivered(delivery),
         Some(delivery) => {
-            let runs: Vec<&str> = deliveries.iter().map(|d| d.as_str()).collect();
-            return Err(CliError::Usage(format!(
-                "{} does not run in delivery {delivery}: it runs in {}",
-                args.case,
-                runs.join(", ")
-            )));
+            return Err(CliError::NotRunIn {
+                case: args.case,
+                asked: format!("delivery {delivery}"),
+                runs: deliveries.iter().map(|d| d.as_str()).collect(),
+            });
         }
     };
     let text = if args.json {
