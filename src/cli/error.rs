@@ -182,25 +182,33 @@ impl CliError {
 
     /// Prints the error on standard error and gives the exit code.
     pub fn report(&self) -> u8 {
+        // Nothing is left to tell the user when standard error itself fails.
+        let _ = self.write_to(&mut io::stderr().lock());
+        self.exit_code()
+    }
+
+    /// The lines [`CliError::report`] prints: each prefixed, a hint last where the
+    /// message has one.
+    fn write_to(&self, out: &mut impl io::Write) -> io::Result<()> {
         match self {
             CliError::Scenarios(errors) => {
                 for error in errors {
-                    eprintln!("{}{error}", self.prefix());
+                    writeln!(out, "{}{error}", self.prefix())?;
                 }
             }
             CliError::Several(all) => {
                 for error in all {
-                    error.report();
+                    error.write_to(out)?;
                 }
             }
-            _ => eprintln!("{}{self}", self.prefix()),
+            _ => writeln!(out, "{}{self}", self.prefix())?,
         }
-        self.exit_code()
+        Ok(())
     }
 }
 
-/// Both results, or every error of the two: a run reports all its mistakes of one kind
-/// at once.
+/// Both results, or the errors of both: a run with a bad selection and bad settings
+/// names both mistakes, not only the first.
 pub(super) fn both<A, B>(
     a: Result<A, CliError>,
     b: Result<B, CliError>,
@@ -215,6 +223,36 @@ pub(super) fn both<A, B>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn printed(err: &CliError) -> String {
+        let mut out = Vec::new();
+        err.write_to(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn each_error_prints_its_lines_with_its_prefix() {
+        assert_eq!(
+            printed(&CliError::NoCase),
+            "error: no case matches: nothing to run\n"
+        );
+        assert_eq!(
+            printed(&CliError::Interrupted),
+            "loopcheck: interrupted: the reports hold the case runs judged before\n"
+        );
+        let both = CliError::Several(vec![
+            CliError::NoCase,
+            CliError::Flag {
+                flag: "jobs",
+                value: "0".to_owned(),
+                expected: "at least 1",
+            },
+        ]);
+        assert_eq!(
+            printed(&both),
+            "error: no case matches: nothing to run\nerror: invalid --jobs 0: expected at least 1\n"
+        );
+    }
 
     #[test]
     fn exit_codes_keep_their_numbers() {
