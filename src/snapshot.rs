@@ -194,7 +194,20 @@ impl Snapshots {
                 }
             },
         };
-        let write = |to: &Path| write_snapshot(to, actual);
+        let write = |to: &Path| -> Result<(), SnapshotFileError> {
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).map_err(|source| SnapshotFileError::Create {
+                    dir: parent.to_owned(),
+                    source,
+                })?;
+            }
+            crate::runner::write_bytes_atomic(to, render(actual).as_bytes()).map_err(|source| {
+                SnapshotFileError::Write {
+                    path: to.to_owned(),
+                    source,
+                }
+            })
+        };
         match expected {
             Some(expected)
                 if &expected == actual || cut_by_clock && same_until_cut(&expected, actual) =>
@@ -236,22 +249,6 @@ impl Snapshots {
             },
         }
     }
-}
-
-/// Writes `normalized` as the snapshot file `to`, creating its folder.
-fn write_snapshot(to: &Path, normalized: &Normalized) -> Result<(), SnapshotFileError> {
-    if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| SnapshotFileError::Create {
-            dir: parent.to_owned(),
-            source,
-        })?;
-    }
-    crate::runner::write_bytes_atomic(to, render(normalized).as_bytes()).map_err(|source| {
-        SnapshotFileError::Write {
-            path: to.to_owned(),
-            source,
-        }
-    })
 }
 
 /// Whether two runs cut by a deadline agree: every exchange both made, and how they ended.
