@@ -27,7 +27,82 @@ use toml::{Spanned, Value};
 use crate::runner::CAPABILITIES;
 use crate::runner::partition::Partition;
 
-use crate::redact::{Redactor, Rules};
+use crate::redact::{Redactor, RuleError, Rules};
+use crate::toml_text::TextError;
+
+/// Why the settings cannot be resolved: each names the file and place (`file:L:C`), or
+/// the variable, where the mistake is, as a person would look for it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("cannot read the config {path}: {source}")]
+    Read {
+        /// The file as named.
+        path: String,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The file is not UTF-8 TOML of the settings' shape.
+    #[error("{path}:{source}")]
+    Text {
+        /// The file as named.
+        path: String,
+        /// Where and what.
+        source: TextError,
+    },
+    /// A value of a profile is wrong: `file:L:C: wrong; expected what`, a hint last.
+    #[error("{path}:{line}:{col}: {message}")]
+    Value {
+        /// The file as named.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// The profile asked for is not in the file.
+    #[error("{path}: no profile '{name}' (it has: {known})")]
+    NoProfile {
+        /// The file as named.
+        path: String,
+        /// The profile asked for.
+        name: String,
+        /// The file's profiles, `none` when it has none.
+        known: String,
+    },
+    /// A profile is asked for and there is no settings file.
+    #[error("profile '{name}' asked for, but there is no {FILE_NAME} here (give --config FILE)")]
+    NoFile {
+        /// The profile asked for.
+        name: String,
+    },
+    /// A `LOOPCHECK_*` variable's value is wrong: `VAR=value: wrong; expected what`.
+    #[error("{var}={value}: {message}")]
+    Variable {
+        /// The variable.
+        var: String,
+        /// Its value.
+        value: String,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// The `[redact]` table's rules do not compile.
+    #[error("{path}: [redact]: {source}")]
+    Redact {
+        /// The file as named.
+        path: String,
+        /// The rule and why.
+        source: RuleError,
+    },
+}
+
+/// What is wrong with one value, without where it is (its caller knows that). A hint,
+/// when there is one, ends it on its own line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Wrong(String);
 
 /// The file looked for in the working directory when no `--config` is given.
 pub const FILE_NAME: &str = "loopcheck.toml";
@@ -162,7 +237,7 @@ impl Profile {
             "snapshots" => self.snapshots = Some(path(entry)?),
             "partition" => {
                 let text = entry.string()?;
-                self.partition = Some(partition(&text).map_err(|wrong| entry.bad(wrong))?);
+                self.partition = Some(partition(&text).map_err(|wrong| entry.bad(wrong.0))?);
             }
             unknown => return Err(entry.unknown(unknown)),
         }
@@ -171,30 +246,26 @@ impl Profile {
 }
 
 /// A capability word, or what is wrong with it.
-fn capability(word: &str) -> Result<(), String> {
+fn capability(word: &str) -> Result<(), Wrong> {
     if CAPABILITIES.contains(&word) {
         return Ok(());
     }
-    Err(format!(
+    Err(Wrong(format!(
         "unknown capability '{word}'{}",
         did_you_mean(word, CAPABILITIES)
-    ))
+    )))
 }
 
 /// A case id glob, or what is wrong with it.
-fn glob(word: &str) -> Result<(), String> {
+fn glob(word: &str) -> Result<(), Wrong> {
     globset::Glob::new(word)
         .map(drop)
-        .map_err(|err| format!("invalid glob '{word}': {}", err.kind()))
+        .map_err(|err| Wrong(format!("invalid glob '{word}': {}", err.kind())))
 }
 
-/// A partition, or what is wrong with it (its own message names what it expects).
-fn partition(text: &str) -> Result<Partition, String> {
-    text.parse::<Partition>()
-        .map_err(|err| match err.split_once(": expected") {
-            Some((wrong, _)) => wrong.to_owned(),
-            None => err,
-        })
+/// A partition, or what is wrong with it (what it expects is said by the caller).
+fn partition(text: &str) -> Result<Partition, Wrong> {
+    text.parse::<Partition>().map_err(|err| Wrong(err.what()))
 }
 
 /// `\n(hint: did you mean ...?)` when one of `known` is a likely typo of `word`.
@@ -248,13 +319,15 @@ struct Bad {
 }
 
 impl Bad {
-    /// `L:C: wrong; expected what`, with the hint line last.
-    fn located(&self, text: &str) -> String {
+    /// `file:L:C: wrong; expected what`, with the hint line last.
+    fn located(&self, path: &str, text: &str) -> ConfigError {
         let (line, col) = crate::toml_text::line_col(text, self.at);
-        format!(
-            "{line}:{col}: {}",
-            with_expected(&self.wrong, &self.expected)
-        )
+        ConfigError::Value {
+            path: path.to_owned(),
+            line,
+            col,
+            message: with_expected(&self.wrong, &self.expected),
+        }
     }
 }
 
@@ -309,7 +382,7 @@ impl Entry<'_> {
     }
 
     /// A list of strings, each passing `check`; a bad item is located in the list.
-    fn words(&self, check: fn(&str) -> Result<(), String>) -> Result<Vec<String>, Bad> {
+    fn words(&self, check: fn(&str) -> Result<(), Wrong>) -> Result<Vec<String>, Bad> {
         let Value::Array(items) = self.value else {
             return Err(self.of_wrong_type());
         };
@@ -326,7 +399,7 @@ impl Entry<'_> {
                 };
                 check(word).map_err(|wrong| Bad {
                     at,
-                    ..self.bad(wrong)
+                    ..self.bad(wrong.0)
                 })?;
                 Ok(word.clone())
             })
@@ -365,16 +438,16 @@ impl Entry<'_> {
 
 /// A timeout, or what is wrong with it.
 /// A variable's positive number of seconds.
-fn env_seconds(text: &str) -> Result<f64, String> {
-    let secs = text.parse().map_err(|_| "not a number".to_owned())?;
+fn env_seconds(text: &str) -> Result<f64, Wrong> {
+    let secs = text.parse().map_err(|_| Wrong("not a number".to_owned()))?;
     positive_seconds(secs)
 }
 
-fn positive_seconds(secs: f64) -> Result<f64, String> {
+fn positive_seconds(secs: f64) -> Result<f64, Wrong> {
     if secs.is_finite() && secs > 0.0 {
         Ok(secs)
     } else {
-        Err(format!("{secs}, not a positive number"))
+        Err(Wrong(format!("{secs}, not a positive number")))
     }
 }
 
@@ -393,7 +466,7 @@ fn kind(value: &Value) -> &'static str {
 
 /// The profiles of a file's text, each value checked; the first bad one in the file is
 /// the error.
-fn profiles(file: &File, text: &str) -> Result<BTreeMap<String, Profile>, String> {
+fn profiles(file: &File, path: &str, text: &str) -> Result<BTreeMap<String, Profile>, ConfigError> {
     let mut first_bad: Option<Bad> = None;
     let mut profiles = BTreeMap::new();
     for (name, written) in &file.profile {
@@ -416,7 +489,7 @@ fn profiles(file: &File, text: &str) -> Result<BTreeMap<String, Profile>, String
         profiles.insert(name.clone(), profile);
     }
     match first_bad {
-        Some(bad) => Err(bad.located(text)),
+        Some(bad) => Err(bad.located(path, text)),
         None => Ok(profiles),
     }
 }
@@ -428,7 +501,7 @@ pub fn resolve(
     path: Option<&Path>,
     name: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Profile, String> {
+) -> Result<Profile, ConfigError> {
     let file = find(path)?;
     let named = name.map(str::to_owned).or_else(|| env("LOOPCHECK_PROFILE"));
     let from_file = match (&file, &named) {
@@ -447,23 +520,22 @@ pub fn resolve(
                 None if name == DEFAULT_PROFILE => Profile::default(),
                 None => {
                     let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
-                    return Err(format!(
-                        "{shown}: no profile '{name}' (it has: {})",
-                        if known.is_empty() {
+                    return Err(ConfigError::NoProfile {
+                        path: shown.clone(),
+                        name: name.to_owned(),
+                        known: if known.is_empty() {
                             "none".to_owned()
                         } else {
                             known.join(", ")
-                        }
-                    ));
+                        },
+                    });
                 }
             };
             let default = profiles.get(DEFAULT_PROFILE).cloned().unwrap_or_default();
             chosen.over(default).relative_to(dir)
         }
         (None, Some(name)) if name != DEFAULT_PROFILE => {
-            return Err(format!(
-                "profile '{name}' asked for, but there is no {FILE_NAME} here (give --config FILE)"
-            ));
+            return Err(ConfigError::NoFile { name: name.clone() });
         }
         (None, _) => Profile::default(),
     };
@@ -481,17 +553,18 @@ struct Loaded {
 
 /// The redactor of the config file at `path` (or `loopcheck.toml` here, when it
 /// exists): the built-in rules plus its `[redact]` table's.
-pub fn redactor(path: Option<&Path>) -> Result<Redactor, String> {
+pub fn redactor(path: Option<&Path>) -> Result<Redactor, ConfigError> {
     match find(path)? {
-        Some(file) => {
-            Redactor::new(&file.redact).map_err(|err| format!("{}: [redact]: {err}", file.shown))
-        }
+        Some(file) => Redactor::new(&file.redact).map_err(|source| ConfigError::Redact {
+            path: file.shown,
+            source,
+        }),
         None => Ok(Redactor::default()),
     }
 }
 
 /// The config file at `path`, or `loopcheck.toml` here when it exists.
-fn find(path: Option<&Path>) -> Result<Option<Loaded>, String> {
+fn find(path: Option<&Path>) -> Result<Option<Loaded>, ConfigError> {
     match path {
         Some(path) => load(path).map(Some),
         None if Path::new(FILE_NAME).exists() => load(Path::new(FILE_NAME)).map(Some),
@@ -500,13 +573,19 @@ fn find(path: Option<&Path>) -> Result<Option<Loaded>, String> {
 }
 
 /// Reads a config file; an error names the file, line and column.
-fn load(path: &Path) -> Result<Loaded, String> {
+fn load(path: &Path) -> Result<Loaded, ConfigError> {
     let shown = path.display().to_string();
-    let bytes =
-        std::fs::read(path).map_err(|err| format!("cannot read the config {shown}: {err}"))?;
-    let text = crate::toml_text::utf8(&bytes).map_err(|err| format!("{shown}:{err}"))?;
-    let file: File = crate::toml_text::parse(text).map_err(|err| format!("{shown}:{err}"))?;
-    let profiles = profiles(&file, text).map_err(|err| format!("{shown}:{err}"))?;
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let in_file = |source| ConfigError::Text {
+        path: shown.clone(),
+        source,
+    };
+    let text = crate::toml_text::utf8(&bytes).map_err(in_file)?;
+    let file: File = crate::toml_text::parse(text).map_err(in_file)?;
+    let profiles = profiles(&file, &shown, text)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     Ok(Loaded {
         profiles,
@@ -517,7 +596,7 @@ fn load(path: &Path) -> Result<Loaded, String> {
 }
 
 /// The settings the `LOOPCHECK_*` variables give; a bad value names its variable.
-fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Profile, String> {
+fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Profile, ConfigError> {
     let path = |var: &str| env(var).map(PathBuf::from);
     Ok(Profile {
         controller: env("LOOPCHECK_CONTROLLER"),
@@ -549,31 +628,30 @@ fn read<T>(
     env: &dyn Fn(&str) -> Option<String>,
     var: &str,
     setting: &str,
-    parse: impl Fn(&str) -> Result<T, String>,
-) -> Result<Option<T>, String> {
+    parse: impl Fn(&str) -> Result<T, Wrong>,
+) -> Result<Option<T>, ConfigError> {
     env(var)
         .map(|value| {
-            parse(value.trim()).map_err(|wrong| {
-                format!(
-                    "{var}={value}: {}",
-                    with_expected(&wrong, expected(setting))
-                )
+            parse(value.trim()).map_err(|wrong| ConfigError::Variable {
+                var: var.to_owned(),
+                message: with_expected(&wrong.0, expected(setting)),
+                value,
             })
         })
         .transpose()
 }
 
 /// Parses a whole number of at least `least`.
-fn whole(least: u64) -> impl Fn(&str) -> Result<u64, String> {
+fn whole(least: u64) -> impl Fn(&str) -> Result<u64, Wrong> {
     move |text| match text.parse::<u64>() {
         Ok(number) if number >= least => Ok(number),
-        Ok(number) => Err(format!("{number}, below {least}")),
-        Err(_) => Err("not a whole number".to_owned()),
+        Ok(number) => Err(Wrong(format!("{number}, below {least}"))),
+        Err(_) => Err(Wrong("not a whole number".to_owned())),
     }
 }
 
 /// Parses a comma-separated list, each word passing `check`.
-fn words(check: fn(&str) -> Result<(), String>) -> impl Fn(&str) -> Result<Vec<String>, String> {
+fn words(check: fn(&str) -> Result<(), Wrong>) -> impl Fn(&str) -> Result<Vec<String>, Wrong> {
     move |text| {
         text.split(',')
             .map(str::trim)
@@ -653,22 +731,24 @@ junit = "out/junit.xml"
     #[test]
     fn mistakes_are_named_with_their_place() {
         let (_dir, path) = file("[profile.default]\njobs = 2\ncontroler = \"x\"\n");
-        let err = resolve(Some(&path), None, &no_env).unwrap_err();
+        let err = resolve(Some(&path), None, &no_env).unwrap_err().to_string();
         assert!(err.ends_with("loopcheck.toml:3:1: unknown key `controler` in [profile.default]; expected one of controller, supports, jobs, timeout, startup-timeout, seed, filter, paths, report-json, junit, html, baseline, snapshots, partition\n(hint: did you mean `controller`?)"), "{err}");
         let (_dir, path) = file("[profile.default]\njobs = \"two\"\n");
-        let err = resolve(Some(&path), None, &no_env).unwrap_err();
+        let err = resolve(Some(&path), None, &no_env).unwrap_err().to_string();
         assert!(
             err.ends_with("loopcheck.toml:2:8: `jobs` is a string (\"two\"); expected a whole number of cases at once, at least 1"),
             "{err}"
         );
         let (_dir, path) = file(TWO_PROFILES);
-        let err = resolve(Some(&path), Some("nightly"), &no_env).unwrap_err();
+        let err = resolve(Some(&path), Some("nightly"), &no_env)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.ends_with("no profile 'nightly' (it has: ci, default)"),
             "{err}"
         );
         let bad = |key: &str| (key == "LOOPCHECK_TIMEOUT").then(|| "soon".to_owned());
-        let err = resolve(None, None, &bad).unwrap_err();
+        let err = resolve(None, None, &bad).unwrap_err().to_string();
         assert_eq!(
             err,
             "LOOPCHECK_TIMEOUT=soon: not a number; expected a positive number of seconds"
@@ -678,7 +758,7 @@ junit = "out/junit.xml"
     #[test]
     fn a_profile_not_chosen_is_checked_too_and_the_first_mistake_in_the_file_wins() {
         let (_dir, path) = file("[profile.ci]\nseed = -1\n\n[profile.default]\ntimeout = 0\n");
-        let err = resolve(Some(&path), None, &no_env).unwrap_err();
+        let err = resolve(Some(&path), None, &no_env).unwrap_err().to_string();
         assert!(
             err.ends_with(
                 "loopcheck.toml:2:8: `seed` is -1, below 0; expected a whole number, 0 or more"
@@ -693,13 +773,13 @@ junit = "out/junit.xml"
             "LOOPCHECK_JOBS" => Some("0".to_owned()),
             _ => None,
         };
-        let err = resolve(None, None, &env).unwrap_err();
+        let err = resolve(None, None, &env).unwrap_err().to_string();
         assert_eq!(
             err,
             "LOOPCHECK_JOBS=0: 0, below 1; expected a whole number of cases at once, at least 1"
         );
         let env = |key: &str| (key == "LOOPCHECK_SUPPORTS").then(|| "stream,backgrond".to_owned());
-        let err = resolve(None, None, &env).unwrap_err();
+        let err = resolve(None, None, &env).unwrap_err().to_string();
         assert!(
             err.starts_with("LOOPCHECK_SUPPORTS=stream,backgrond: unknown capability 'backgrond'; expected a list of capabilities")
                 && err.ends_with("\n(hint: did you mean `background`?)"),

@@ -94,9 +94,25 @@ fn workflow(file: &str, setup: &str) -> String {
     )
 }
 
+/// Why the starter files were not written.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// Some exist, and `--force` was not given: nothing was written.
+    #[error("not overwriting {} (give --force to replace)", .0.join(", "))]
+    Exists(Vec<String>),
+    /// A file cannot be written.
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+}
+
 /// Writes the starter files into `dir`; the paths written. Refuses, writing nothing,
 /// when any of them exists and `force` is not given.
-pub fn write(dir: &Path, language: Language, force: bool) -> Result<Vec<PathBuf>, String> {
+pub fn write(dir: &Path, language: Language, force: bool) -> Result<Vec<PathBuf>, InitError> {
     let files = files(language);
     let existing: Vec<String> = files
         .iter()
@@ -105,16 +121,14 @@ pub fn write(dir: &Path, language: Language, force: bool) -> Result<Vec<PathBuf>
         .map(|path| path.display().to_string())
         .collect();
     if !existing.is_empty() && !force {
-        return Err(format!(
-            "not overwriting {} (give --force to replace)",
-            existing.join(", ")
-        ));
+        return Err(InitError::Exists(existing));
     }
     let mut written = Vec::new();
     for (path, text) in files {
         let path = dir.join(path);
-        crate::files::write_bytes_atomic(&path, text.as_bytes())
-            .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+        if let Err(source) = crate::files::write_bytes_atomic(&path, text.as_bytes()) {
+            return Err(InitError::Write { path, source });
+        }
         written.push(path);
     }
     Ok(written)
@@ -153,7 +167,9 @@ mod tests {
     fn existing_files_are_kept_unless_forced() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("loop.py"), "mine").unwrap();
-        let err = write(dir.path(), Language::Python, false).unwrap_err();
+        let err = write(dir.path(), Language::Python, false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("loop.py"), "{err}");
         assert!(
             !dir.path().join("loopcheck.toml").exists(),

@@ -143,10 +143,10 @@ impl Redactor {
             rules.patterns.clone(),
             Vec::new(),
         )
-        .map_err(|why| RuleError {
+        .map_err(|err| RuleError {
             what: "[redact] query name",
             value: rules.query.join(", "),
-            why,
+            why: err.to_string(),
         })
     }
 
@@ -172,10 +172,10 @@ impl Redactor {
             self.patterns.iter().chain(patterns).cloned().collect(),
             self.pointers.iter().chain(pointers).cloned().collect(),
         )
-        .map_err(|why| RuleError {
+        .map_err(|err| RuleError {
             what: "--redact-regex",
             value: patterns.join(", "),
-            why,
+            why: err.to_string(),
         })?;
         built.learned = self.learned.clone();
         Ok(built)
@@ -186,7 +186,7 @@ impl Redactor {
         query: Vec<String>,
         patterns: Vec<String>,
         pointers: Vec<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, regex::Error> {
         let names: Vec<String> = SECRET_QUERY
             .iter()
             .map(|n| n.to_string())
@@ -212,7 +212,7 @@ impl Redactor {
             query,
             patterns,
             pointers,
-            matcher: Regex::new(&matcher).map_err(|e| e.to_string())?,
+            matcher: Regex::new(&matcher)?,
             learned: Arc::default(),
         })
     }

@@ -73,15 +73,66 @@ struct Registry {
     rules: Vec<Rule>,
 }
 
+/// Why the rule-coverage table cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    /// The registry is not YAML of the rules' shape.
+    #[error("{REGISTRY_PATH}: {0}")]
+    Registry(serde_saphyr::Error),
+    /// The registry names checks or cases that do not exist.
+    #[error("{REGISTRY_PATH} is stale:\n  {}", .0.join("\n  "))]
+    Stale(Vec<String>),
+    /// The mutants' folder cannot be read.
+    #[error(
+        "cannot read the mutants' folder {}: {source} (run from the repository root or pass --mutants DIR)",
+        .dir.display()
+    )]
+    MutantsFolder {
+        /// The folder.
+        dir: std::path::PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// A mutant's header is incomplete.
+    #[error(transparent)]
+    Header(#[from] HeaderError),
+    /// A mutant (its file) or a rule (its id) has a case glob that is not one.
+    #[error("{owner}: {source}")]
+    Glob {
+        /// The mutant's file or the rule's id.
+        owner: String,
+        /// The glob.
+        source: GlobError,
+    },
+}
+
+/// A marked mutant file whose header does not name its check and its cases.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: a loopcheck-mutant header needs `caught-by:` and `cases:` lines")]
+pub struct HeaderError {
+    /// The file name.
+    pub file: String,
+}
+
+/// A case glob that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid case glob '{glob}': {source}")]
+pub struct GlobError {
+    /// The glob.
+    glob: String,
+    /// Why not.
+    source: globset::Error,
+}
+
 /// Parses a registry text.
-pub fn parse(text: &str) -> Result<Vec<Rule>, String> {
+pub fn parse(text: &str) -> Result<Vec<Rule>, RulesError> {
     serde_saphyr::from_str::<Registry>(text)
         .map(|registry| registry.rules)
-        .map_err(|err| format!("{REGISTRY_PATH}: {err}"))
+        .map_err(RulesError::Registry)
 }
 
 /// The embedded registry.
-pub fn registry() -> Result<Vec<Rule>, String> {
+pub fn registry() -> Result<Vec<Rule>, RulesError> {
     parse(REGISTRY)
 }
 
@@ -99,7 +150,7 @@ pub struct Mutant {
 /// The mutant a file's header describes: None for a file without the `loopcheck-mutant`
 /// marker (documented gaps, equivalents, notes), an error for a marked file that does not
 /// name its check or its cases. The header format is `tests/integration/mutants.rs`'s.
-pub fn parse_mutant(file: &str, text: &str) -> Option<Result<Mutant, String>> {
+pub fn parse_mutant(file: &str, text: &str) -> Option<Result<Mutant, HeaderError>> {
     let prefix = match Path::new(file).extension().and_then(|e| e.to_str()) {
         Some("py" | "sh") => "#",
         Some("mjs") => "//",
@@ -139,19 +190,17 @@ pub fn parse_mutant(file: &str, text: &str) -> Option<Result<Mutant, String>> {
                 cases,
             })
         }
-        _ => Err(format!(
-            "{file}: a loopcheck-mutant header needs `caught-by:` and `cases:` lines"
-        )),
+        _ => Err(HeaderError {
+            file: file.to_owned(),
+        }),
     })
 }
 
 /// The mutants of a folder, sorted by file name.
-pub fn read_mutants(dir: &Path) -> Result<Vec<Mutant>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|err| {
-        format!(
-            "cannot read the mutants' folder {}: {err} (run from the repository root or pass --mutants DIR)",
-            dir.display()
-        )
+pub fn read_mutants(dir: &Path) -> Result<Vec<Mutant>, RulesError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| RulesError::MutantsFolder {
+        dir: dir.to_owned(),
+        source,
     })?;
     let mut files: Vec<_> = entries
         .flatten()
@@ -222,19 +271,22 @@ pub struct Coverage<'r> {
     pub status: Status,
 }
 
-fn matchers(globs: &[String]) -> Result<Vec<GlobMatcher>, String> {
+fn matchers(globs: &[String]) -> Result<Vec<GlobMatcher>, GlobError> {
     globs
         .iter()
         .map(|glob| {
             Glob::new(glob)
                 .map(|g| g.compile_matcher())
-                .map_err(|err| format!("invalid case glob '{glob}': {err}"))
+                .map_err(|source| GlobError {
+                    glob: glob.clone(),
+                    source,
+                })
         })
         .collect()
 }
 
 /// The case ids any of `globs` matches, in catalogue order.
-fn matching(globs: &[String], case_ids: &[String]) -> Result<Vec<String>, String> {
+fn matching(globs: &[String], case_ids: &[String]) -> Result<Vec<String>, GlobError> {
     let matchers = matchers(globs)?;
     Ok(case_ids
         .iter()
@@ -248,20 +300,25 @@ pub fn coverage<'r>(
     rules: &'r [Rule],
     case_ids: &[String],
     mutants: &[Mutant],
-) -> Result<Vec<Coverage<'r>>, String> {
+) -> Result<Vec<Coverage<'r>>, RulesError> {
     let mutant_cases = mutants
         .iter()
         .map(|m| {
             matching(&m.cases, case_ids)
                 .map(|cases| cases.into_iter().collect::<BTreeSet<_>>())
-                .map_err(|err| format!("{}: {err}", m.file))
+                .map_err(|source| RulesError::Glob {
+                    owner: m.file.clone(),
+                    source,
+                })
         })
         .collect::<Result<Vec<_>, _>>()?;
     rules
         .iter()
         .map(|rule| {
-            let cases =
-                matching(&rule.cases, case_ids).map_err(|err| format!("{}: {err}", rule.id))?;
+            let cases = matching(&rule.cases, case_ids).map_err(|source| RulesError::Glob {
+                owner: rule.id.clone(),
+                source,
+            })?;
             let proving: Vec<String> = mutants
                 .iter()
                 .zip(&mutant_cases)

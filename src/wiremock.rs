@@ -308,8 +308,9 @@ impl LoopcheckFake {
     /// (`{"status": "completed", "output_text": ...}` or `{"status": "failed", "reason":
     /// ...}`, docs/contract.md). A result that is not one is judged `crashed`.
     pub fn verdict(&self, result: &Value) -> CaseReport {
-        let result =
-            ControllerResult::from_value(result).map_err(|why| Unfinished::NoResult { why });
+        let result = ControllerResult::from_value(result).map_err(|err| Unfinished::NoResult {
+            why: err.to_string(),
+        });
         self.judge(result)
     }
 

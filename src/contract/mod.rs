@@ -18,5 +18,5 @@ pub(crate) mod task;
 pub use capabilities::{CAPABILITIES, default_capabilities};
 pub use env::{ControllerEnv, var};
 pub use modes::{Delivery, StateMode, run_label};
-pub use result::{ControllerResult, REASON_WORDS};
+pub use result::{ControllerResult, REASON_WORDS, ResultError};
 pub use task::{CONTRACT_VERSION, write_task_file};

@@ -33,37 +33,61 @@ pub struct ControllerResult {
     pub detail: Option<String>,
 }
 
+/// Why a controller gave no result: the reason a case run without one is `crashed`.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultError {
+    /// Standard output is empty.
+    #[error("the controller printed nothing on standard output")]
+    Nothing,
+    /// The last line is not JSON.
+    #[error("the last line of standard output is not JSON ({source}): {line}")]
+    NotJson {
+        /// What the JSON reader says.
+        source: serde_json::Error,
+        /// The line, clipped.
+        line: String,
+    },
+    /// The JSON is not a result object.
+    #[error("the result line is not a result object ({source}): {value}")]
+    NotAResult {
+        /// What the JSON reader says.
+        source: serde_json::Error,
+        /// The JSON, clipped.
+        value: String,
+    },
+    /// `completed` without its text.
+    #[error("the result says `completed` but has no `output_text` string")]
+    NoOutputText,
+    /// A status that is neither `completed` nor `failed`.
+    #[error("the result's `status` is '{0}': expected 'completed' or 'failed'")]
+    Status(String),
+}
+
 impl ControllerResult {
     /// Parses the last non-empty line of a controller's stdout; `Err` says why not.
-    pub fn from_stdout(stdout: &str) -> Result<Self, String> {
+    pub fn from_stdout(stdout: &str) -> Result<Self, ResultError> {
         let Some(line) = stdout.lines().rev().find(|line| !line.trim().is_empty()) else {
-            return Err("the controller printed nothing on standard output".to_owned());
+            return Err(ResultError::Nothing);
         };
-        let value: Value = serde_json::from_str(line.trim()).map_err(|err| {
-            format!(
-                "the last line of standard output is not JSON ({err}): {}",
-                clip(line, 200)
-            )
-        })?;
+        let value: Value =
+            serde_json::from_str(line.trim()).map_err(|source| ResultError::NotJson {
+                source,
+                line: clip(line, 200),
+            })?;
         Self::from_value(&value)
     }
 
     /// Validates a result object.
-    pub fn from_value(value: &Value) -> Result<Self, String> {
-        let result: Self = serde_json::from_value(value.clone()).map_err(|err| {
-            format!(
-                "the result line is not a result object ({err}): {}",
-                clip(&value.to_string(), 200)
-            )
-        })?;
+    pub fn from_value(value: &Value) -> Result<Self, ResultError> {
+        let result: Self =
+            serde_json::from_value(value.clone()).map_err(|source| ResultError::NotAResult {
+                source,
+                value: clip(&value.to_string(), 200),
+            })?;
         match result.status.as_str() {
-            "completed" if result.output_text.is_none() => {
-                Err("the result says `completed` but has no `output_text` string".to_owned())
-            }
+            "completed" if result.output_text.is_none() => Err(ResultError::NoOutputText),
             "completed" | "failed" => Ok(result),
-            other => Err(format!(
-                "the result's `status` is '{other}': expected 'completed' or 'failed'"
-            )),
+            other => Err(ResultError::Status(other.to_owned())),
         }
     }
 }

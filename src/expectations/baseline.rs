@@ -19,6 +19,29 @@ use serde::{Deserialize, Serialize};
 use crate::oracle::{CaseVerdict, CheckVerdict};
 use crate::report::CaseReport;
 use crate::scenario::{Delivery, StateMode};
+use crate::toml_text::TextError;
+
+/// Why a baseline cannot be used; each names the file, and the line and column of a
+/// mistake in it.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// The file cannot be read.
+    #[error("cannot read the baseline {path}: {source}")]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The file is not a baseline.
+    #[error("{path}:{source}")]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Where and what.
+        source: TextError,
+    },
+}
 
 /// One expected failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,14 +74,19 @@ pub struct Baseline {
 
 impl Baseline {
     /// Reads a baseline; errors name the file, line and column.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|err| format!("cannot read the baseline {}: {err}", path.display()))?;
-        Self::parse(&text).map_err(|err| format!("{}:{err}", path.display()))
+    pub fn load(path: &Path) -> Result<Self, BaselineError> {
+        let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|source| BaselineError::Parse {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// Parses a baseline's text; an error reads `line:col: what was expected`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, TextError> {
         crate::toml_text::parse(text)
     }
 
@@ -318,10 +346,13 @@ checks = ["dispatch/registered-only", "dispatch/rejection-answered"]
 
     #[test]
     fn a_malformed_baseline_names_line_and_column() {
-        let err =
-            Baseline::parse("[[expected]]\ncase = \"x\"\nstate = \"sometimes\"\n").unwrap_err();
+        let err = Baseline::parse("[[expected]]\ncase = \"x\"\nstate = \"sometimes\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("3:9: "), "{err}");
-        let err = Baseline::parse("[[expected]]\ncase = \"x\"\nwhy = 1\n").unwrap_err();
+        let err = Baseline::parse("[[expected]]\ncase = \"x\"\nwhy = 1\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("3:1: ") && err.contains("unknown field `why`"),
             "{err}"

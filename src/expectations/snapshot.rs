@@ -37,6 +37,73 @@ pub enum SnapshotError {
     },
 }
 
+/// Why one snapshot file cannot be read or written; the case run's note says it, and
+/// the case is `error`.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotFileError {
+    /// The file cannot be read.
+    #[error("failed to read {}: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// Its folder cannot be created.
+    #[error("failed to create {}: {source}", .dir.display())]
+    Create {
+        /// The folder.
+        dir: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The file cannot be written.
+    #[error("failed to write {}: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The file is not a snapshot of this case run: `file:line: what was expected`.
+    #[error("{}:{line}: {problem}", .path.display())]
+    Bad {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong there.
+        problem: Problem,
+    },
+}
+
+/// What is wrong in a snapshot file.
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    /// The first line is not `---`.
+    #[error("expected `---`, the start of an insta snapshot's header")]
+    NoHeaderStart,
+    /// The header does not end.
+    #[error("expected `---`, the end of the snapshot's header, before the end of the file")]
+    NoHeaderEnd,
+    /// The content is not a normalized transcript.
+    #[error("expected a loopcheck normalized transcript (JSON, format {NORMALIZED_FORMAT}): {0}")]
+    NotNormalized(serde_json::Error),
+    /// Written by a newer loopcheck.
+    #[error(
+        "this snapshot has format {0}, newer than this loopcheck reads ({NORMALIZED_FORMAT}); upgrade loopcheck"
+    )]
+    Newer(u32),
+    /// The snapshot of another case run.
+    #[error("this snapshot is of {found}, not {wanted}")]
+    OtherRun {
+        /// `case [state]` of the file.
+        found: String,
+        /// `case [state]` of the run.
+        wanted: String,
+    },
+}
+
 /// The snapshot folder of a run.
 #[derive(Debug, Clone)]
 pub struct Snapshots {
@@ -105,27 +172,35 @@ impl Snapshots {
         };
         let expected = match std::fs::read_to_string(path) {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-            Err(err) => {
-                return note(
-                    ComparisonStatus::Unreadable,
-                    vec![format!("failed to read {}: {err}", path.display())],
-                    None,
-                );
+            Err(source) => {
+                let why = SnapshotFileError::Read {
+                    path: path.to_owned(),
+                    source,
+                };
+                return note(ComparisonStatus::Unreadable, vec![why.to_string()], None);
             }
             Ok(text) => match read(path, &text, actual) {
                 Ok(expected) => Some(expected),
                 // Updating replaces an unreadable snapshot too.
                 Err(_) if self.update => None,
-                Err(why) => return note(ComparisonStatus::Unreadable, vec![why], None),
+                Err(why) => {
+                    return note(ComparisonStatus::Unreadable, vec![why.to_string()], None);
+                }
             },
         };
-        let write = |to: &Path| -> Result<(), String> {
+        let write = |to: &Path| -> Result<(), SnapshotFileError> {
             if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("failed to create {}: {e}", parent.display()))?;
+                std::fs::create_dir_all(parent).map_err(|source| SnapshotFileError::Create {
+                    dir: parent.to_owned(),
+                    source,
+                })?;
             }
-            crate::files::write_bytes_atomic(to, render(actual).as_bytes())
-                .map_err(|e| format!("failed to write {}: {e}", to.display()))
+            crate::files::write_bytes_atomic(to, render(actual).as_bytes()).map_err(|source| {
+                SnapshotFileError::Write {
+                    path: to.to_owned(),
+                    source,
+                }
+            })
         };
         match expected {
             Some(expected)
@@ -139,7 +214,7 @@ impl Snapshots {
                     let _ = std::fs::remove_file(&new_path);
                     note(ComparisonStatus::Updated, Vec::new(), None)
                 }
-                Err(why) => note(ComparisonStatus::Unreadable, vec![why], None),
+                Err(why) => note(ComparisonStatus::Unreadable, vec![why.to_string()], None),
             },
             Some(expected) => {
                 let found = changes(&expected, actual)
@@ -150,7 +225,7 @@ impl Snapshots {
                 if !self.ci
                     && let Err(why) = write(&new_path)
                 {
-                    return note(ComparisonStatus::Unreadable, vec![why], None);
+                    return note(ComparisonStatus::Unreadable, vec![why.to_string()], None);
                 }
                 note(ComparisonStatus::Drifted, found, Some(diff))
             }
@@ -164,7 +239,7 @@ impl Snapshots {
             ),
             None => match write(&new_path) {
                 Ok(()) => note(ComparisonStatus::New, Vec::new(), None),
-                Err(why) => note(ComparisonStatus::Unreadable, vec![why], None),
+                Err(why) => note(ComparisonStatus::Unreadable, vec![why.to_string()], None),
             },
         }
     }
@@ -195,23 +270,21 @@ fn render(normalized: &Normalized) -> String {
 }
 
 /// Parses a snapshot file; the error names the file, the line and what was expected.
-fn read(path: &Path, text: &str, actual: &Normalized) -> Result<Normalized, String> {
-    let at = |line: usize, what: &str| format!("{}:{line}: {what}", path.display());
+fn read(path: &Path, text: &str, actual: &Normalized) -> Result<Normalized, SnapshotFileError> {
+    let at = |line: usize, problem: Problem| SnapshotFileError::Bad {
+        path: path.to_owned(),
+        line,
+        problem,
+    };
     let mut lines = text.split_inclusive('\n');
     if lines.next().map(str::trim_end) != Some("---") {
-        return Err(at(
-            1,
-            "expected `---`, the start of an insta snapshot's header",
-        ));
+        return Err(at(1, Problem::NoHeaderStart));
     }
     let mut offset = text.find('\n').map_or(text.len(), |n| n + 1);
     let mut line = 2;
     loop {
         let Some(next) = lines.next() else {
-            return Err(at(
-                line,
-                "expected `---`, the end of the snapshot's header, before the end of the file",
-            ));
+            return Err(at(line, Problem::NoHeaderEnd));
         };
         offset += next.len();
         if next.trim_end() == "---" {
@@ -220,28 +293,18 @@ fn read(path: &Path, text: &str, actual: &Normalized) -> Result<Normalized, Stri
         line += 1;
     }
     let body = &text[offset..];
-    let normalized: Normalized = serde_json::from_str(body).map_err(|err| {
-        at(
-            line + err.line(),
-            &format!("expected a loopcheck normalized transcript (JSON, format {NORMALIZED_FORMAT}): {err}"),
-        )
-    })?;
+    let normalized: Normalized = serde_json::from_str(body)
+        .map_err(|err| at(line + err.line(), Problem::NotNormalized(err)))?;
     if normalized.format > NORMALIZED_FORMAT {
-        return Err(at(
-            line + 1,
-            &format!(
-                "this snapshot has format {}, newer than this loopcheck reads ({NORMALIZED_FORMAT}); upgrade loopcheck",
-                normalized.format
-            ),
-        ));
+        return Err(at(line + 1, Problem::Newer(normalized.format)));
     }
     if (&normalized.case, normalized.state) != (&actual.case, actual.state) {
         return Err(at(
             line + 1,
-            &format!(
-                "this snapshot is of {} [{}], not {} [{}]",
-                normalized.case, normalized.state, actual.case, actual.state
-            ),
+            Problem::OtherRun {
+                found: format!("{} [{}]", normalized.case, normalized.state),
+                wanted: format!("{} [{}]", actual.case, actual.state),
+            },
         ));
     }
     Ok(normalized)
@@ -298,22 +361,24 @@ mod tests {
     fn bad_files_name_the_file_the_line_and_what_was_expected() {
         let n = normalized();
         let path = Path::new("s.snap");
-        let err = read(path, "hello", &n).unwrap_err();
+        let err = read(path, "hello", &n).unwrap_err().to_string();
         assert!(err.starts_with("s.snap:1: expected `---`"), "{err}");
-        let err = read(path, "---\nsource: x\n", &n).unwrap_err();
+        let err = read(path, "---\nsource: x\n", &n).unwrap_err().to_string();
         assert!(
             err.starts_with("s.snap:3: expected `---`, the end"),
             "{err}"
         );
         let truncated = render(&n);
-        let err = read(path, &truncated[..truncated.len() - 20], &n).unwrap_err();
+        let err = read(path, &truncated[..truncated.len() - 20], &n)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("expected a loopcheck normalized transcript"),
             "{err}"
         );
         let mut other = n.clone();
         other.case = "area/02-other".to_owned();
-        let err = read(path, &render(&other), &n).unwrap_err();
+        let err = read(path, &render(&other), &n).unwrap_err().to_string();
         assert!(
             err.contains("is of area/02-other [stateless], not area/01-case"),
             "{err}"

@@ -295,7 +295,11 @@ expect: {outcome: completed}
         edit(&mut transcript);
         match ControllerResult::from_value(&result) {
             Ok(result) => transcript.result = Some(result),
-            Err(why) => transcript.unfinished = Some(Unfinished::NoResult { why }),
+            Err(err) => {
+                transcript.unfinished = Some(Unfinished::NoResult {
+                    why: err.to_string(),
+                })
+            }
         }
         judge(self.session.scenario(), self.state, &transcript)
     }

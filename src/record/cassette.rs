@@ -30,21 +30,53 @@ pub struct TaskFile {
     pub tools: BTreeMap<String, ToolBehaviour>,
 }
 
+/// Why a cassette cannot be made: its task file is unreadable, or nothing was recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum CassetteError {
+    /// The `--task` file cannot be read.
+    #[error("failed to read {}: {source}", .path.display())]
+    ReadTask {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The `--task` file has no task.
+    #[error("{}: expected a scenario's `task` (and `tools`) sections: {source}", .path.display())]
+    NotATask {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the JSON or YAML reader says.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The command made no model request through the proxy.
+    #[error(
+        "nothing to save: the command made no model request through the proxy (hint: does it read OPENAI_BASE_URL?)"
+    )]
+    NothingRecorded,
+    /// The cassette does not turn into JSON.
+    #[error("{0}")]
+    Json(serde_json::Error),
+    /// The cassette, once redacted, is no scenario.
+    #[error("the redacted cassette does not read back: {0}")]
+    ReadBack(serde_json::Error),
+}
+
 impl TaskFile {
     /// Reads a task file (YAML, or JSON for `.json`).
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|err| format!("failed to read {}: {err}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Self, CassetteError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CassetteError::ReadTask {
+            path: path.to_owned(),
+            source,
+        })?;
         let parsed = if path.extension().is_some_and(|e| e == "json") {
-            serde_json::from_str(&text).map_err(|err| err.to_string())
+            serde_json::from_str(&text).map_err(|err| err.into())
         } else {
-            serde_saphyr::from_str(&text).map_err(|err| err.to_string())
+            serde_saphyr::from_str(&text).map_err(|err| err.into())
         };
-        parsed.map_err(|err| {
-            format!(
-                "{}: expected a scenario's `task` (and `tools`) sections: {err}",
-                path.display()
-            )
+        parsed.map_err(|source| CassetteError::NotATask {
+            path: path.to_owned(),
+            source,
         })
     }
 }
@@ -297,14 +329,11 @@ pub fn build(
     redactor: &Redactor,
     rules: (&[String], &[String]),
     old: &[Turn],
-) -> Result<Scenario, String> {
+) -> Result<Scenario, CassetteError> {
     let mut marked = recording.transcript.clone();
     let script = script(recording, &mut marked, old);
     if script.is_empty() {
-        return Err(
-            "nothing to save: the command made no model request through the proxy (hint: does it read OPENAI_BASE_URL?)"
-                .to_owned(),
-        );
+        return Err(CassetteError::NothingRecorded);
     }
     let state = state_of(&marked);
     let creates = marked.model.iter().filter(|m| m.is_create()).count();
@@ -336,10 +365,9 @@ pub fn build(
             transcript: normalize(id, state, &marked),
         }),
     };
-    let mut document = serde_json::to_value(&scenario).map_err(|e| e.to_string())?;
+    let mut document = serde_json::to_value(&scenario).map_err(CassetteError::Json)?;
     redact_document(&mut document, redactor);
-    serde_json::from_value(document)
-        .map_err(|e| format!("the redacted cassette does not read back: {e}"))
+    serde_json::from_value(document).map_err(CassetteError::ReadBack)
 }
 
 /// Redacts a cassette document: the user's JSON pointers on every body it holds (request

@@ -278,7 +278,7 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
                 .as_deref()
                 .map(TaskFile::load)
                 .transpose()
-                .map_err(RecordError::Usage)?;
+                .map_err(|err| RecordError::Usage(err.to_string()))?;
             let scenario = recording_session(&cassette_id(out), task.as_ref(), options.state);
             (scenario, task, options.state)
         }
@@ -340,7 +340,7 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
         (&rules.0, &rules.1),
         &old_turns,
     )
-    .map_err(RecordError::Failed)?;
+    .map_err(|err| RecordError::Failed(err.to_string()))?;
     write_cassette(out, &cassette)?;
     let replayed = transcript
         .model

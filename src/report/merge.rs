@@ -2,36 +2,77 @@
 //! into one report of the whole run.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::RunReport;
 
+/// Why shard reports cannot be merged: a report that cannot be read, or reports that are
+/// not the shards of one run.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// The file cannot be read.
+    #[error("cannot read the report {}: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The file is not a JSON report: `file:L:C: ...`.
+    #[error("{}:{}:{}: not a loopcheck JSON report: {source}", .path.display(), .source.line(), .source.column())]
+    NotAReport {
+        /// The file.
+        path: PathBuf,
+        /// Where and what.
+        source: serde_json::Error,
+    },
+    /// No report given.
+    #[error("nothing to merge: give the shards' JSON reports")]
+    Nothing,
+    /// Reports of two controllers.
+    #[error(
+        "the reports judge different controllers ('{first}' and '{other}'): merge the shards of one run"
+    )]
+    Controllers {
+        /// The first report's controller.
+        first: String,
+        /// Another one.
+        other: String,
+    },
+    /// A case run in two reports.
+    #[error("{case} [{run}] is in more than one report: merge the shards of one partitioned run")]
+    Twice {
+        /// The case id.
+        case: String,
+        /// Its state mode (and delivery).
+        run: String,
+    },
+}
+
 /// Reads a JSON report written by `--report-json`.
-pub fn read(path: &Path) -> Result<RunReport, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| format!("cannot read the report {}: {err}", path.display()))?;
-    serde_json::from_str(&text).map_err(|err| {
-        format!(
-            "{}:{}:{}: not a loopcheck JSON report: {err}",
-            path.display(),
-            err.line(),
-            err.column()
-        )
+pub fn read(path: &Path) -> Result<RunReport, MergeError> {
+    let text = std::fs::read_to_string(path).map_err(|source| MergeError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| MergeError::NotAReport {
+        path: path.to_owned(),
+        source,
     })
 }
 
 /// One report of every shard's case runs. The shards must come from one controller and
 /// hold each case run once: a case run in two shards means they were not partitions of
 /// the same run.
-pub fn merge(shards: Vec<RunReport>) -> Result<RunReport, String> {
+pub fn merge(shards: Vec<RunReport>) -> Result<RunReport, MergeError> {
     let Some(controller) = shards.first().map(|r| r.controller.clone()) else {
-        return Err("nothing to merge: give the shards' JSON reports".to_owned());
+        return Err(MergeError::Nothing);
     };
     if let Some(other) = shards.iter().find(|r| r.controller != controller) {
-        return Err(format!(
-            "the reports judge different controllers ('{controller}' and '{}'): merge the shards of one run",
-            other.controller
-        ));
+        return Err(MergeError::Controllers {
+            first: controller,
+            other: other.controller.clone(),
+        });
     }
     let mut seen = BTreeSet::new();
     let mut cases = Vec::new();
@@ -40,11 +81,10 @@ pub fn merge(shards: Vec<RunReport>) -> Result<RunReport, String> {
     for shard in shards {
         for case in shard.cases {
             if !seen.insert((case.id.clone(), case.state, case.delivery)) {
-                return Err(format!(
-                    "{} [{}] is in more than one report: merge the shards of one partitioned run",
-                    case.id,
-                    case.run_label()
-                ));
+                return Err(MergeError::Twice {
+                    run: case.run_label(),
+                    case: case.id,
+                });
             }
             cases.push(case);
         }
@@ -100,13 +140,19 @@ mod tests {
         assert!(
             twice
                 .unwrap_err()
+                .to_string()
                 .contains("a/1 [stateless] is in more than one report")
         );
         let mixed = merge(vec![
             RunReport::new("c", Vec::new()),
             RunReport::new("d", Vec::new()),
         ]);
-        assert!(mixed.unwrap_err().contains("different controllers"));
+        assert!(
+            mixed
+                .unwrap_err()
+                .to_string()
+                .contains("different controllers")
+        );
         assert!(merge(Vec::new()).is_err());
     }
 }

@@ -78,7 +78,8 @@ fn result_of(exited: &process::Exited, started: Instant) -> Result<ControllerRes
             after_ms: started.elapsed().as_millis() as u64,
         });
     }
-    ControllerResult::from_stdout(&exited.record.stdout).map_err(|mut why| {
+    ControllerResult::from_stdout(&exited.record.stdout).map_err(|err| {
+        let mut why = err.to_string();
         if exited.last_line_cut {
             why.push_str(&format!(
                 "; the line was cut: standard output passed the {} MiB capture cap, of which loopcheck keeps the first and the last {} KiB",
@@ -268,8 +269,11 @@ async fn run_case_persistent(
         Some(persistent::Late::Case) => Err(Unfinished::TimedOut {
             after_ms: answer.case_started.elapsed().as_millis() as u64,
         }),
-        None => ControllerResult::from_stdout(&answer.record.stdout)
-            .map_err(|why| Unfinished::NoResult { why }),
+        None => ControllerResult::from_stdout(&answer.record.stdout).map_err(|err| {
+            Unfinished::NoResult {
+                why: err.to_string(),
+            }
+        }),
     };
     let report = finish(
         &case.scenario,

@@ -35,9 +35,9 @@ where
     let outcome = tokio::time::timeout(timeout, controller(env, task)).await;
     server.shutdown().await;
     let result = match outcome {
-        Ok(value) => {
-            ControllerResult::from_value(&value).map_err(|why| Unfinished::NoResult { why })
-        }
+        Ok(value) => ControllerResult::from_value(&value).map_err(|err| Unfinished::NoResult {
+            why: err.to_string(),
+        }),
         Err(_) => Err(Unfinished::TimedOut {
             after_ms: started.elapsed().as_millis() as u64,
         }),

@@ -48,12 +48,27 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-impl FromStr for Partition {
-    type Err = String;
+/// A `--partition` that is not `slice:K/N` or `hash:K/N` with 1 <= K <= N.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: expected slice:K/N or hash:K/N, with 1 <= K <= N", self.what())]
+pub struct PartitionError {
+    /// The text given.
+    pub text: String,
+}
 
-    fn from_str(text: &str) -> Result<Self, String> {
-        let expected = || {
-            format!("invalid partition '{text}': expected slice:K/N or hash:K/N, with 1 <= K <= N")
+impl PartitionError {
+    /// What is wrong, without what was expected (a settings file says that its own way).
+    pub fn what(&self) -> String {
+        format!("invalid partition '{}'", self.text)
+    }
+}
+
+impl FromStr for Partition {
+    type Err = PartitionError;
+
+    fn from_str(text: &str) -> Result<Self, PartitionError> {
+        let expected = || PartitionError {
+            text: text.to_owned(),
         };
         let (scheme, shards) = text.split_once(':').ok_or_else(expected)?;
         let scheme = match scheme {
@@ -152,7 +167,7 @@ mod tests {
             "slice:a/2",
             "1/2",
         ] {
-            let err = bad.parse::<Partition>().unwrap_err();
+            let err = bad.parse::<Partition>().unwrap_err().to_string();
             assert!(
                 err.contains("expected slice:K/N or hash:K/N"),
                 "{bad}: {err}"

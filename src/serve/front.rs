@@ -120,25 +120,38 @@ fn error(status: u16, message: impl std::fmt::Display) -> Answer {
     )
 }
 
+/// A session request's choice the case does not run in: `state previous_response_id,
+/// stateless; got "replay"` (what the case runs in, and what was asked).
+#[derive(Debug, thiserror::Error)]
+#[error("{key} {}; got {asked}", .allowed.join(", "))]
+struct NotRun {
+    /// `state` or `delivery`.
+    key: String,
+    /// What the case runs in.
+    allowed: Vec<&'static str>,
+    /// What the request named.
+    asked: Value,
+}
+
 /// The `key` a session request names, one of `allowed` (the first when absent); else
-/// what the case runs in, and what was asked: `state previous_response_id, stateless;
-/// got "replay"`.
+/// what the case runs in, and what was asked.
 fn chosen<T: Copy + PartialEq>(
     request: &Value,
     key: &str,
     allowed: &[T],
     parse: fn(&str) -> Option<T>,
     word: fn(T) -> &'static str,
-) -> Result<T, String> {
+) -> Result<T, NotRun> {
     match request.get(key) {
         None | Some(Value::Null) => Ok(allowed[0]),
         Some(asked) => asked
             .as_str()
             .and_then(parse)
             .filter(|value| allowed.contains(value))
-            .ok_or_else(|| {
-                let words: Vec<&str> = allowed.iter().map(|value| word(*value)).collect();
-                format!("{key} {}; got {asked}", words.join(", "))
+            .ok_or_else(|| NotRun {
+                key: key.to_owned(),
+                allowed: allowed.iter().map(|value| word(*value)).collect(),
+                asked: asked.clone(),
             }),
     }
 }
@@ -368,7 +381,7 @@ impl Front {
     fn take_result(&self, id: &str, token: &str, body: &[u8]) -> Answer {
         let parsed = serde_json::from_slice::<Value>(body)
             .map_err(|err| format!("the posted result is not JSON ({err})"))
-            .and_then(|value| ControllerResult::from_value(&value));
+            .and_then(|value| ControllerResult::from_value(&value).map_err(|err| err.to_string()));
         let (status, answer) = match &parsed {
             Ok(_) => (200, json!({"id": id, "accepted": true})),
             Err(why) => error(422, why),

@@ -221,7 +221,7 @@ async fn deliver(scheduled: Scheduled, recorder: Arc<Mutex<Recorder>>) {
                     .map_err(|_| "no answer in time".to_owned())
                     .and_then(|answered| answered.map_err(|err| err.to_string()))
                     .map(|response| response.status().as_u16()),
-                Err(err) => Err(err),
+                Err(err) => Err(err.to_string()),
             };
             let delivered = answer
                 .as_ref()
@@ -265,7 +265,11 @@ async fn deliver(scheduled: Scheduled, recorder: Arc<Mutex<Recorder>>) {
 }
 
 /// The POST of `event`, with the Standard Webhooks headers signed with `key`.
-fn signed(url: &str, event: &Event, key: &[u8]) -> Result<hyper::Request<Full<Bytes>>, String> {
+fn signed(
+    url: &str,
+    event: &Event,
+    key: &[u8],
+) -> Result<hyper::Request<Full<Bytes>>, hyper::http::Error> {
     let timestamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs())
@@ -279,7 +283,6 @@ fn signed(url: &str, event: &Event, key: &[u8]) -> Result<hyper::Request<Full<By
             format!("v1,{}", signature(key, &event.id, &timestamp, &event.body)),
         )
         .body(Full::new(Bytes::from(event.body.clone())))
-        .map_err(|err| err.to_string())
 }
 
 /// Base64 of HMAC-SHA256 over `{id}.{timestamp}.{body}`: what `webhook-signature` carries

@@ -11,6 +11,16 @@ use crate::scenario::{RateLimitRule, Scenario, ToolBehaviour, ToolRef};
 use crate::transcript::ToolRequestKind;
 use crate::wire::IdGen;
 
+/// Arguments that violate a tool's schema: the first violation, and where it is.
+#[derive(Debug, thiserror::Error)]
+#[error("{message} (at '{at}')")]
+pub struct SchemaViolation {
+    /// What the schema says is wrong.
+    pub message: String,
+    /// The JSON pointer of the value at fault.
+    pub at: String,
+}
+
 /// A tool of the task's registry.
 pub struct RegisteredTool {
     /// The definition sent to the model.
@@ -20,11 +30,14 @@ pub struct RegisteredTool {
 
 impl RegisteredTool {
     /// Whether `arguments` satisfy the tool's schema; `Err` carries the first violation.
-    pub fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
+    pub fn check_arguments(&self, arguments: &Value) -> Result<(), SchemaViolation> {
         match &self.validator {
             Some(validator) => validator
                 .validate(arguments)
-                .map_err(|err| format!("{} (at '{}')", err, err.instance_path())),
+                .map_err(|err| SchemaViolation {
+                    message: err.to_string(),
+                    at: err.instance_path().to_string(),
+                }),
             None => Ok(()),
         }
     }
@@ -132,7 +145,7 @@ impl Registry {
         };
         match tool.check_arguments(&parsed) {
             Ok(()) => CallValidity::Valid,
-            Err(message) => CallValidity::SchemaViolation(message),
+            Err(violation) => CallValidity::SchemaViolation(violation.to_string()),
         }
     }
 }

@@ -1,0 +1,128 @@
+//! `loopcheck run`: the cases against one controller, judged and reported.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::baseline::Baseline;
+use crate::config::{self, ConfigError};
+use crate::interrupt::Interrupt;
+use crate::report::console::ConsoleReporter;
+use crate::report::html::HtmlReporter;
+use crate::report::json::JsonReporter;
+use crate::report::junit::JunitReporter;
+use crate::report::progress::ProgressReporter;
+use crate::report::{Reporters, Summary};
+use crate::runner;
+use crate::snapshot::Snapshots;
+
+use super::args::RunArgs;
+use super::controllers::controller_from;
+use super::error::{CliError, both, exit};
+use super::outputs::check_files;
+
+/// Fills what the command line leaves unset from the resolved settings (environment,
+/// then profile).
+fn with_settings(mut args: RunArgs) -> Result<RunArgs, ConfigError> {
+    let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+    let profile = config::resolve(args.config.as_deref(), args.profile.as_deref(), &env)?;
+    if args.selection.paths.is_empty() {
+        args.selection.paths = profile.paths.unwrap_or_default();
+    }
+    if args.selection.filter.is_empty() {
+        args.selection.filter = profile.filter.unwrap_or_default();
+    }
+    args.controller = args.controller.or(profile.controller);
+    args.supports = args.supports.or(profile.supports);
+    args.settings.timeout = args.settings.timeout.or(profile.timeout);
+    args.settings.startup_timeout = args.settings.startup_timeout.or(profile.startup_timeout);
+    args.settings.jobs = args.settings.jobs.or(profile.jobs);
+    args.settings.seed = args.settings.seed.or(profile.seed);
+    args.reports.report_json = args.reports.report_json.or(profile.report_json);
+    args.reports.junit = args.reports.junit.or(profile.junit);
+    args.reports.html = args.reports.html.or(profile.html);
+    args.baseline = args.baseline.or(profile.baseline);
+    args.snapshots = args.snapshots.or(profile.snapshots);
+    args.partition = args.partition.or(profile.partition);
+    Ok(args)
+}
+
+pub(super) async fn run(args: RunArgs) -> Result<u8, CliError> {
+    let args = with_settings(args)?;
+    let (cases, mut options) = both(args.selection.cases(), args.settings.options())?;
+    args.reports
+        .check()
+        .and_then(|()| check_files(&[("baseline", args.write_baseline.as_deref())]))?;
+    if let Some(dir) = &args.snapshots {
+        options.snapshots = Some(Snapshots::open(dir, args.update_snapshots)?);
+    }
+    let controller = controller_from(args.controller.as_deref(), args.supports.as_deref())?;
+    options.partition = args.partition;
+    if let Some(path) = &args.baseline {
+        let baseline = Baseline::load(path)?;
+        let ids = cases.iter().map(|c| c.scenario.id.as_str()).collect();
+        for entry in baseline.unmatched(&ids) {
+            eprintln!(
+                "note: the baseline's entry for '{}' matches no case of this run",
+                entry.case
+            );
+        }
+        options.baseline = Some(Arc::new(baseline));
+    }
+    let json_to_stdout = args.reports.report_json.as_deref() == Some(Path::new("-"));
+    let mut reporters = Reporters::new();
+    // The bar first: at the end it clears itself before the details are printed.
+    let progress = ProgressReporter::on_terminal();
+    // Case lines go wherever the console report goes, unless that is the terminal the
+    // bar is drawn on.
+    let console_on_terminal = if json_to_stdout {
+        true
+    } else {
+        io::stdout().is_terminal()
+    };
+    let live = progress.is_none() || !console_on_terminal;
+    if let Some(progress) = progress {
+        reporters.push(progress);
+    }
+    let console: Box<dyn Write + Send> = if json_to_stdout {
+        Box::new(io::stderr())
+    } else {
+        Box::new(io::stdout())
+    };
+    reporters.push(ConsoleReporter::new(console, live));
+    if let Some(path) = &args.reports.report_json {
+        reporters.push(JsonReporter::new(path.clone()));
+    }
+    if let Some(path) = &args.reports.junit {
+        reporters.push(JunitReporter::new(path.clone()));
+    }
+    if let Some(path) = &args.reports.html {
+        reporters.push(HtmlReporter::new(path.clone()));
+    }
+    // Listening before the first case starts: a signal from then on stops the run
+    // cleanly, with a partial report.
+    let interrupt = Interrupt::listen().map_err(CliError::Signals)?;
+    let ran = runner::run_all_until(
+        &cases,
+        &controller,
+        &options,
+        &mut |event| reporters.event(event),
+        interrupt.first(),
+    )
+    .await;
+    reporters.finish().map_err(CliError::Write)?;
+    if ran.interrupted {
+        // A partial run's failures are no baseline.
+        return Err(CliError::Interrupted);
+    }
+    let reports = ran.reports;
+    if let Some(path) = &args.write_baseline {
+        let text = Baseline::of_failures(&reports).to_toml();
+        crate::report::write_file("baseline", path, text.as_bytes()).map_err(CliError::Write)?;
+    }
+    Ok(if Summary::of(&reports).ok() {
+        exit::OK
+    } else {
+        exit::FAILURES
+    })
+}

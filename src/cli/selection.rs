@@ -1,0 +1,94 @@
+//! What every running command shares: the cases selected and the run options.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use globset::{Glob, GlobSetBuilder};
+
+use crate::runner::{self, RunOptions};
+use crate::scenario::{self, Case, ScenarioError};
+
+use super::args::{Selection, Settings};
+use super::error::CliError;
+
+/// The per-case timeout when nothing sets one.
+const DEFAULT_TIMEOUT_SECS: f64 = 30.0;
+
+/// The scenario files given, or the embedded catalogue.
+fn load(paths: &[PathBuf]) -> Result<Vec<Case>, Vec<ScenarioError>> {
+    if paths.is_empty() {
+        scenario::catalogue()
+    } else {
+        scenario::load_paths(paths)
+    }
+}
+
+fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliError> {
+    if globs.is_empty() {
+        return Ok(cases);
+    }
+    let mut builder = GlobSetBuilder::new();
+    for glob in globs {
+        builder.add(Glob::new(glob).map_err(|source| CliError::Filter {
+            glob: glob.clone(),
+            source,
+        })?);
+    }
+    let set = builder.build().map_err(CliError::Filters)?;
+    Ok(cases
+        .into_iter()
+        .filter(|c| set.is_match(&c.scenario.id))
+        .collect())
+}
+
+impl Selection {
+    /// The selected cases; none is an error.
+    pub(super) fn cases(&self) -> Result<Vec<Case>, CliError> {
+        let cases = load(&self.paths).map_err(CliError::Scenarios)?;
+        let cases = filter_cases(cases, &self.filter)?;
+        if cases.is_empty() {
+            return Err(CliError::NoCase);
+        }
+        Ok(cases)
+    }
+}
+
+impl Settings {
+    /// The run options.
+    pub(super) fn options(&self) -> Result<RunOptions, CliError> {
+        let seconds = |value: f64, flag: &'static str| {
+            if value.is_finite() && value > 0.0 {
+                Ok(Duration::from_secs_f64(value))
+            } else {
+                Err(CliError::Flag {
+                    flag,
+                    value: value.to_string(),
+                    expected: "a positive number of seconds",
+                })
+            }
+        };
+        let timeout = seconds(self.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS), "timeout")?;
+        let startup_timeout = match self.startup_timeout {
+            Some(value) => seconds(value, "startup-timeout")?,
+            None => runner::DEFAULT_STARTUP_TIMEOUT,
+        };
+        let mut options = RunOptions {
+            timeout,
+            startup_timeout,
+            seed: self.seed.unwrap_or(0),
+            ..RunOptions::default()
+        };
+        match self.jobs {
+            Some(0) => {
+                return Err(CliError::Flag {
+                    flag: "jobs",
+                    value: "0".to_owned(),
+                    expected: "at least 1",
+                });
+            }
+            Some(jobs) => options.jobs = jobs,
+            None => {}
+        }
+        Ok(options)
+    }
+}
