@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::config;
-use crate::runner;
 use crate::scenario;
 
 use super::args::{Cli, Command};
@@ -53,7 +52,7 @@ fn dispatch(command: Command, runtime: &tokio::runtime::Runtime) -> Result<u8, C
         // cases from standard input; a person at a terminal gets the one-case mode's
         // error about the variables instead of a wait.
         Command::ReferenceController
-            if std::env::var_os(runner::task::var::TASK).is_none()
+            if std::env::var_os(crate::contract::var::TASK).is_none()
                 && !io::stdin().is_terminal() =>
         {
             runtime.block_on(loopcheck_reference::run_persistent());

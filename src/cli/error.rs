@@ -4,8 +4,9 @@
 
 use std::io;
 
-use crate::baseline::BaselineError;
 use crate::config::ConfigError;
+use crate::expectations::baseline::BaselineError;
+use crate::expectations::snapshot::SnapshotError;
 use crate::fuzz::FuzzError;
 use crate::init::InitError;
 use crate::record::RecordError;
@@ -13,7 +14,6 @@ use crate::report::merge::MergeError;
 use crate::report::writable::Unwritable;
 use crate::rules::RulesError;
 use crate::scenario::ScenarioError;
-use crate::snapshot::SnapshotError;
 
 use super::controllers::ControllerError;
 

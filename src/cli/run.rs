@@ -4,8 +4,9 @@ use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::baseline::Baseline;
 use crate::config::{self, ConfigError};
+use crate::expectations::Baseline;
+use crate::expectations::Snapshots;
 use crate::interrupt::Interrupt;
 use crate::report::console::ConsoleReporter;
 use crate::report::html::HtmlReporter;
@@ -14,7 +15,6 @@ use crate::report::junit::JunitReporter;
 use crate::report::progress::ProgressReporter;
 use crate::report::{Reporters, Summary};
 use crate::runner;
-use crate::snapshot::Snapshots;
 
 use super::args::RunArgs;
 use super::controllers::controller_from;

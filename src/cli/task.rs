@@ -1,6 +1,5 @@
 //! `loopcheck task`: a case as a controller meets it.
 
-use crate::runner;
 use crate::scenario::{self, StateMode};
 
 use super::args::TaskArgs;
@@ -48,7 +47,8 @@ pub(super) fn task(args: TaskArgs) -> Result<u8, CliError> {
         }
     };
     let text = if args.json {
-        serde_json::to_string_pretty(&runner::task::task_json(&scenario, state)).unwrap_or_default()
+        serde_json::to_string_pretty(&crate::scenario::task_json(&scenario, state))
+            .unwrap_or_default()
             + "\n"
     } else {
         scenario::preview::preview(&scenario, state)
