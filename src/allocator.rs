@@ -45,7 +45,7 @@ pub struct Allocator;
 impl Allocator {
     /// Keeps the memory the process frees for its own reuse instead of handing it back
     /// to the OS a second later, unless `MIMALLOC_PURGE_DELAY` says otherwise (nothing
-    /// to do under the system allocator): see [`keep_freed_memory`].
+    /// to do under the system allocator): see the crate-private `keep_freed_memory`.
     pub fn keep_freed_memory(&self) {
         keep_freed_memory();
     }
