@@ -290,7 +290,7 @@ pub(super) struct ListArgs {
     /// Print a JSON array instead of a table.
     #[arg(long, conflicts_with = "markdown")]
     pub(super) json: bool,
-    /// Print a Markdown table (as the README's).
+    /// Print a Markdown table (as the docs' own tables).
     #[arg(long)]
     pub(super) markdown: bool,
 }
