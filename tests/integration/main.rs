@@ -5,6 +5,7 @@ mod support;
 
 mod catalogue;
 mod determinism;
+mod docs_pages;
 mod emulation;
 mod families;
 mod frameworks;
