@@ -409,10 +409,11 @@ mod tests {
         let run = Run::case("budget/03-single-round", PreviousResponseId);
         run.create(&run.first_body());
         let judgement = run.judge_failed("max_rounds");
-        assert_passes(&judgement, "call-id/answered");
-        assert_passes(&judgement, "call-id/own-id");
-        assert_not_judged(&judgement, "call-id/executed-as-issued");
-        assert_not_judged(&judgement, "call-id/result-matches");
+        assert_all_pass(&judgement, &["call-id/answered", "call-id/own-id"]);
+        assert_none_judged(
+            &judgement,
+            &["call-id/executed-as-issued", "call-id/result-matches"],
+        );
     }
 
     #[test]

@@ -165,15 +165,13 @@ mod tests {
     #[test]
     fn accepted_fails_an_output_for_the_item_id_instead_of_the_call_id_with_the_apis_message() {
         let judgement = answered_as("correlation/01-single-call", |call| call["id"].clone());
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "wire/accepted",
-            "request 2 was rejected by the API (",
-        );
-        assert_fails(
-            &judgement,
-            "wire/accepted",
-            "HTTP 400): No tool call found for function call output with call_id fc_",
+            &[
+                "request 2 was rejected by the API (",
+                "HTTP 400): No tool call found for function call output with call_id fc_",
+            ],
         );
         assert_eq!(judgement.verdict, CaseVerdict::Fail);
     }

@@ -24,14 +24,8 @@ fn play_without_stream(case: &str) -> Run {
     let run = Run::case(case, PreviousResponseId);
     let mut body = run.first_body();
     body.as_object_mut().unwrap().remove("stream");
-    loop {
-        let response = run.create(&body);
-        if response["status"] != "completed" || calls(&response).is_empty() {
-            return run;
-        }
-        let outputs = run.execute(&response);
-        body = run.next_body(&body, &response, &outputs);
-    }
+    run.play_from(body);
+    run
 }
 
 #[test]

@@ -387,14 +387,30 @@ mod tests {
         }
     }
 
+    /// Removes `field` from every replayed item of type `kind`.
+    fn without(kind: &str, field: &'static str) -> impl Fn(&mut Vec<Value>) {
+        each(kind, move |item| {
+            item.as_object_mut().unwrap().remove(field);
+        })
+    }
+
+    /// Asserts the fake accepted the replay and every reasoning check passed.
+    #[track_caller]
+    fn assert_sound_replay(judgement: &Judgement) {
+        assert_passes(judgement, "wire/accepted");
+        assert_all_pass(judgement, &ALL);
+    }
+
+    /// Leaves every reasoning item out of the replay.
+    fn drop_reasoning(input: &mut Vec<Value>) {
+        input.retain(|item| item["type"] != "reasoning")
+    }
+
     #[test]
     fn a_correct_stateless_replay_passes_every_reasoning_check() {
         for case in [RETENTION, TWO_PAIRS, MIXED] {
             let judgement = replay_with(case, Stateless, |_| {});
-            assert_passes(&judgement, "wire/accepted");
-            for id in ALL {
-                assert_passes(&judgement, id);
-            }
+            assert_sound_replay(&judgement);
         }
     }
 
@@ -462,40 +478,28 @@ expect: {outcome: completed}
     #[test]
     fn replay_mode_takes_stored_reasoning_by_id_and_still_needs_every_item() {
         for case in [RETENTION, TWO_PAIRS, MIXED] {
-            let judgement = replay_with(
-                case,
-                Replay,
-                each("reasoning", |item| {
-                    item.as_object_mut().unwrap().remove("encrypted_content");
-                }),
-            );
-            assert_passes(&judgement, "wire/accepted");
-            for id in ALL {
-                assert_passes(&judgement, id);
-            }
+            let judgement = replay_with(case, Replay, without("reasoning", "encrypted_content"));
+            assert_sound_replay(&judgement);
         }
-        let judgement = replay_with(RETENTION, Replay, |input| {
-            input.retain(|item| item["type"] != "reasoning")
-        });
-        assert_fails(
+        let judgement = replay_with(RETENTION, Replay, drop_reasoning);
+        assert_fails_with(
             &judgement,
             "reasoning/replayed",
-            "does not replay reasoning item rs_",
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/replayed",
-            "in replay mode every reasoning item must be sent back",
+            &[
+                "does not replay reasoning item rs_",
+                "in replay mode every reasoning item must be sent back",
+            ],
         );
     }
 
     #[test]
     fn a_replay_without_reasoning_judges_only_order_and_alteration() {
         let judgement = replay_with("dispatch/04-malformed-arguments", Stateless, |_| {});
-        assert_not_judged(&judgement, "reasoning/replayed");
-        assert_not_judged(&judgement, "reasoning/input-shape");
-        assert_passes(&judgement, "reasoning/items-in-order");
-        assert_passes(&judgement, "reasoning/items-unaltered");
+        assert_none_judged(&judgement, &["reasoning/replayed", "reasoning/input-shape"]);
+        assert_all_pass(
+            &judgement,
+            &["reasoning/items-in-order", "reasoning/items-unaltered"],
+        );
     }
 
     const KEEPS_ID: &str = "reasoning/03-call-after-reasoning-keeps-id";
@@ -510,33 +514,18 @@ expect: {outcome: completed}
 
     #[test]
     fn call_ids_kept_reports_a_call_replayed_without_its_id_after_its_reasoning_as_non_strict() {
-        let judgement = replay_with(
-            KEEPS_ID,
-            Stateless,
-            each("function_call", |call| {
-                call.as_object_mut().unwrap().remove("id");
-            }),
-        );
-        assert_fails(
+        let judgement = replay_with(KEEPS_ID, Stateless, without("function_call", "id"));
+        assert_fails_with(
             &judgement,
             "reasoning/call-ids-kept",
-            "request 2 replays function_call call_",
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/call-ids-kept",
-            "(get_weather) after reasoning item rs_",
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/call-ids-kept",
-            "without its required following item.",
+            &[
+                "request 2 replays function_call call_",
+                "(get_weather) after reasoning item rs_",
+                "without its required following item.",
+            ],
         );
         // The fake accepts the form, and the rest of the replay is sound.
-        assert_passes(&judgement, "wire/accepted");
-        for id in ALL {
-            assert_passes(&judgement, id);
-        }
+        assert_sound_replay(&judgement);
         assert_eq!(judgement.verdict, CaseVerdict::NonStrict);
     }
 
@@ -560,9 +549,7 @@ expect: {outcome: completed}
 
     #[test]
     fn replayed_fails_dropped_reasoning_items() {
-        let judgement = replay_with(RETENTION, Stateless, |input| {
-            input.retain(|item| item["type"] != "reasoning")
-        });
+        let judgement = replay_with(RETENTION, Stateless, drop_reasoning);
         assert_fails(
             &judgement,
             "reasoning/replayed",
@@ -577,9 +564,7 @@ expect: {outcome: completed}
         let judgement = replay_with(
             RETENTION,
             Stateless,
-            each("reasoning", |item| {
-                item.as_object_mut().unwrap().remove("encrypted_content");
-            }),
+            without("reasoning", "encrypted_content"),
         );
         assert_fails(
             &judgement,
@@ -616,15 +601,13 @@ expect: {outcome: completed}
             let user = rest[0].clone();
             *input = [vec![user], reasoning, rest[1..].to_vec()].concat();
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "reasoning/items-in-order",
-            "at input[1] is not immediately followed by the item it produced (function_call fc_",
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/items-in-order",
-            "at input[2], before fc_",
+            &[
+                "at input[1] is not immediately followed by the item it produced (function_call fc_",
+                "at input[2], before fc_",
+            ],
         );
         assert_passes(&judgement, "reasoning/replayed");
     }
@@ -634,15 +617,13 @@ expect: {outcome: completed}
         let judgement = replay_with(MIXED, Stateless, |input| {
             input.retain(|item| item["role"] != "assistant")
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "reasoning/items-in-order",
-            "request 2 does not replay message msg_",
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/items-in-order",
-            "(\"I'll check the Oslo forecast and the umbrella stock.\")",
+            &[
+                "request 2 does not replay message msg_",
+                "(\"I'll check the Oslo forecast and the umbrella stock.\")",
+            ],
         );
     }
 
@@ -665,9 +646,14 @@ expect: {outcome: completed}
                     *item = form(&text);
                 }),
             );
-            assert_passes(&judgement, "wire/accepted");
-            assert_passes(&judgement, "reasoning/items-in-order");
-            assert_passes(&judgement, "reasoning/items-unaltered");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "wire/accepted",
+                    "reasoning/items-in-order",
+                    "reasoning/items-unaltered",
+                ],
+            );
         }
     }
 
@@ -697,15 +683,13 @@ expect: {outcome: completed}
             Stateless,
             each("function_call", |item| item["arguments"] = json!("{}")),
         );
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "reasoning/items-unaltered",
-            r#"request 2 replays function_call fc_"#,
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/items-unaltered",
-            r#"with the arguments "{}" instead of "{\"sku\": \"A7\"""#,
+            &[
+                r#"request 2 replays function_call fc_"#,
+                r#"with the arguments "{}" instead of "{\"sku\": \"A7\"""#,
+            ],
         );
     }
 
@@ -719,15 +703,13 @@ expect: {outcome: completed}
                 item["content"][0]["text"] = json!(text.chars().take(20).collect::<String>());
             }),
         );
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "reasoning/items-unaltered",
-            r#"replays message msg_"#,
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/items-unaltered",
-            r#"with the text "I'll check the Oslo " instead of "I'll check the Oslo forecast"#,
+            &[
+                r#"replays message msg_"#,
+                r#"with the text "I'll check the Oslo " instead of "I'll check the Oslo forecast"#,
+            ],
         );
     }
 

@@ -632,15 +632,13 @@ mod tests {
             body["model"] = json!("gpt-4o");
         })
         .judge_completed();
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "state/config-resent",
-            "does not send the tool(s) convert_currency, get_weather",
-        );
-        assert_fails(
-            &judgement,
-            "state/config-resent",
-            "asks for model 'gpt-4o': the task's model is 'gpt-5'",
+            &[
+                "does not send the tool(s) convert_currency, get_weather",
+                "asks for model 'gpt-4o': the task's model is 'gpt-5'",
+            ],
         );
     }
 
@@ -720,15 +718,13 @@ mod tests {
             tool(tools, "find_flights").remove("description");
             tool(tools, "get_fare_rules")["description"] = json!("Fare rules.");
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "state/config-resent",
-            "requests 1, 2 and 3 send tool 'find_flights' with `description` (none): the task's definition has \"Search scheduled flights between two airports on one day. Read-only.\"",
-        );
-        assert_fails(
-            &judgement,
-            "state/config-resent",
-            "requests 1, 2 and 3 send tool 'get_fare_rules' with `description` \"Fare rules.\": the task's definition has \"The change and refund rules",
+            &[
+                "requests 1, 2 and 3 send tool 'find_flights' with `description` (none): the task's definition has \"Search scheduled flights between two airports on one day. Read-only.\"",
+                "requests 1, 2 and 3 send tool 'get_fare_rules' with `description` \"Fare rules.\": the task's definition has \"The change and refund rules",
+            ],
         );
     }
 
@@ -752,15 +748,13 @@ mod tests {
             tool(tools, "find_flights")["strict"] = json!(false);
             tool(tools, "get_fare_rules").remove("strict");
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "state/config-resent",
-            "requests 1, 2 and 3 send tool 'find_flights' with `strict` false: the task's definition has true",
-        );
-        assert_fails(
-            &judgement,
-            "state/config-resent",
-            "requests 1, 2 and 3 send tool 'get_fare_rules' with `strict` (none, which means true): the task's definition has false",
+            &[
+                "requests 1, 2 and 3 send tool 'find_flights' with `strict` false: the task's definition has true",
+                "requests 1, 2 and 3 send tool 'get_fare_rules' with `strict` (none, which means true): the task's definition has false",
+            ],
         );
     }
 
@@ -832,15 +826,13 @@ mod tests {
             tool(tools, "get_fare_rules")["parameters"]["required"] =
                 json!(["fare_id", "language"]);
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "state/config-resent",
-            "requests 1, 2 and 3 send tool 'find_flights' with `parameters.properties.max_stops.maximum` 3: the task's definition has 2",
-        );
-        assert_fails(
-            &judgement,
-            "state/config-resent",
-            "send tool 'get_fare_rules' with `parameters.required` [\"fare_id\",\"language\"]: the task's definition has [\"fare_id\"]",
+            &[
+                "requests 1, 2 and 3 send tool 'find_flights' with `parameters.properties.max_stops.maximum` 3: the task's definition has 2",
+                "send tool 'get_fare_rules' with `parameters.required` [\"fare_id\",\"language\"]: the task's definition has [\"fare_id\"]",
+            ],
         );
     }
 
@@ -941,8 +933,7 @@ mod tests {
         run.correct();
         let judgement = run.judge_completed();
         assert_passes(&judgement, "state/config-resent");
-        assert_not_judged(&judgement, "state/chained");
-        assert_not_judged(&judgement, "state/no-resend");
+        assert_none_judged(&judgement, &["state/chained", "state/no-resend"]);
     }
 
     #[test]
@@ -992,8 +983,10 @@ mod tests {
         let run = Run::case(CASE, Stateless);
         run.correct();
         let judgement = run.judge_completed();
-        assert_passes(&judgement, "state/store-false");
-        assert_passes(&judgement, "state/include-encrypted");
+        assert_all_pass(
+            &judgement,
+            &["state/store-false", "state/include-encrypted"],
+        );
 
         let run = Run::case(CASE, Stateless);
         let mut first = run.first_body();
@@ -1019,8 +1012,7 @@ mod tests {
         assert!(run.first_body().get("store").is_none());
         run.correct();
         let judgement = run.judge_completed();
-        assert_passes(&judgement, "state/config-resent");
-        assert_passes(&judgement, "state/input-replayed");
+        assert_all_pass(&judgement, &["state/config-resent", "state/input-replayed"]);
         for id in [
             "state/store-false",
             "state/include-encrypted",

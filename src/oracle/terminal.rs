@@ -399,15 +399,7 @@ mod tests {
 
     /// Plays the script as a correct controller does; the last request and its response.
     fn play(run: &Run) -> (Value, Value) {
-        let mut body = run.first_body();
-        loop {
-            let response = run.create(&body);
-            if response["status"] != "completed" || calls(&response).is_empty() {
-                return (body, response);
-            }
-            let outputs = run.execute(&response);
-            body = run.next_body(&body, &response, &outputs);
-        }
+        run.play_from(run.first_body())
     }
 
     /// Asks the model again after `response` (which answered `sent`) with a user nudge;
@@ -430,13 +422,23 @@ mod tests {
             let run = Run::case("terminal/01-message-beside-calls", state);
             run.correct();
             let judgement = run.judge_completed();
-            assert_passes(&judgement, "terminal/outcome");
-            assert_passes(&judgement, "terminal/calls-beside-message");
-            assert_passes(&judgement, "terminal/stopped-at-answer");
-            assert_not_judged(&judgement, "terminal/reason");
-            assert_not_judged(&judgement, "terminal/unfinished-not-executed");
-            assert_not_judged(&judgement, "terminal/result-line");
-            assert_not_judged(&judgement, "terminal/finished");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "terminal/outcome",
+                    "terminal/calls-beside-message",
+                    "terminal/stopped-at-answer",
+                ],
+            );
+            assert_none_judged(
+                &judgement,
+                &[
+                    "terminal/reason",
+                    "terminal/unfinished-not-executed",
+                    "terminal/result-line",
+                    "terminal/finished",
+                ],
+            );
             assert_eq!(
                 judgement.verdict,
                 CaseVerdict::Pass,
@@ -516,8 +518,7 @@ mod tests {
         let run = Run::case("terminal/12-refusal-beside-text", Stateless);
         run.correct();
         let judgement = run.judge(json!({"status": "failed", "reason": "refusal", "detail": "I can't share full payment card numbers."}));
-        assert_passes(&judgement, "terminal/outcome");
-        assert_passes(&judgement, "terminal/refusal-text");
+        assert_all_pass(&judgement, &["terminal/outcome", "terminal/refusal-text"]);
     }
 
     #[test]
@@ -620,9 +621,14 @@ mod tests {
             let run = Run::case("terminal/05-incomplete-partial-text", PreviousResponseId);
             play(&run);
             let judgement = run.judge_failed(reason);
-            assert_passes(&judgement, "terminal/outcome");
-            assert_passes(&judgement, "terminal/reason");
-            assert_passes(&judgement, "terminal/stopped-at-answer");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "terminal/outcome",
+                    "terminal/reason",
+                    "terminal/stopped-at-answer",
+                ],
+            );
         }
     }
 
@@ -632,15 +638,13 @@ mod tests {
         play(&run);
         let judgement = run.judge_failed("truncated");
         assert_passes(&judgement, "terminal/outcome");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "terminal/reason",
-            "the controller failed with reason 'truncated': expected the recognised word 'incomplete'",
-        );
-        assert_fails(
-            &judgement,
-            "terminal/reason",
-            "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled, max_tool_calls)",
+            &[
+                "the controller failed with reason 'truncated': expected the recognised word 'incomplete'",
+                "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled, max_tool_calls)",
+            ],
         );
         assert_eq!(judgement.verdict, CaseVerdict::NonStrict);
     }
@@ -700,8 +704,7 @@ expect: {outcome: failed, reason: max_rounds}
         run.create(&run.first_body());
         let judgement = run.judge_failed("max_rounds");
         assert_not_judged(&judgement, "terminal/calls-beside-message");
-        assert_passes(&judgement, "terminal/outcome");
-        assert_passes(&judgement, "terminal/reason");
+        assert_all_pass(&judgement, &["terminal/outcome", "terminal/reason"]);
     }
 
     #[test]
@@ -709,8 +712,13 @@ expect: {outcome: failed, reason: max_rounds}
         let run = Run::case("terminal/07-incomplete-with-whole-call", PreviousResponseId);
         play(&run);
         let judgement = run.judge_failed("incomplete");
-        assert_passes(&judgement, "terminal/unfinished-not-executed");
-        assert_passes(&judgement, "terminal/stopped-at-answer");
+        assert_all_pass(
+            &judgement,
+            &[
+                "terminal/unfinished-not-executed",
+                "terminal/stopped-at-answer",
+            ],
+        );
     }
 
     #[test]
@@ -719,15 +727,13 @@ expect: {outcome: failed, reason: max_rounds}
         let (_, last) = play(&run);
         run.execute(&last);
         let judgement = run.judge_failed("incomplete");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "terminal/unfinished-not-executed",
-            "(send_email {\"to\":\"team@example.com\"",
-        );
-        assert_fails(
-            &judgement,
-            "terminal/unfinished-not-executed",
-            "came in a response with status 'incomplete' and was executed anyway",
+            &[
+                "(send_email {\"to\":\"team@example.com\"",
+                "came in a response with status 'incomplete' and was executed anyway",
+            ],
         );
         assert_passes(&judgement, "terminal/outcome");
     }
@@ -779,8 +785,10 @@ expect: {outcome: failed, reason: max_rounds}
     fn a_failed_request_resent_unchanged_a_few_times_is_a_retry_not_a_new_round() {
         for state in [PreviousResponseId, Stateless] {
             let judgement = failed_then_resent(state, 2);
-            assert_passes(&judgement, "terminal/stopped-at-answer");
-            assert_passes(&judgement, "transport/retry-bounded");
+            assert_all_pass(
+                &judgement,
+                &["terminal/stopped-at-answer", "transport/retry-bounded"],
+            );
             assert_eq!(
                 judgement.verdict,
                 CaseVerdict::Pass,
@@ -807,9 +815,14 @@ expect: {outcome: failed, reason: max_rounds}
             let run = Run::case(WHOLE_THEN_CUT, state);
             stream_running_calls_at_done(&run, |item| item["status"] == "completed");
             let judgement = run.judge_failed("incomplete");
-            assert_passes(&judgement, "terminal/unfinished-not-executed");
-            assert_passes(&judgement, "terminal/outcome");
-            assert_passes(&judgement, "terminal/stopped-at-answer");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "terminal/unfinished-not-executed",
+                    "terminal/outcome",
+                    "terminal/stopped-at-answer",
+                ],
+            );
             assert_eq!(judgement.verdict, CaseVerdict::Pass);
         }
     }
@@ -890,15 +903,13 @@ expect: {outcome: failed, reason: max_rounds}
         let (sent, last) = play(&run);
         ask_again(&run, &sent, &last);
         let judgement = run.judge_completed();
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "terminal/stopped-at-answer",
-            "request 3 came after response 2 (resp_",
-        );
-        assert_fails(
-            &judgement,
-            "terminal/stopped-at-answer",
-            "the last scripted turn, whose message was the final answer: the loop ends there",
+            &[
+                "request 3 came after response 2 (resp_",
+                "the last scripted turn, whose message was the final answer: the loop ends there",
+            ],
         );
         assert_not_judged(&judgement, "terminal/outcome");
     }
@@ -915,8 +926,7 @@ expect: {outcome: failed, reason: max_rounds}
             "terminal/stopped-at-answer",
             "which was incomplete: an incomplete response ends the loop, reported as failed with reason 'incomplete'",
         );
-        assert_not_judged(&judgement, "terminal/outcome");
-        assert_not_judged(&judgement, "terminal/reason");
+        assert_none_judged(&judgement, &["terminal/outcome", "terminal/reason"]);
     }
 
     #[test]
@@ -947,15 +957,19 @@ expect: {outcome: failed, reason: max_rounds}
         let run = Run::case("terminal/02-empty-output", PreviousResponseId);
         play(&run);
         let judgement = run.judge_completed();
-        assert_passes(&judgement, "terminal/stopped-at-answer");
-        assert_passes(&judgement, "terminal/outcome");
+        assert_all_pass(
+            &judgement,
+            &["terminal/stopped-at-answer", "terminal/outcome"],
+        );
 
         let run = Run::case("terminal/02-empty-output", PreviousResponseId);
         let (sent, last) = play(&run);
         ask_again(&run, &sent, &last);
         let judgement = run.judge_completed();
-        assert_passes(&judgement, "terminal/stopped-at-answer");
-        assert_passes(&judgement, "terminal/outcome");
+        assert_all_pass(
+            &judgement,
+            &["terminal/stopped-at-answer", "terminal/outcome"],
+        );
     }
 
     #[test]
@@ -1020,7 +1034,6 @@ expect: {outcome: failed, reason: max_rounds}
             "the controller was still running after 30000 ms and was killed",
         );
         assert_eq!(judgement.verdict, CaseVerdict::Timeout);
-        assert_not_judged(&judgement, "terminal/result-line");
-        assert_not_judged(&judgement, "terminal/outcome");
+        assert_none_judged(&judgement, &["terminal/result-line", "terminal/outcome"]);
     }
 }
