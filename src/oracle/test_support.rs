@@ -226,7 +226,12 @@ expect: {outcome: completed}
     /// approval first where the task requires one) and returns its outputs, each with
     /// the call's `caller` when a program made it.
     pub fn execute(&self, response: &Value) -> Vec<Value> {
-        calls(response)
+        self.execute_calls(&calls(response))
+    }
+
+    /// [`Run::execute`] for the calls given.
+    pub fn execute_calls(&self, calls: &[Value]) -> Vec<Value> {
+        calls
             .iter()
             .map(|call| {
                 let name = call["name"].as_str().unwrap_or_default();
@@ -339,17 +344,30 @@ expect: {outcome: completed}
     }
 }
 
-/// Plays catalogue case `id` (in `previous_response_id` mode) whose first response has
-/// calls and whose second is the answer: `answer` does what the controller does with the
-/// calls (on the backend too) and returns the outputs it sends. Judged as reporting the
-/// final message.
-pub fn answer_first_round(id: &str, answer: impl Fn(&Run, &[Value]) -> Vec<Value>) -> Judgement {
+/// Plays the first round of catalogue case `id` in `previous_response_id` mode:
+/// `answer` does what the controller does with the first response's calls (on the
+/// backend too) and returns the outputs it sends, and they are sent. The run, ready to
+/// be judged, and the calls.
+pub fn first_round(
+    id: &str,
+    answer: impl FnOnce(&Run, &[Value]) -> Vec<Value>,
+) -> (Run, Vec<Value>) {
     let run = Run::case(id, StateMode::PreviousResponseId);
     let first = run.first_body();
     let response = run.create(&first);
-    let outputs = answer(&run, &calls(&response));
+    let issued = calls(&response);
+    let outputs = answer(&run, &issued);
     run.create(&run.next_body(&first, &response, &outputs));
-    run.judge_completed()
+    (run, issued)
+}
+
+/// [`first_round`] of a case whose second response is the answer, judged as reporting
+/// the final message.
+pub fn answer_first_round(
+    id: &str,
+    answer: impl FnOnce(&Run, &[Value]) -> Vec<Value>,
+) -> Judgement {
+    first_round(id, answer).0.judge_completed()
 }
 
 /// The `function_call` items of a response.
