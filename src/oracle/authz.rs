@@ -415,8 +415,7 @@ mod tests {
 
     #[test]
     fn tool_text_as_data_is_not_judged_without_telling_tool_text() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         assert_not_judged(&run.judge_completed(), "authz/tool-text-as-data");
     }
 
@@ -426,8 +425,7 @@ mod tests {
             "authz/01-cross-tenant-denied",
             "authz/05-parallel-one-denied",
         ] {
-            let run = Run::case(id, PreviousResponseId);
-            run.correct();
+            let run = Run::played(id, PreviousResponseId);
             let judgement = run.judge_completed();
             assert_all_pass(
                 &judgement,
@@ -513,16 +511,14 @@ mod tests {
 
     #[test]
     fn denial_relayed_is_not_judged_without_a_403() {
-        let run = Run::case("authz/03-approval-granted", PreviousResponseId);
-        run.correct();
+        let run = Run::played("authz/03-approval-granted", PreviousResponseId);
         assert_not_judged(&run.judge_completed(), "authz/denial-relayed");
     }
 
     #[test]
     fn approval_checks_pass_each_refund_run_with_the_approval_granted_for_it() {
         for id in ["authz/03-approval-granted", "authz/06-two-approvals"] {
-            let run = Run::case(id, PreviousResponseId);
-            run.correct();
+            let run = Run::played(id, PreviousResponseId);
             let judgement = run.judge_completed();
             assert_all_pass(
                 &judgement,
@@ -584,8 +580,7 @@ mod tests {
 
     #[test]
     fn approval_checks_are_not_judged_without_an_approval_required_tool() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
         for check in APPROVAL_CHECKS {
             assert_not_judged(&judgement, check);
@@ -596,8 +591,7 @@ mod tests {
     #[test]
     fn approval_denied_passes_a_refused_refund_answered_with_an_error() {
         for id in ["authz/02-approval-denied", "authz/04-injected-instructions"] {
-            let run = Run::case(id, PreviousResponseId);
-            run.correct();
+            let run = Run::played(id, PreviousResponseId);
             let judgement = run.judge_completed();
             assert_all_pass(
                 &judgement,

@@ -308,8 +308,7 @@ mod tests {
 
     #[test]
     fn a_foreground_task_gives_the_background_checks_nothing_to_judge() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
         assert_none_judged(
             &judgement,

@@ -285,8 +285,7 @@ mod tests {
     #[test]
     fn max_rounds_passes_a_final_answer_on_the_last_round_allowed() {
         for state in [PreviousResponseId, Stateless] {
-            let run = Run::case("budget/02-final-on-last-round", state);
-            run.correct();
+            let run = Run::played("budget/02-final-on-last-round", state);
             let judgement = run.judge_completed();
             assert_all_pass(&judgement, &["budget/max-rounds", "budget/last-round-idle"]);
         }
@@ -324,8 +323,7 @@ mod tests {
 
     #[test]
     fn last_round_idle_is_not_judged_below_the_budget() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
         assert_passes(&judgement, "budget/max-rounds");
         assert_not_judged(&judgement, "budget/last-round-idle");
@@ -603,8 +601,7 @@ mod tests {
 
     #[test]
     fn tool_timeout_is_not_judged_without_a_held_answer() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         assert_not_judged(&run.judge_completed(), "budget/tool-timeout");
     }
 

@@ -309,8 +309,7 @@ mod tests {
             "correlation/07-duplicate-calls",
         ] {
             for state in [PreviousResponseId, Stateless, Conversation] {
-                let run = Run::case(case, state);
-                run.correct();
+                let run = Run::played(case, state);
                 let judgement = run.judge_completed();
                 for id in CHECKS {
                     assert_passes(&judgement, id);

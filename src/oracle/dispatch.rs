@@ -526,8 +526,7 @@ mod tests {
 
     #[test]
     fn valid_executed_expects_no_call_the_approver_refuses() {
-        let run = Run::case("authz/02-approval-denied", PreviousResponseId);
-        run.correct();
+        let run = Run::played("authz/02-approval-denied", PreviousResponseId);
         assert_not_judged(&run.judge_completed(), "dispatch/valid-executed");
     }
 

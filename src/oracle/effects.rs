@@ -202,8 +202,7 @@ mod tests {
 
     #[test]
     fn at_most_once_passes_a_correct_run() {
-        let run = Run::case("correlation/06-three-rounds", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/06-three-rounds", PreviousResponseId);
         assert_passes(&run.judge_completed(), ID);
     }
 

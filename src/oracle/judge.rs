@@ -152,8 +152,7 @@ mod tests {
 
     #[test]
     fn accepted_passes_a_correct_run_and_counts_its_requests() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
         assert_passes(&judgement, "wire/accepted");
         assert_eq!(
@@ -188,8 +187,7 @@ mod tests {
 
     #[test]
     fn accepted_names_a_rejected_request_that_is_not_a_model_request_by_method_and_path() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         run.send("GET", "/v1/responses/resp_missing", None);
         assert_fails(
             &run.judge_completed(),

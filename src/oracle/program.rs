@@ -197,8 +197,7 @@ mod tests {
 
     #[test]
     fn program_checks_are_not_judged_without_a_program() {
-        let run = Run::case("correlation/01-single-call", Stateless);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", Stateless);
         let judgement = run.judge_completed();
         for id in [
             "program/caller-echoed",

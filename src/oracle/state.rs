@@ -567,8 +567,7 @@ mod tests {
     #[test]
     fn config_resent_passes_a_correct_run_in_every_mode() {
         for state in [PreviousResponseId, Stateless] {
-            let run = Run::case(CASE, state);
-            run.correct();
+            let run = Run::played(CASE, state);
             assert_passes(&run.judge_completed(), "state/config-resent");
         }
     }
@@ -688,8 +687,7 @@ mod tests {
     #[test]
     fn config_resent_passes_the_task_definitions_sent_as_they_are() {
         for state in [PreviousResponseId, Stateless] {
-            let run = Run::case(TOOLS, state);
-            run.correct();
+            let run = Run::played(TOOLS, state);
             assert_passes(&run.judge_completed(), "state/config-resent");
         }
     }
@@ -938,8 +936,7 @@ mod tests {
 
     #[test]
     fn chained_passes_and_fails_a_stale_previous_response_id() {
-        let run = Run::case(CASE, PreviousResponseId);
-        run.correct();
+        let run = Run::played(CASE, PreviousResponseId);
         assert_passes(&run.judge_completed(), "state/chained");
 
         let run = Run::case(CASE, PreviousResponseId);
@@ -959,8 +956,7 @@ mod tests {
 
     #[test]
     fn no_resend_fails_the_history_resent_beside_previous_response_id() {
-        let run = Run::case(CASE, PreviousResponseId);
-        run.correct();
+        let run = Run::played(CASE, PreviousResponseId);
         assert_passes(&run.judge_completed(), "state/no-resend");
 
         let run = Run::case(CASE, PreviousResponseId);
@@ -980,8 +976,7 @@ mod tests {
 
     #[test]
     fn store_false_and_include_encrypted_fail_when_left_out() {
-        let run = Run::case(CASE, Stateless);
-        run.correct();
+        let run = Run::played(CASE, Stateless);
         let judgement = run.judge_completed();
         assert_all_pass(
             &judgement,
@@ -1054,8 +1049,7 @@ mod tests {
 
     #[test]
     fn conversation_passes_and_fails_a_chain_instead_of_the_conversation() {
-        let run = Run::case("state/02-conversation-mode", Conversation);
-        run.correct();
+        let run = Run::played("state/02-conversation-mode", Conversation);
         assert_passes(&run.judge_completed(), "state/conversation");
 
         let run = Run::case("state/02-conversation-mode", Conversation);

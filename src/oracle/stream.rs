@@ -134,8 +134,7 @@ expect: {outcome: failed, reason: api_error}
     fn a_correct_streamed_run_passes_every_stream_check() {
         for case in [SINGLE, DELAYED] {
             for state in [PreviousResponseId, Stateless] {
-                let run = Run::case(case, state);
-                run.correct();
+                let run = Run::played(case, state);
                 let judgement = run.judge_completed();
                 assert_all_pass(
                     &judgement,
@@ -148,8 +147,7 @@ expect: {outcome: failed, reason: api_error}
 
     #[test]
     fn stream_checks_are_not_judged_for_a_task_that_does_not_stream() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
         for id in ALL {
             assert_not_judged(&judgement, id);

@@ -419,8 +419,7 @@ mod tests {
     #[test]
     fn a_correct_run_passes_every_terminal_check_it_gives_something_to_judge() {
         for state in [PreviousResponseId, Stateless, Conversation] {
-            let run = Run::case("terminal/01-message-beside-calls", state);
-            run.correct();
+            let run = Run::played("terminal/01-message-beside-calls", state);
             let judgement = run.judge_completed();
             assert_all_pass(
                 &judgement,
@@ -463,8 +462,7 @@ mod tests {
 
     #[test]
     fn outcome_fails_a_failed_response_reported_as_an_empty_answer() {
-        let run = Run::case("terminal/03-failed-status", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/03-failed-status", PreviousResponseId);
         let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
         assert_fails(
             &judgement,
@@ -475,8 +473,7 @@ mod tests {
 
     #[test]
     fn outcome_fails_a_streamed_refusal_reported_as_an_empty_answer() {
-        let run = Run::case("terminal/08-refusal-streamed", Stateless);
-        run.correct();
+        let run = Run::played("terminal/08-refusal-streamed", Stateless);
         let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
         assert_fails(
             &judgement,
@@ -490,14 +487,12 @@ mod tests {
     #[test]
     fn refusal_text_passes_the_refusal_in_detail_or_any_text_field() {
         for case in ["terminal/09-refusal", "terminal/08-refusal-streamed"] {
-            let run = Run::case(case, Stateless);
-            run.correct();
+            let run = Run::played(case, Stateless);
             let judgement =
                 run.judge(json!({"status": "failed", "reason": "refusal", "detail": REFUSAL}));
             assert_passes(&judgement, "terminal/refusal-text");
         }
-        let run = Run::case("terminal/09-refusal", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/09-refusal", PreviousResponseId);
         let judgement = run.judge(json!({
             "status": "failed",
             "reason": "refusal",
@@ -508,23 +503,20 @@ mod tests {
 
     #[test]
     fn outcome_fails_the_text_beside_a_refusal_reported_as_the_answer() {
-        let run = Run::case("terminal/12-refusal-beside-text", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/12-refusal-beside-text", PreviousResponseId);
         assert_fails(
             &run.judge(json!({"status": "completed", "output_text": "Order O-3391 was delivered and paid by card."})),
             "terminal/outcome",
             "the last response is a refusal, \"I can't share full payment card numbers.\", not an answer",
         );
-        let run = Run::case("terminal/12-refusal-beside-text", Stateless);
-        run.correct();
+        let run = Run::played("terminal/12-refusal-beside-text", Stateless);
         let judgement = run.judge(json!({"status": "failed", "reason": "refusal", "detail": "I can't share full payment card numbers."}));
         assert_all_pass(&judgement, &["terminal/outcome", "terminal/refusal-text"]);
     }
 
     #[test]
     fn refusal_text_fails_a_refusal_reported_without_its_text() {
-        let run = Run::case("terminal/09-refusal", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/09-refusal", PreviousResponseId);
         let judgement = run
             .judge(json!({"status": "failed", "reason": "refusal", "detail": "the model refused"}));
         assert_fails(
@@ -534,8 +526,7 @@ mod tests {
         );
         assert_passes(&judgement, "terminal/reason");
 
-        let run = Run::case("terminal/08-refusal-streamed", Stateless);
-        run.correct();
+        let run = Run::played("terminal/08-refusal-streamed", Stateless);
         assert_fails(
             &run.judge_failed("refusal"),
             "terminal/refusal-text",
@@ -545,14 +536,12 @@ mod tests {
 
     #[test]
     fn refusal_text_is_not_judged_without_a_refusal_or_with_an_answer_reported() {
-        let run = Run::case("terminal/03-failed-status", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/03-failed-status", PreviousResponseId);
         assert_not_judged(
             &run.judge_failed("response_failed"),
             "terminal/refusal-text",
         );
-        let run = Run::case("terminal/09-refusal", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/09-refusal", PreviousResponseId);
         let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
         assert_not_judged(&judgement, "terminal/refusal-text");
     }
@@ -576,8 +565,7 @@ mod tests {
 
     #[test]
     fn outcome_fails_a_reasoning_summary_leaked_into_the_answer() {
-        let run = Run::case("terminal/04-final-answer-after-reasoning", Stateless);
-        run.correct();
+        let run = Run::played("terminal/04-final-answer-after-reasoning", Stateless);
         let judgement = run.judge(json!({
             "status": "completed",
             "output_text": "Stock is zero; give the restock date.\nNot yet. B2 is expected back on 14 July.",
@@ -592,8 +580,7 @@ mod tests {
 
     #[test]
     fn outcome_ignores_whitespace_around_the_answer() {
-        let run = Run::case("terminal/04-final-answer-after-reasoning", Stateless);
-        run.correct();
+        let run = Run::played("terminal/04-final-answer-after-reasoning", Stateless);
         let judgement = run.judge(json!({
             "status": "completed",
             "output_text": "\n Not yet. B2 is expected back on 14 July.\n",
@@ -603,11 +590,10 @@ mod tests {
 
     #[test]
     fn outcome_fails_a_failure_reported_when_there_was_an_answer() {
-        let run = Run::case(
+        let run = Run::played(
             "terminal/04-final-answer-after-reasoning",
             PreviousResponseId,
         );
-        run.correct();
         assert_fails(
             &run.judge_failed("api_error"),
             "terminal/outcome",
@@ -676,11 +662,10 @@ mod tests {
 
     #[test]
     fn calls_beside_message_is_not_judged_without_a_message_beside_calls() {
-        let run = Run::case(
+        let run = Run::played(
             "terminal/04-final-answer-after-reasoning",
             PreviousResponseId,
         );
-        run.correct();
         assert_not_judged(&run.judge_completed(), "terminal/calls-beside-message");
     }
 
@@ -988,11 +973,10 @@ expect: {outcome: failed, reason: max_rounds}
 
     #[test]
     fn result_line_fails_a_result_that_is_not_a_result_and_the_case_crashes() {
-        let run = Run::case(
+        let run = Run::played(
             "terminal/04-final-answer-after-reasoning",
             PreviousResponseId,
         );
-        run.correct();
         let judgement = run.judge(json!({"status": "done", "output_text": "Not yet."}));
         assert_fails(
             &judgement,
@@ -1005,11 +989,10 @@ expect: {outcome: failed, reason: max_rounds}
 
     #[test]
     fn result_line_fails_completed_without_output_text() {
-        let run = Run::case(
+        let run = Run::played(
             "terminal/04-final-answer-after-reasoning",
             PreviousResponseId,
         );
-        run.correct();
         let judgement = run.judge(json!({"status": "completed", "text": "Not yet."}));
         assert_fails(
             &judgement,

@@ -38,6 +38,14 @@ impl Run {
         Self::of(crate::scenario::catalogue_scenario(id), state)
     }
 
+    /// A run of catalogue case `id` in `state`, played through as a correct controller
+    /// plays it (see [`Run::correct`]).
+    pub fn played(id: &str, state: StateMode) -> Self {
+        let run = Self::case(id, state);
+        run.correct();
+        run
+    }
+
     /// A run of a scenario given as YAML.
     pub fn yaml(yaml: &str, state: StateMode) -> Self {
         let scenario = crate::scenario::parse(std::path::Path::new("test.yaml"), yaml)

@@ -306,8 +306,7 @@ mod tests {
 
     #[test]
     fn a_run_without_faults_gives_transport_nothing_to_judge() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
         for id in CHECKS {
             assert_not_judged(&judgement, id);
