@@ -397,6 +397,14 @@ mod tests {
     use crate::oracle::{CaseVerdict, Judgement};
     use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Stateless};
 
+    /// A case whose answer follows a reasoning summary.
+    const FINAL: &str = "terminal/04-final-answer-after-reasoning";
+
+    /// [`FINAL`] played correctly and judged with the controller's `result` line.
+    fn final_reported_as(result: Value) -> Judgement {
+        Run::played(FINAL, PreviousResponseId).judge(result)
+    }
+
     /// Plays the script as a correct controller does; the last request and its response.
     fn play(run: &Run) -> (Value, Value) {
         run.play_from(run.first_body())
@@ -565,7 +573,7 @@ mod tests {
 
     #[test]
     fn outcome_fails_a_reasoning_summary_leaked_into_the_answer() {
-        let run = Run::played("terminal/04-final-answer-after-reasoning", Stateless);
+        let run = Run::played(FINAL, Stateless);
         let judgement = run.judge(json!({
             "status": "completed",
             "output_text": "Stock is zero; give the restock date.\nNot yet. B2 is expected back on 14 July.",
@@ -580,7 +588,7 @@ mod tests {
 
     #[test]
     fn outcome_ignores_whitespace_around_the_answer() {
-        let run = Run::played("terminal/04-final-answer-after-reasoning", Stateless);
+        let run = Run::played(FINAL, Stateless);
         let judgement = run.judge(json!({
             "status": "completed",
             "output_text": "\n Not yet. B2 is expected back on 14 July.\n",
@@ -590,10 +598,7 @@ mod tests {
 
     #[test]
     fn outcome_fails_a_failure_reported_when_there_was_an_answer() {
-        let run = Run::played(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
+        let run = Run::played(FINAL, PreviousResponseId);
         assert_fails(
             &run.judge_failed("api_error"),
             "terminal/outcome",
@@ -662,10 +667,7 @@ mod tests {
 
     #[test]
     fn calls_beside_message_is_not_judged_without_a_message_beside_calls() {
-        let run = Run::played(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
+        let run = Run::played(FINAL, PreviousResponseId);
         assert_not_judged(&run.judge_completed(), "terminal/calls-beside-message");
     }
 
@@ -881,10 +883,7 @@ expect: {outcome: failed, reason: max_rounds}
 
     #[test]
     fn stopped_at_answer_fails_a_request_after_the_final_answer() {
-        let run = Run::case(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
+        let run = Run::case(FINAL, PreviousResponseId);
         let (sent, last) = play(&run);
         ask_again(&run, &sent, &last);
         let judgement = run.judge_completed();
@@ -973,11 +972,7 @@ expect: {outcome: failed, reason: max_rounds}
 
     #[test]
     fn result_line_fails_a_result_that_is_not_a_result_and_the_case_crashes() {
-        let run = Run::played(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
-        let judgement = run.judge(json!({"status": "done", "output_text": "Not yet."}));
+        let judgement = final_reported_as(json!({"status": "done", "output_text": "Not yet."}));
         assert_fails(
             &judgement,
             "terminal/result-line",
@@ -989,11 +984,7 @@ expect: {outcome: failed, reason: max_rounds}
 
     #[test]
     fn result_line_fails_completed_without_output_text() {
-        let run = Run::played(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
-        let judgement = run.judge(json!({"status": "completed", "text": "Not yet."}));
+        let judgement = final_reported_as(json!({"status": "completed", "text": "Not yet."}));
         assert_fails(
             &judgement,
             "terminal/result-line",
@@ -1005,10 +996,7 @@ expect: {outcome: failed, reason: max_rounds}
     #[test]
     fn finished_fails_a_controller_killed_at_the_timeout() {
         // A controller that hangs after its first request.
-        let run = Run::case(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
+        let run = Run::case(FINAL, PreviousResponseId);
         run.create(&run.first_body());
         let judgement = run.judge_timed_out(30_000);
         assert_fails(
