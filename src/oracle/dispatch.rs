@@ -162,6 +162,7 @@ fn valid_executed(f: &Facts) -> Option<CheckResult> {
 mod tests {
     use serde_json::{Value, json};
 
+    use crate::oracle::Judgement;
     use crate::oracle::test_support::*;
     use crate::scenario::StateMode::PreviousResponseId;
 
@@ -182,6 +183,18 @@ mod tests {
         run.call_tool(call, &body)
     }
 
+    /// Case `id` with every call of its first round dispatched as the model wrote it.
+    fn dispatched_as_written(id: &str) -> Judgement {
+        answer_first_round(id, |run, calls| {
+            calls.iter().map(|call| dispatch(run, call)).collect()
+        })
+    }
+
+    /// Case `id` with every call of its first round rejected before dispatch.
+    fn all_rejected(id: &str) -> Judgement {
+        answer_first_round(id, |_, calls| calls.iter().map(rejected).collect())
+    }
+
     /// A correct controller: the calls to the tools named in `valid` dispatched, the
     /// others rejected.
     fn correct(run: &Run, calls: &[Value], valid: &[&str]) -> Vec<Value> {
@@ -199,9 +212,7 @@ mod tests {
 
     #[test]
     fn an_unknown_tool_rejected_before_dispatch_passes_and_judges_nothing_else() {
-        let judgement = answer_first_round("dispatch/01-unknown-tool", |_, calls| {
-            calls.iter().map(rejected).collect()
-        });
+        let judgement = all_rejected("dispatch/01-unknown-tool");
         assert_all_pass(
             &judgement,
             &["dispatch/registered-only", "dispatch/rejection-answered"],
@@ -218,9 +229,7 @@ mod tests {
 
     #[test]
     fn registered_only_fails_an_unknown_tool_dispatched_by_its_name() {
-        let judgement = answer_first_round("dispatch/01-unknown-tool", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written("dispatch/01-unknown-tool");
         assert_fails(
             &judgement,
             "dispatch/registered-only",
@@ -251,9 +260,7 @@ mod tests {
 
     #[test]
     fn arguments_parsed_passes_truncated_json_rejected_before_dispatch() {
-        let judgement = answer_first_round("dispatch/04-malformed-arguments", |_, calls| {
-            calls.iter().map(rejected).collect()
-        });
+        let judgement = all_rejected("dispatch/04-malformed-arguments");
         assert_all_pass(
             &judgement,
             &["dispatch/arguments-parsed", "dispatch/rejection-answered"],
@@ -263,9 +270,7 @@ mod tests {
 
     #[test]
     fn arguments_parsed_passes_an_array_rejected_before_dispatch() {
-        let judgement = answer_first_round("dispatch/02-arguments-not-object", |_, calls| {
-            calls.iter().map(rejected).collect()
-        });
+        let judgement = all_rejected("dispatch/02-arguments-not-object");
         assert_all_pass(
             &judgement,
             &["dispatch/arguments-parsed", "dispatch/rejection-answered"],
@@ -274,9 +279,7 @@ mod tests {
 
     #[test]
     fn an_array_dispatched_as_arguments_is_one_finding_of_arguments_parsed() {
-        let judgement = answer_first_round("dispatch/02-arguments-not-object", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written("dispatch/02-arguments-not-object");
         assert_fails(
             &judgement,
             "dispatch/arguments-parsed",
@@ -288,9 +291,7 @@ mod tests {
 
     #[test]
     fn schema_valid_passes_a_schema_violation_rejected_before_dispatch() {
-        let judgement = answer_first_round("dispatch/09-schema-violation", |_, calls| {
-            calls.iter().map(rejected).collect()
-        });
+        let judgement = all_rejected("dispatch/09-schema-violation");
         assert_all_pass(
             &judgement,
             &["dispatch/schema-valid", "dispatch/rejection-answered"],
@@ -303,9 +304,7 @@ mod tests {
 
     #[test]
     fn schema_valid_fails_a_schema_violation_dispatched() {
-        let judgement = answer_first_round("dispatch/09-schema-violation", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written("dispatch/09-schema-violation");
         assert_fails(
             &judgement,
             "dispatch/schema-valid",
@@ -316,9 +315,7 @@ mod tests {
 
     #[test]
     fn schema_valid_fails_a_refund_without_its_amount_dispatched() {
-        let judgement = answer_first_round("dispatch/05-missing-required-field", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written("dispatch/05-missing-required-field");
         assert_fails(&judgement, "dispatch/schema-valid", "amount_cents");
     }
 
@@ -352,9 +349,7 @@ mod tests {
             ],
         );
 
-        let judgement = answer_first_round("program/10-child-unknown-tool", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written("program/10-child-unknown-tool");
         assert_fails_with(
             &judgement,
             "dispatch/registered-only",
@@ -367,9 +362,7 @@ mod tests {
 
     #[test]
     fn caller_allowed_fails_a_program_call_to_a_direct_only_tool_dispatched() {
-        let judgement = answer_first_round("program/03-caller-not-allowed", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written("program/03-caller-not-allowed");
         assert_fails_with(
             &judgement,
             "dispatch/caller-allowed",
@@ -382,10 +375,7 @@ mod tests {
 
     #[test]
     fn caller_allowed_fails_a_direct_call_to_a_programmatic_only_tool_dispatched() {
-        let judgement = answer_first_round(
-            "program/08-programmatic-only-called-directly",
-            |run, calls| calls.iter().map(|call| dispatch(run, call)).collect(),
-        );
+        let judgement = dispatched_as_written("program/08-programmatic-only-called-directly");
         assert_fails(
             &judgement,
             "dispatch/caller-allowed",
@@ -443,9 +433,7 @@ mod tests {
 
     #[test]
     fn schema_valid_fails_pattern_enum_and_minimum_violations_dispatched() {
-        let judgement = answer_first_round(EXACT, |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written(EXACT);
         for needle in [
             "\"a7\" does not match \"^[A-Z][0-9]+$\"",
             "\"CHF\" is not one of",
@@ -513,9 +501,7 @@ mod tests {
 
     #[test]
     fn valid_executed_fails_a_batch_abandoned_for_one_rejected_call() {
-        let judgement = answer_first_round("dispatch/08-parallel-one-rejected", |_, calls| {
-            calls.iter().map(rejected).collect()
-        });
+        let judgement = all_rejected("dispatch/08-parallel-one-rejected");
         assert_fails(
             &judgement,
             "dispatch/valid-executed",
