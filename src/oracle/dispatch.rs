@@ -445,12 +445,9 @@ mod tests {
 
     #[test]
     fn rejection_answered_fails_a_rejected_call_dropped_from_the_next_request() {
-        let run = Run::case("dispatch/08-parallel-one-rejected", PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        let valid = &calls(&response)[..1];
-        let outputs: Vec<Value> = valid.iter().map(|call| dispatch(&run, call)).collect();
-        run.create(&run.next_body(&first, &response, &outputs));
+        let (run, _) = first_round("dispatch/08-parallel-one-rejected", |run, calls| {
+            vec![dispatch(run, &calls[0])]
+        });
         assert_fails(
             &run.judge_failed("api_error"),
             "dispatch/rejection-answered",

@@ -294,10 +294,7 @@ mod tests {
 
     #[test]
     fn continued_fails_a_loop_that_stops_at_the_program_output() {
-        let run = Run::case(NO_MESSAGE, PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        run.create(&run.next_body(&first, &response, &run.execute(&response)));
+        let (run, _) = first_round(NO_MESSAGE, |run, calls| run.execute_calls(calls));
         let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
         assert_fails_with(
             &judgement,
