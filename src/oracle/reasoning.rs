@@ -21,55 +21,55 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if !matches!(f.state, StateMode::Stateless | StateMode::Replay) {
         return Vec::new();
     }
-    let replays: Vec<(usize, Vec<Value>)> = (1..f.requests.len())
-        .map(|position| (position, Facts::input_of(f.requests[position])))
+    let replays: Vec<Replay<'_>> = (1..f.requests.len())
+        .map(|position| Replay {
+            position,
+            input: Facts::input_of(f.requests[position]),
+            prior: f
+                .served
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.request < position)
+                .flat_map(|(index, s)| s.output.iter().map(move |item| (index, item)))
+                .collect(),
+        })
         .collect();
-    let prior_items = |position: usize| -> Vec<(usize, &Value)> {
-        f.served
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.request < position)
-            .flat_map(|(index, s)| s.output.iter().map(move |item| (index, item)))
-            .collect()
-    };
-    let any_reasoning = replays.iter().any(|(position, _)| {
-        prior_items(*position)
-            .iter()
-            .any(|(_, item)| item["type"] == "reasoning")
-    });
+    let any_reasoning = replays
+        .iter()
+        .any(|r| r.prior.iter().any(|(_, item)| item["type"] == "reasoning"));
     let mut out = Vec::new();
     if any_reasoning {
-        out.push(replayed(f, &replays, &prior_items));
+        out.push(replayed(f, &replays));
         out.push(input_shape(&replays));
-        out.extend(call_ids_kept(&replays, &prior_items));
+        out.extend(call_ids_kept(&replays));
     }
-    if replays
-        .iter()
-        .any(|(position, _)| !prior_items(*position).is_empty())
-    {
-        out.push(in_order(f, &replays, &prior_items));
-        out.extend(unaltered(&replays, &prior_items));
+    if replays.iter().any(|r| !r.prior.is_empty()) {
+        out.push(in_order(f, &replays));
+        out.extend(unaltered(&replays));
     }
     out
 }
 
-type Prior<'p> = dyn Fn(usize) -> Vec<(usize, &'p Value)> + 'p;
+/// A request after the first: its input, and the output items served before it, each
+/// with the index of the response that served it.
+struct Replay<'f> {
+    position: usize,
+    input: Vec<Value>,
+    prior: Vec<(usize, &'f Value)>,
+}
 
-fn replayed<'p>(
-    f: &Facts,
-    replays: &[(usize, Vec<Value>)],
-    prior_items: &Prior<'p>,
-) -> CheckResult {
+fn replayed(f: &Facts, replays: &[Replay<'_>]) -> CheckResult {
     let mut problems = Vec::new();
     let mut count = 0;
-    for (position, input) in replays {
-        for (served, item) in prior_items(*position) {
+    for replay in replays {
+        let (position, input, prior) = (replay.position, &replay.input, &replay.prior);
+        for &(served, item) in prior {
             if item["type"] != "reasoning" {
                 continue;
             }
             count += 1;
             let id = item["id"].as_str().unwrap_or_default();
-            let label = Facts::request_label(*position);
+            let label = Facts::request_label(position);
             let from = f.response_label(served);
             match input.iter().find(|i| item_type(i) == "reasoning" && item_id(i) == Some(id)) {
                 None => problems.push(format!(
@@ -101,14 +101,15 @@ fn replayed<'p>(
     )
 }
 
-fn input_shape(replays: &[(usize, Vec<Value>)]) -> CheckResult {
+fn input_shape(replays: &[Replay<'_>]) -> CheckResult {
     let mut problems = Vec::new();
-    for (position, input) in replays {
+    for replay in replays {
+        let (position, input) = (replay.position, &replay.input);
         for (index, item) in input.iter().enumerate() {
             if item_type(item) == "reasoning" && item.get("status").is_some() {
                 problems.push(format!(
                     "{}: input[{index}] is a reasoning item with `status` ({}), an output-only field the API rejects in input, even as null",
-                    Facts::request_label(*position),
+                    Facts::request_label(position),
                     item["status"]
                 ));
             }
@@ -134,16 +135,12 @@ fn find(input: &[Value], item: &Value) -> Option<usize> {
     input.iter().position(|i| is_replay_of(i, item))
 }
 
-fn in_order<'p>(
-    f: &Facts,
-    replays: &[(usize, Vec<Value>)],
-    prior_items: &Prior<'p>,
-) -> CheckResult {
+fn in_order(f: &Facts, replays: &[Replay<'_>]) -> CheckResult {
     let mut problems = Vec::new();
     let mut count = 0;
-    for (position, input) in replays {
-        let label = Facts::request_label(*position);
-        let items = prior_items(*position);
+    for replay in replays {
+        let (position, input, items) = (replay.position, &replay.input, &replay.prior);
+        let label = Facts::request_label(position);
         let mut last: Option<(usize, String)> = None;
         for (k, (served, item)) in items.iter().enumerate() {
             let id = item["id"].as_str().unwrap_or_default();
@@ -216,15 +213,12 @@ fn in_order<'p>(
 /// after a replayed reasoning item: an id-less message, or a call with no reasoning
 /// before it, pairs with nothing; reasoning left out is `reasoning/replayed`'s, and a
 /// call under another id `reasoning/items-in-order`'s.
-fn call_ids_kept<'p>(
-    replays: &[(usize, Vec<Value>)],
-    prior_items: &Prior<'p>,
-) -> Option<CheckResult> {
+fn call_ids_kept(replays: &[Replay<'_>]) -> Option<CheckResult> {
     let mut problems = Vec::new();
     let mut judged = 0;
-    for (position, input) in replays {
-        let items = prior_items(*position);
-        for pair in items.windows(2) {
+    for replay in replays {
+        let (position, input, prior) = (replay.position, &replay.input, &replay.prior);
+        for pair in prior.windows(2) {
             let [(served, reasoning), (next_served, call)] = pair else {
                 continue;
             };
@@ -242,7 +236,7 @@ fn call_ids_kept<'p>(
             if item_id(sent).is_none() {
                 problems.push(format!(
                     "{} replays function_call {} ({}) after reasoning item {} without its id {}: expected the call's `fc_` id back, as the model gave it (a call replayed without it after its reasoning is publicly reported to meet the API's 400 \"Item '{}' of type 'reasoning' was provided without its required following item.\")",
-                    Facts::request_label(*position),
+                    Facts::request_label(position),
                     call_id(call).unwrap_or_default(),
                     call["name"].as_str().unwrap_or_default(),
                     reasoning["id"].as_str().unwrap_or_default(),
@@ -304,11 +298,12 @@ fn alteration(sent: &Value, item: &Value) -> Option<String> {
 /// The model's own calls and messages go back as it produced them: a replay that rewrites
 /// a malformed call's arguments (to `"{}"`, or to a wrapper object) tells the model it
 /// said something it did not.
-fn unaltered<'p>(replays: &[(usize, Vec<Value>)], prior_items: &Prior<'p>) -> Option<CheckResult> {
+fn unaltered(replays: &[Replay<'_>]) -> Option<CheckResult> {
     let mut problems = Vec::new();
     let mut judged = 0;
-    for (position, input) in replays {
-        for (_, item) in prior_items(*position) {
+    for replay in replays {
+        let (position, input, prior) = (replay.position, &replay.input, &replay.prior);
+        for &(_, item) in prior {
             if !matches!(item_type(item), "function_call" | "message") {
                 continue;
             }
@@ -319,7 +314,7 @@ fn unaltered<'p>(replays: &[(usize, Vec<Value>)], prior_items: &Prior<'p>) -> Op
             if let Some(change) = alteration(sent, item) {
                 problems.push(format!(
                     "{} replays {} {} with {change}: the model's own history must be sent back as the model produced it",
-                    Facts::request_label(*position),
+                    Facts::request_label(position),
                     item_type(item),
                     item_id(item).unwrap_or_default()
                 ));
