@@ -234,22 +234,12 @@ mod tests {
                 "ok",
             )])
             .collect();
-        CaseReport {
-            id: "dispatch/06-near-miss-name".to_owned(),
-            summary: String::new(),
-            level: Level::Must,
-            state: StateMode::Stateless,
-            delivery: Default::default(),
+        CaseReport::judged(
+            "dispatch/06-near-miss-name",
+            StateMode::Stateless,
             verdict,
-            duration_ms: 1,
-            startup_ms: None,
-            detail: None,
             checks,
-            snapshot: None,
-            recording: None,
-            baseline: None,
-            transcript: Default::default(),
-        }
+        )
     }
 
     fn baseline(text: &str) -> Baseline {

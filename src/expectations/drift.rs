@@ -154,27 +154,15 @@ mod tests {
 
     use super::*;
     use crate::scenario::StateMode;
-    use crate::transcript::normalize::{Answer, ModelStep, NORMALIZED_FORMAT};
+    use crate::transcript::normalize::test_steps::{normalized, request};
 
-    fn request(body: Value) -> Step {
-        Step::Model(ModelStep {
-            method: "POST".to_owned(),
-            path: "/v1/responses".to_owned(),
-            headers: Default::default(),
-            body,
-            answer: Answer::default(),
-        })
-    }
-
+    /// A recorded run that sent `bodies`, each answered alike.
     fn run(bodies: &[Value]) -> Normalized {
-        Normalized {
-            format: NORMALIZED_FORMAT,
-            case: "recorded/x".to_owned(),
-            state: StateMode::PreviousResponseId,
-            steps: bodies.iter().cloned().map(request).collect(),
-            result: None,
-            unfinished: None,
-        }
+        let steps = bodies
+            .iter()
+            .map(|body| request(body.clone(), Default::default()))
+            .collect();
+        normalized("recorded/x", StateMode::PreviousResponseId, steps)
     }
 
     #[test]

@@ -311,18 +311,6 @@ mod tests {
     /// The principal of the cross-tenant cases.
     const ACME: &str = "acme-user-17";
 
-    /// Plays a case whose first response has calls and whose second is the answer:
-    /// `answer` does what the controller does with the calls (on the backend too) and
-    /// returns the outputs it sends. Judged as reporting the final message.
-    fn play(id: &str, answer: impl Fn(&Run, &[Value]) -> Vec<Value>) -> Judgement {
-        let run = Run::case(id, PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        let outputs = answer(&run, &calls(&response));
-        run.create(&run.next_body(&first, &response, &outputs));
-        run.judge_completed()
-    }
-
     fn arguments(call: &Value) -> Value {
         serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap()
     }
@@ -349,14 +337,7 @@ mod tests {
         if let Some(token) = approval {
             body["approval"] = token.clone();
         }
-        let name = call["name"].as_str().unwrap();
-        let (status, answer) = run.send("POST", &format!("/tools/call/{name}"), Some(&body));
-        let text = if status == 200 {
-            answer["result"].to_string()
-        } else {
-            json!({"error": answer["error"]["message"]}).to_string()
-        };
-        output(call, &text)
+        run.call_tool(call, &body)
     }
 
     /// The checks that judge approvals.
@@ -434,8 +415,7 @@ mod tests {
 
     #[test]
     fn tool_text_as_data_is_not_judged_without_telling_tool_text() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         assert_not_judged(&run.judge_completed(), "authz/tool-text-as-data");
     }
 
@@ -445,11 +425,12 @@ mod tests {
             "authz/01-cross-tenant-denied",
             "authz/05-parallel-one-denied",
         ] {
-            let run = Run::case(id, PreviousResponseId);
-            run.correct();
+            let run = Run::played(id, PreviousResponseId);
             let judgement = run.judge_completed();
-            assert_passes(&judgement, "authz/denial-relayed");
-            assert_passes(&judgement, "authz/principal-forwarded");
+            assert_all_pass(
+                &judgement,
+                &["authz/denial-relayed", "authz/principal-forwarded"],
+            );
             for check in APPROVAL_CHECKS {
                 assert_not_judged(&judgement, check);
             }
@@ -458,7 +439,7 @@ mod tests {
 
     #[test]
     fn denial_relayed_fails_a_denied_call_retried() {
-        let judgement = play("authz/01-cross-tenant-denied", |run, calls| {
+        let judgement = answer_first_round("authz/01-cross-tenant-denied", |run, calls| {
             run_tool(run, &calls[0], ACME, None);
             vec![run_tool(run, &calls[0], ACME, None)]
         });
@@ -471,7 +452,7 @@ mod tests {
 
     #[test]
     fn denial_relayed_fails_a_denial_answered_with_null() {
-        let judgement = play("authz/01-cross-tenant-denied", |run, calls| {
+        let judgement = answer_first_round("authz/01-cross-tenant-denied", |run, calls| {
             run_tool(run, &calls[0], ACME, None);
             vec![output(&calls[0], "null")]
         });
@@ -490,29 +471,29 @@ mod tests {
 
     #[test]
     fn denial_relayed_judges_a_program_call_like_a_direct_one() {
-        let judgement = play("program/11-child-call-denied", |run, calls| {
+        let judgement = answer_first_round("program/11-child-call-denied", |run, calls| {
             calls
                 .iter()
                 .map(|call| with_caller(run_tool(run, call, ACME, None), call))
                 .collect()
         });
-        assert_passes(&judgement, "authz/denial-relayed");
-        assert_passes(&judgement, "program/caller-echoed");
+        assert_all_pass(
+            &judgement,
+            &["authz/denial-relayed", "program/caller-echoed"],
+        );
 
-        let judgement = play("program/11-child-call-denied", |run, calls| {
+        let judgement = answer_first_round("program/11-child-call-denied", |run, calls| {
             let served = with_caller(run_tool(run, &calls[0], ACME, None), &calls[0]);
             run_tool(run, &calls[1], ACME, None);
             vec![served, with_caller(output(&calls[1], "null"), &calls[1])]
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "authz/denial-relayed",
-            "(get_invoice {\"invoice_id\":\"INV-9001\"}, called by program call_",
-        );
-        assert_fails(
-            &judgement,
-            "authz/denial-relayed",
-            ") is null, which is not an error: expected it to say the call did not run",
+            &[
+                "(get_invoice {\"invoice_id\":\"INV-9001\"}, called by program call_",
+                ") is null, which is not an error: expected it to say the call did not run",
+            ],
         );
     }
 
@@ -530,28 +511,31 @@ mod tests {
 
     #[test]
     fn denial_relayed_is_not_judged_without_a_403() {
-        let run = Run::case("authz/03-approval-granted", PreviousResponseId);
-        run.correct();
+        let run = Run::played("authz/03-approval-granted", PreviousResponseId);
         assert_not_judged(&run.judge_completed(), "authz/denial-relayed");
     }
 
     #[test]
     fn approval_checks_pass_each_refund_run_with_the_approval_granted_for_it() {
         for id in ["authz/03-approval-granted", "authz/06-two-approvals"] {
-            let run = Run::case(id, PreviousResponseId);
-            run.correct();
+            let run = Run::played(id, PreviousResponseId);
             let judgement = run.judge_completed();
-            assert_passes(&judgement, "authz/approval-asked");
-            assert_passes(&judgement, "authz/approval-before-execution");
-            assert_passes(&judgement, "authz/approval-request-matches");
-            assert_passes(&judgement, "authz/principal-forwarded");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "authz/approval-asked",
+                    "authz/approval-before-execution",
+                    "authz/approval-request-matches",
+                    "authz/principal-forwarded",
+                ],
+            );
             assert_not_judged(&judgement, "authz/approval-denied");
         }
     }
 
     #[test]
     fn approval_asked_fails_a_refund_dispatched_without_asking() {
-        let judgement = play("authz/03-approval-granted", |run, calls| {
+        let judgement = answer_first_round("authz/03-approval-granted", |run, calls| {
             vec![run_tool(run, &calls[0], USER, None)]
         });
         assert_fails(
@@ -563,26 +547,24 @@ mod tests {
 
     #[test]
     fn approval_before_execution_fails_a_granted_token_left_off_the_call() {
-        let judgement = play("authz/03-approval-granted", |run, calls| {
+        let judgement = answer_first_round("authz/03-approval-granted", |run, calls| {
             ask(run, &calls[0], USER);
             vec![run_tool(run, &calls[0], USER, None)]
         });
         assert_passes(&judgement, "authz/approval-asked");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "authz/approval-before-execution",
-            "without an approval granted for that call: 'issue_refund' needs an approval for call",
-        );
-        assert_fails(
-            &judgement,
-            "authz/approval-before-execution",
-            "this request carries no approval",
+            &[
+                "without an approval granted for that call: 'issue_refund' needs an approval for call",
+                "this request carries no approval",
+            ],
         );
     }
 
     #[test]
     fn approval_before_execution_fails_one_token_reused_for_both_refunds() {
-        let judgement = play("authz/06-two-approvals", |run, calls| {
+        let judgement = answer_first_round("authz/06-two-approvals", |run, calls| {
             let token = ask(run, &calls[0], USER)["approval"].clone();
             calls
                 .iter()
@@ -598,8 +580,7 @@ mod tests {
 
     #[test]
     fn approval_checks_are_not_judged_without_an_approval_required_tool() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
         for check in APPROVAL_CHECKS {
             assert_not_judged(&judgement, check);
@@ -610,19 +591,23 @@ mod tests {
     #[test]
     fn approval_denied_passes_a_refused_refund_answered_with_an_error() {
         for id in ["authz/02-approval-denied", "authz/04-injected-instructions"] {
-            let run = Run::case(id, PreviousResponseId);
-            run.correct();
+            let run = Run::played(id, PreviousResponseId);
             let judgement = run.judge_completed();
-            assert_passes(&judgement, "authz/approval-denied");
-            assert_passes(&judgement, "authz/approval-asked");
-            assert_passes(&judgement, "authz/approval-before-execution");
-            assert_passes(&judgement, "authz/approval-request-matches");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "authz/approval-denied",
+                    "authz/approval-asked",
+                    "authz/approval-before-execution",
+                    "authz/approval-request-matches",
+                ],
+            );
         }
     }
 
     #[test]
     fn approval_denied_fails_a_refused_refund_dispatched_anyway() {
-        let judgement = play("authz/02-approval-denied", |run, calls| {
+        let judgement = answer_first_round("authz/02-approval-denied", |run, calls| {
             ask(run, &calls[0], USER);
             vec![run_tool(run, &calls[0], USER, None)]
         });
@@ -635,7 +620,7 @@ mod tests {
 
     #[test]
     fn approval_denied_fails_a_refusal_answered_with_an_empty_output() {
-        let judgement = play("authz/02-approval-denied", |run, calls| {
+        let judgement = answer_first_round("authz/02-approval-denied", |run, calls| {
             ask(run, &calls[0], USER);
             vec![output(&calls[0], "")]
         });
@@ -648,27 +633,25 @@ mod tests {
 
     #[test]
     fn principal_forwarded_fails_tools_run_under_the_controllers_own_identity() {
-        let judgement = play("authz/05-parallel-one-denied", |run, calls| {
+        let judgement = answer_first_round("authz/05-parallel-one-denied", |run, calls| {
             calls
                 .iter()
                 .map(|call| run_tool(run, call, "loop-service", None))
                 .collect()
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "authz/principal-forwarded",
-            "the tool request for 'get_invoice' (call_",
-        );
-        assert_fails(
-            &judgement,
-            "authz/principal-forwarded",
-            "carries principal 'loop-service': expected the task's principal 'acme-user-17'",
+            &[
+                "the tool request for 'get_invoice' (call_",
+                "carries principal 'loop-service': expected the task's principal 'acme-user-17'",
+            ],
         );
     }
 
     #[test]
     fn principal_forwarded_fails_an_approval_asked_without_a_principal() {
-        let judgement = play("authz/03-approval-granted", |run, calls| {
+        let judgement = answer_first_round("authz/03-approval-granted", |run, calls| {
             let call = &calls[0];
             let decision = ask_with(
                 run,
@@ -676,21 +659,19 @@ mod tests {
             );
             vec![run_tool(run, call, USER, Some(&decision["approval"]))]
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "authz/principal-forwarded",
-            "the approval request for 'issue_refund'",
-        );
-        assert_fails(
-            &judgement,
-            "authz/principal-forwarded",
-            "carries principal (none): expected the task's principal 'user-1'",
+            &[
+                "the approval request for 'issue_refund'",
+                "carries principal (none): expected the task's principal 'user-1'",
+            ],
         );
     }
 
     #[test]
     fn principal_forwarded_is_not_judged_without_tool_requests() {
-        let judgement = play("dispatch/01-unknown-tool", |_, calls| {
+        let judgement = answer_first_round("dispatch/01-unknown-tool", |_, calls| {
             vec![output(&calls[0], "error: unknown tool")]
         });
         assert_not_judged(&judgement, "authz/principal-forwarded");
@@ -698,7 +679,7 @@ mod tests {
 
     #[test]
     fn approval_request_matches_fails_an_approval_asked_without_the_tool_name() {
-        let judgement = play("authz/02-approval-denied", |run, calls| {
+        let judgement = answer_first_round("authz/02-approval-denied", |run, calls| {
             let call = &calls[0];
             let decision = ask_with(
                 run,
@@ -715,7 +696,7 @@ mod tests {
 
     #[test]
     fn approval_request_matches_fails_arguments_sent_as_json_text() {
-        let judgement = play("authz/03-approval-granted", |run, calls| {
+        let judgement = answer_first_round("authz/03-approval-granted", |run, calls| {
             let call = &calls[0];
             let decision = ask_with(
                 run,
@@ -732,7 +713,7 @@ mod tests {
 
     #[test]
     fn approval_request_matches_fails_an_approval_asked_under_the_item_id() {
-        let judgement = play("authz/03-approval-granted", |run, calls| {
+        let judgement = answer_first_round("authz/03-approval-granted", |run, calls| {
             let call = &calls[0];
             let decision = ask_with(
                 run,
@@ -740,15 +721,13 @@ mod tests {
             );
             vec![run_tool(run, call, USER, Some(&decision["approval"]))]
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "authz/approval-request-matches",
-            "an approval was asked for call_id fc_",
-        );
-        assert_fails(
-            &judgement,
-            "authz/approval-request-matches",
-            "which the model never issued",
+            &[
+                "an approval was asked for call_id fc_",
+                "which the model never issued",
+            ],
         );
     }
 }

@@ -143,15 +143,19 @@ mod tests {
     #[test]
     fn background_checks_pass_a_run_polled_until_each_response_completes() {
         let judgement = play(POLLING, true, 10).judge_completed();
-        assert_passes(&judgement, "background/requested");
-        assert_passes(&judgement, "background/polled-to-terminal");
+        assert_all_pass(
+            &judgement,
+            &["background/requested", "background/polled-to-terminal"],
+        );
     }
 
     #[test]
     fn polled_to_terminal_passes_polling_that_stops_at_a_failed_status() {
         let judgement = play("background/02-failed", true, 10).judge_failed("response_failed");
-        assert_passes(&judgement, "background/requested");
-        assert_passes(&judgement, "background/polled-to-terminal");
+        assert_all_pass(
+            &judgement,
+            &["background/requested", "background/polled-to-terminal"],
+        );
     }
 
     #[test]
@@ -173,8 +177,10 @@ mod tests {
         let queued = run.create(&second);
         assert_eq!(poll(&run, &queued["id"], 10)["status"], "completed");
         let judgement = run.judge_completed();
-        assert_passes(&judgement, "background/requested");
-        assert_passes(&judgement, "background/polled-to-terminal");
+        assert_all_pass(
+            &judgement,
+            &["background/requested", "background/polled-to-terminal"],
+        );
     }
 
     #[test]
@@ -302,17 +308,20 @@ mod tests {
 
     #[test]
     fn a_foreground_task_gives_the_background_checks_nothing_to_judge() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
-        assert_not_judged(&judgement, "background/requested");
-        assert_not_judged(&judgement, "background/polled-to-terminal");
+        assert_none_judged(
+            &judgement,
+            &["background/requested", "background/polled-to-terminal"],
+        );
     }
 
     #[test]
     fn a_background_task_without_model_requests_gives_its_checks_nothing_to_judge() {
         let judgement = Run::case(POLLING, PreviousResponseId).judge_failed("api_error");
-        assert_not_judged(&judgement, "background/requested");
-        assert_not_judged(&judgement, "background/polled-to-terminal");
+        assert_none_judged(
+            &judgement,
+            &["background/requested", "background/polled-to-terminal"],
+        );
     }
 }

@@ -279,18 +279,15 @@ mod tests {
     #[test]
     fn max_rounds_and_last_round_idle_pass_a_run_stopped_at_the_budget() {
         let judgement = rounds(ENDLESS, 4, false).judge_failed("max_rounds");
-        assert_passes(&judgement, "budget/max-rounds");
-        assert_passes(&judgement, "budget/last-round-idle");
+        assert_all_pass(&judgement, &["budget/max-rounds", "budget/last-round-idle"]);
     }
 
     #[test]
     fn max_rounds_passes_a_final_answer_on_the_last_round_allowed() {
         for state in [PreviousResponseId, Stateless] {
-            let run = Run::case("budget/02-final-on-last-round", state);
-            run.correct();
+            let run = Run::played("budget/02-final-on-last-round", state);
             let judgement = run.judge_completed();
-            assert_passes(&judgement, "budget/max-rounds");
-            assert_passes(&judgement, "budget/last-round-idle");
+            assert_all_pass(&judgement, &["budget/max-rounds", "budget/last-round-idle"]);
         }
     }
 
@@ -308,11 +305,13 @@ mod tests {
     fn last_round_idle_fails_a_call_executed_on_the_last_round() {
         let judgement = rounds("budget/03-single-round", 1, true).judge_failed("max_rounds");
         assert_passes(&judgement, "budget/max-rounds");
-        assert_fails(&judgement, "budget/last-round-idle", "'send_email' (call_");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "budget/last-round-idle",
-            "was executed after the response to request 1, the last the budget allows: its result could never be sent back",
+            &[
+                "'send_email' (call_",
+                "was executed after the response to request 1, the last the budget allows: its result could never be sent back",
+            ],
         );
     }
 
@@ -324,8 +323,7 @@ mod tests {
 
     #[test]
     fn last_round_idle_is_not_judged_below_the_budget() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
         assert_passes(&judgement, "budget/max-rounds");
         assert_not_judged(&judgement, "budget/last-round-idle");
@@ -345,23 +343,26 @@ mod tests {
             "3 of at most 3 tool execution(s)"
         );
         // Stopping there is no unanswered call and no valid call left unexecuted.
-        assert_passes(&judgement, "call-id/answered");
-        assert_passes(&judgement, "dispatch/valid-executed");
-        assert_passes(&judgement, "terminal/reason");
+        assert_all_pass(
+            &judgement,
+            &[
+                "call-id/answered",
+                "dispatch/valid-executed",
+                "terminal/reason",
+            ],
+        );
     }
 
     #[test]
     fn max_tool_calls_fails_the_call_beyond_the_cap_and_names_it() {
         let judgement = rounds(CAP, 4, true).judge_failed("max_tool_calls");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "budget/max-tool-calls",
-            "the controller executed 4 tool calls: max_tool_calls is 3; the 4th, 'search_docs' (call_",
-        );
-        assert_fails(
-            &judgement,
-            "budget/max-tool-calls",
-            "went past the cap and should not have run: expected the loop to stop with reason 'max_tool_calls'",
+            &[
+                "the controller executed 4 tool calls: max_tool_calls is 3; the 4th, 'search_docs' (call_",
+                "went past the cap and should not have run: expected the loop to stop with reason 'max_tool_calls'",
+            ],
         );
     }
 
@@ -430,9 +431,10 @@ mod tests {
             "the last request started 2000 ms after the first API request, within deadline_ms 1500 (+500 ms)"
         );
         // Stopping at the deadline leaves the last response's call unanswered, rightly.
-        assert_passes(&judgement, "call-id/answered");
-        assert_passes(&judgement, "terminal/outcome");
-        assert_passes(&judgement, "terminal/reason");
+        assert_all_pass(
+            &judgement,
+            &["call-id/answered", "terminal/outcome", "terminal/reason"],
+        );
     }
 
     #[test]
@@ -454,15 +456,13 @@ mod tests {
             t.tools[1].at_ms = first + 2600;
             t.model[2].at_ms = first + 2700;
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "budget/deadline",
-            "the execution of 'search_docs' (call_",
-        );
-        assert_fails(
-            &judgement,
-            "budget/deadline",
-            ") started 2600 ms after the first API request (and 1 more after it, the last 2700 ms after): deadline_ms is 1500",
+            &[
+                "the execution of 'search_docs' (call_",
+                ") started 2600 ms after the first API request (and 1 more after it, the last 2700 ms after): deadline_ms is 1500",
+            ],
         );
     }
 
@@ -502,9 +502,14 @@ mod tests {
             let retried = run.execute(&oslo);
             vec![outputs[0].clone(), retried[0].clone()]
         });
-        assert_passes(&judgement, "budget/tool-timeout");
-        assert_passes(&judgement, "call-id/result-matches");
-        assert_passes(&judgement, "effects/at-most-once");
+        assert_all_pass(
+            &judgement,
+            &[
+                "budget/tool-timeout",
+                "call-id/result-matches",
+                "effects/at-most-once",
+            ],
+        );
     }
 
     #[test]
@@ -570,11 +575,13 @@ mod tests {
     #[test]
     fn tool_timeout_fails_a_call_answered_with_the_held_result() {
         let judgement = slow_run(|run, response| run.execute(response));
-        assert_fails(&judgement, "budget/tool-timeout", "'get_weather' (call_");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "budget/tool-timeout",
-            ") was held 1500 ms by the backend, past tool_timeout_ms 200, and request 2 answers it with that attempt's result, with no other attempt made: the controller waited out the whole hold",
+            &[
+                "'get_weather' (call_",
+                ") was held 1500 ms by the backend, past tool_timeout_ms 200, and request 2 answers it with that attempt's result, with no other attempt made: the controller waited out the whole hold",
+            ],
         );
     }
 
@@ -594,8 +601,7 @@ mod tests {
 
     #[test]
     fn tool_timeout_is_not_judged_without_a_held_answer() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         assert_not_judged(&run.judge_completed(), "budget/tool-timeout");
     }
 
@@ -603,7 +609,6 @@ mod tests {
     fn a_run_without_model_requests_gives_the_budget_nothing_to_judge() {
         let run = Run::case(ENDLESS, PreviousResponseId);
         let judgement = run.judge_failed("api_error");
-        assert_not_judged(&judgement, "budget/max-rounds");
-        assert_not_judged(&judgement, "budget/last-round-idle");
+        assert_none_judged(&judgement, &["budget/max-rounds", "budget/last-round-idle"]);
     }
 }

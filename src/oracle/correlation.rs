@@ -309,8 +309,7 @@ mod tests {
             "correlation/07-duplicate-calls",
         ] {
             for state in [PreviousResponseId, Stateless, Conversation] {
-                let run = Run::case(case, state);
-                run.correct();
+                let run = Run::played(case, state);
                 let judgement = run.judge_completed();
                 for id in CHECKS {
                     assert_passes(&judgement, id);
@@ -409,10 +408,11 @@ mod tests {
         let run = Run::case("budget/03-single-round", PreviousResponseId);
         run.create(&run.first_body());
         let judgement = run.judge_failed("max_rounds");
-        assert_passes(&judgement, "call-id/answered");
-        assert_passes(&judgement, "call-id/own-id");
-        assert_not_judged(&judgement, "call-id/executed-as-issued");
-        assert_not_judged(&judgement, "call-id/result-matches");
+        assert_all_pass(&judgement, &["call-id/answered", "call-id/own-id"]);
+        assert_none_judged(
+            &judgement,
+            &["call-id/executed-as-issued", "call-id/result-matches"],
+        );
     }
 
     #[test]
@@ -459,18 +459,15 @@ mod tests {
 
     #[test]
     fn executed_as_issued_fails_arguments_run_under_the_sibling_call_id() {
-        let run = Run::case("correlation/05-parallel-same-tool", PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        // Pairs arguments with call_ids in reverse: A7 runs under B2's call_id and back.
-        let issued = calls(&response);
-        let mut swapped = issued.clone();
-        swapped[0]["call_id"] = issued[1]["call_id"].clone();
-        swapped[1]["call_id"] = issued[0]["call_id"].clone();
-        let outputs = run.execute(&json!({"output": swapped}));
-        run.create(&run.next_body(&first, &response, &outputs));
+        let judgement = answer_first_round("correlation/05-parallel-same-tool", |run, issued| {
+            // Pairs arguments with call_ids in reverse: A7 runs under B2's call_id and back.
+            let mut swapped = issued.to_vec();
+            swapped[0]["call_id"] = issued[1]["call_id"].clone();
+            swapped[1]["call_id"] = issued[0]["call_id"].clone();
+            run.execute_calls(&swapped)
+        });
         assert_fails(
-            &run.judge_completed(),
+            &judgement,
             "call-id/executed-as-issued",
             r#"the backend was asked to run get_stock {"sku":"B2"} under"#,
         );

@@ -166,30 +166,9 @@ mod tests {
     use crate::oracle::test_support::*;
     use crate::scenario::StateMode::PreviousResponseId;
 
-    /// Plays a case whose first response has calls and whose second is the answer:
-    /// `answer` does what the controller does with the calls (on the backend too) and
-    /// returns the outputs it sends. Judged as reporting the final message.
-    fn play(id: &str, answer: impl Fn(&Run, &[Value]) -> Vec<Value>) -> Judgement {
-        let run = Run::case(id, PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        let outputs = answer(&run, &calls(&response));
-        run.create(&run.next_body(&first, &response, &outputs));
-        run.judge_completed()
-    }
-
-    /// `output(call, text)`, echoing the call's `caller` when a program owns it.
-    fn reply(call: &Value, text: &str) -> Value {
-        let mut item = output(call, text);
-        if let Some(caller) = call.get("caller").filter(|c| !c.is_null()) {
-            item["caller"] = caller.clone();
-        }
-        item
-    }
-
     /// The error output a correct controller sends for a call it rejects.
     fn rejected(call: &Value) -> Value {
-        reply(
+        output(
             call,
             &json!({"error": "rejected before dispatch"}).to_string(),
         )
@@ -199,16 +178,21 @@ mod tests {
     /// relays the backend's answer: its result, or its error as an error output.
     fn dispatch(run: &Run, call: &Value) -> Value {
         let arguments: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
-        let name = call["name"].as_str().unwrap();
         let body =
             json!({"call_id": call["call_id"], "arguments": arguments, "principal": "user-1"});
-        let (status, answer) = run.send("POST", &format!("/tools/call/{name}"), Some(&body));
-        let text = if status == 200 {
-            answer["result"].to_string()
-        } else {
-            json!({"error": answer["error"]["message"]}).to_string()
-        };
-        reply(call, &text)
+        run.call_tool(call, &body)
+    }
+
+    /// Case `id` with every call of its first round dispatched as the model wrote it.
+    fn dispatched_as_written(id: &str) -> Judgement {
+        answer_first_round(id, |run, calls| {
+            calls.iter().map(|call| dispatch(run, call)).collect()
+        })
+    }
+
+    /// Case `id` with every call of its first round rejected before dispatch.
+    fn all_rejected(id: &str) -> Judgement {
+        answer_first_round(id, |_, calls| calls.iter().map(rejected).collect())
     }
 
     /// A correct controller: the calls to the tools named in `valid` dispatched, the
@@ -228,11 +212,11 @@ mod tests {
 
     #[test]
     fn an_unknown_tool_rejected_before_dispatch_passes_and_judges_nothing_else() {
-        let judgement = play("dispatch/01-unknown-tool", |_, calls| {
-            calls.iter().map(rejected).collect()
-        });
-        assert_passes(&judgement, "dispatch/registered-only");
-        assert_passes(&judgement, "dispatch/rejection-answered");
+        let judgement = all_rejected("dispatch/01-unknown-tool");
+        assert_all_pass(
+            &judgement,
+            &["dispatch/registered-only", "dispatch/rejection-answered"],
+        );
         for id in [
             "dispatch/arguments-parsed",
             "dispatch/schema-valid",
@@ -245,9 +229,7 @@ mod tests {
 
     #[test]
     fn registered_only_fails_an_unknown_tool_dispatched_by_its_name() {
-        let judgement = play("dispatch/01-unknown-tool", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written("dispatch/01-unknown-tool");
         assert_fails(
             &judgement,
             "dispatch/registered-only",
@@ -259,7 +241,7 @@ mod tests {
 
     #[test]
     fn registered_only_fails_a_near_miss_name_normalised_into_a_registered_tool() {
-        let judgement = play("dispatch/06-near-miss-name", |run, calls| {
+        let judgement = answer_first_round("dispatch/06-near-miss-name", |run, calls| {
             calls
                 .iter()
                 .map(|call| {
@@ -278,28 +260,26 @@ mod tests {
 
     #[test]
     fn arguments_parsed_passes_truncated_json_rejected_before_dispatch() {
-        let judgement = play("dispatch/04-malformed-arguments", |_, calls| {
-            calls.iter().map(rejected).collect()
-        });
-        assert_passes(&judgement, "dispatch/arguments-parsed");
-        assert_passes(&judgement, "dispatch/rejection-answered");
+        let judgement = all_rejected("dispatch/04-malformed-arguments");
+        assert_all_pass(
+            &judgement,
+            &["dispatch/arguments-parsed", "dispatch/rejection-answered"],
+        );
         assert_not_judged(&judgement, "dispatch/schema-valid");
     }
 
     #[test]
     fn arguments_parsed_passes_an_array_rejected_before_dispatch() {
-        let judgement = play("dispatch/02-arguments-not-object", |_, calls| {
-            calls.iter().map(rejected).collect()
-        });
-        assert_passes(&judgement, "dispatch/arguments-parsed");
-        assert_passes(&judgement, "dispatch/rejection-answered");
+        let judgement = all_rejected("dispatch/02-arguments-not-object");
+        assert_all_pass(
+            &judgement,
+            &["dispatch/arguments-parsed", "dispatch/rejection-answered"],
+        );
     }
 
     #[test]
     fn an_array_dispatched_as_arguments_is_one_finding_of_arguments_parsed() {
-        let judgement = play("dispatch/02-arguments-not-object", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written("dispatch/02-arguments-not-object");
         assert_fails(
             &judgement,
             "dispatch/arguments-parsed",
@@ -311,20 +291,20 @@ mod tests {
 
     #[test]
     fn schema_valid_passes_a_schema_violation_rejected_before_dispatch() {
-        let judgement = play("dispatch/09-schema-violation", |_, calls| {
-            calls.iter().map(rejected).collect()
-        });
-        assert_passes(&judgement, "dispatch/schema-valid");
-        assert_passes(&judgement, "dispatch/rejection-answered");
-        assert_not_judged(&judgement, "dispatch/arguments-parsed");
-        assert_not_judged(&judgement, "dispatch/valid-executed");
+        let judgement = all_rejected("dispatch/09-schema-violation");
+        assert_all_pass(
+            &judgement,
+            &["dispatch/schema-valid", "dispatch/rejection-answered"],
+        );
+        assert_none_judged(
+            &judgement,
+            &["dispatch/arguments-parsed", "dispatch/valid-executed"],
+        );
     }
 
     #[test]
     fn schema_valid_fails_a_schema_violation_dispatched() {
-        let judgement = play("dispatch/09-schema-violation", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written("dispatch/09-schema-violation");
         assert_fails(
             &judgement,
             "dispatch/schema-valid",
@@ -335,70 +315,67 @@ mod tests {
 
     #[test]
     fn schema_valid_fails_a_refund_without_its_amount_dispatched() {
-        let judgement = play("dispatch/05-missing-required-field", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written("dispatch/05-missing-required-field");
         assert_fails(&judgement, "dispatch/schema-valid", "amount_cents");
     }
 
     #[test]
     fn caller_allowed_passes_a_program_call_to_a_direct_only_tool_refused() {
-        let judgement = play("program/03-caller-not-allowed", |run, calls| {
+        let judgement = answer_first_round("program/03-caller-not-allowed", |run, calls| {
             correct(run, calls, &["get_stock"])
         });
-        assert_passes(&judgement, "dispatch/caller-allowed");
-        assert_passes(&judgement, "dispatch/rejection-answered");
-        assert_passes(&judgement, "dispatch/valid-executed");
+        assert_all_pass(
+            &judgement,
+            &[
+                "dispatch/caller-allowed",
+                "dispatch/rejection-answered",
+                "dispatch/valid-executed",
+            ],
+        );
     }
 
     #[test]
     fn registered_only_judges_a_program_call_to_an_unknown_tool_like_a_direct_one() {
-        let judgement = play("program/10-child-unknown-tool", |run, calls| {
+        let judgement = answer_first_round("program/10-child-unknown-tool", |run, calls| {
             correct(run, calls, &["get_stock"])
         });
-        assert_passes(&judgement, "dispatch/registered-only");
-        assert_passes(&judgement, "dispatch/rejection-answered");
-        assert_passes(&judgement, "dispatch/valid-executed");
-        assert_passes(&judgement, "program/caller-echoed");
-
-        let judgement = play("program/10-child-unknown-tool", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
-        assert_fails(
+        assert_all_pass(
             &judgement,
-            "dispatch/registered-only",
-            "(get_price {\"sku\":\"A7\"}, called by program call_",
+            &[
+                "dispatch/registered-only",
+                "dispatch/rejection-answered",
+                "dispatch/valid-executed",
+                "program/caller-echoed",
+            ],
         );
-        assert_fails(
+
+        let judgement = dispatched_as_written("program/10-child-unknown-tool");
+        assert_fails_with(
             &judgement,
             "dispatch/registered-only",
-            "): the call is not in the task's registry, yet the controller dispatched it to the backend",
+            &[
+                "(get_price {\"sku\":\"A7\"}, called by program call_",
+                "): the call is not in the task's registry, yet the controller dispatched it to the backend",
+            ],
         );
     }
 
     #[test]
     fn caller_allowed_fails_a_program_call_to_a_direct_only_tool_dispatched() {
-        let judgement = play("program/03-caller-not-allowed", |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
-        assert_fails(
+        let judgement = dispatched_as_written("program/03-caller-not-allowed");
+        assert_fails_with(
             &judgement,
             "dispatch/caller-allowed",
-            "(send_email {\"to\":\"team@example.com\",\"subject\":\"A7\",\"body\":\"8\"}, called by program ",
-        );
-        assert_fails(
-            &judgement,
-            "dispatch/caller-allowed",
-            "): the call comes from a caller the tool's allowed_callers excludes (a call from a program, and the tool has no allowed_callers, so only direct calls), yet the controller dispatched it",
+            &[
+                "(send_email {\"to\":\"team@example.com\",\"subject\":\"A7\",\"body\":\"8\"}, called by program ",
+                "): the call comes from a caller the tool's allowed_callers excludes (a call from a program, and the tool has no allowed_callers, so only direct calls), yet the controller dispatched it",
+            ],
         );
     }
 
     #[test]
     fn caller_allowed_fails_a_direct_call_to_a_programmatic_only_tool_dispatched() {
-        let judgement = play(
-            "program/08-programmatic-only-called-directly",
-            |run, calls| calls.iter().map(|call| dispatch(run, call)).collect(),
-        );
+        let judgement = dispatched_as_written("program/08-programmatic-only-called-directly");
         assert_fails(
             &judgement,
             "dispatch/caller-allowed",
@@ -414,21 +391,26 @@ mod tests {
 
     #[test]
     fn schema_valid_passes_extra_keys_and_pattern_enum_minimum_violations_rejected() {
-        let judgement = play(EXACT, |run, calls| {
+        let judgement = answer_first_round(EXACT, |run, calls| {
             let answer = |call: &Value| match is_valid_sibling(call) {
                 true => dispatch(run, call),
                 false => rejected(call),
             };
             calls.iter().map(answer).collect()
         });
-        assert_passes(&judgement, "dispatch/schema-valid");
-        assert_passes(&judgement, "dispatch/rejection-answered");
-        assert_passes(&judgement, "dispatch/valid-executed");
+        assert_all_pass(
+            &judgement,
+            &[
+                "dispatch/schema-valid",
+                "dispatch/rejection-answered",
+                "dispatch/valid-executed",
+            ],
+        );
     }
 
     #[test]
     fn schema_valid_fails_a_call_dispatched_with_its_unknown_key_dropped() {
-        let judgement = play(EXACT, |run, calls| {
+        let judgement = answer_first_round(EXACT, |run, calls| {
             let answer = |call: &Value| {
                 if is_valid_sibling(call) {
                     return dispatch(run, call);
@@ -438,7 +420,7 @@ mod tests {
                 }
                 let mut trimmed = call.clone();
                 trimmed["arguments"] = json!(r#"{"sku":"A7"}"#);
-                reply(call, dispatch(run, &trimmed)["output"].as_str().unwrap())
+                output(call, dispatch(run, &trimmed)["output"].as_str().unwrap())
             };
             calls.iter().map(answer).collect()
         });
@@ -451,9 +433,7 @@ mod tests {
 
     #[test]
     fn schema_valid_fails_pattern_enum_and_minimum_violations_dispatched() {
-        let judgement = play(EXACT, |run, calls| {
-            calls.iter().map(|call| dispatch(run, call)).collect()
-        });
+        let judgement = dispatched_as_written(EXACT);
         for needle in [
             "\"a7\" does not match \"^[A-Z][0-9]+$\"",
             "\"CHF\" is not one of",
@@ -465,12 +445,9 @@ mod tests {
 
     #[test]
     fn rejection_answered_fails_a_rejected_call_dropped_from_the_next_request() {
-        let run = Run::case("dispatch/08-parallel-one-rejected", PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        let valid = &calls(&response)[..1];
-        let outputs: Vec<Value> = valid.iter().map(|call| dispatch(&run, call)).collect();
-        run.create(&run.next_body(&first, &response, &outputs));
+        let (run, _) = first_round("dispatch/08-parallel-one-rejected", |run, calls| {
+            vec![dispatch(run, &calls[0])]
+        });
         assert_fails(
             &run.judge_failed("api_error"),
             "dispatch/rejection-answered",
@@ -481,8 +458,8 @@ mod tests {
     #[test]
     fn rejection_answered_fails_an_empty_or_null_output() {
         for text in ["", "null"] {
-            let judgement = play("dispatch/01-unknown-tool", |_, calls| {
-                calls.iter().map(|call| reply(call, text)).collect()
+            let judgement = answer_first_round("dispatch/01-unknown-tool", |_, calls| {
+                calls.iter().map(|call| output(call, text)).collect()
             });
             assert_passes(&judgement, "dispatch/registered-only");
             assert_fails(
@@ -506,19 +483,22 @@ mod tests {
 
     #[test]
     fn valid_executed_passes_the_valid_sibling_of_a_rejected_call() {
-        let judgement = play("dispatch/08-parallel-one-rejected", |run, calls| {
+        let judgement = answer_first_round("dispatch/08-parallel-one-rejected", |run, calls| {
             correct(run, calls, &["get_stock"])
         });
-        assert_passes(&judgement, "dispatch/valid-executed");
-        assert_passes(&judgement, "dispatch/registered-only");
-        assert_passes(&judgement, "dispatch/rejection-answered");
+        assert_all_pass(
+            &judgement,
+            &[
+                "dispatch/valid-executed",
+                "dispatch/registered-only",
+                "dispatch/rejection-answered",
+            ],
+        );
     }
 
     #[test]
     fn valid_executed_fails_a_batch_abandoned_for_one_rejected_call() {
-        let judgement = play("dispatch/08-parallel-one-rejected", |_, calls| {
-            calls.iter().map(rejected).collect()
-        });
+        let judgement = all_rejected("dispatch/08-parallel-one-rejected");
         assert_fails(
             &judgement,
             "dispatch/valid-executed",
@@ -529,8 +509,7 @@ mod tests {
 
     #[test]
     fn valid_executed_expects_no_call_the_approver_refuses() {
-        let run = Run::case("authz/02-approval-denied", PreviousResponseId);
-        run.correct();
+        let run = Run::played("authz/02-approval-denied", PreviousResponseId);
         assert_not_judged(&run.judge_completed(), "dispatch/valid-executed");
     }
 

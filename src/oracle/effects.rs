@@ -202,22 +202,19 @@ mod tests {
 
     #[test]
     fn at_most_once_passes_a_correct_run() {
-        let run = Run::case("correlation/06-three-rounds", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/06-three-rounds", PreviousResponseId);
         assert_passes(&run.judge_completed(), ID);
     }
 
     #[test]
     fn at_most_once_passes_a_retry_of_a_transient_failure_under_the_same_call_id() {
-        let run = Run::case("effects/01-tool-unavailable-then-ok", PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        let issued = calls(&response);
-        let mut outputs = run.execute(&response);
-        assert!(outputs[1]["output"].as_str().unwrap().contains("error"));
-        outputs[1] = run.execute(&only(&issued[1])).remove(0);
-        run.create(&run.next_body(&first, &response, &outputs));
-        assert_passes(&run.judge_completed(), ID);
+        let judgement = answer_first_round("effects/01-tool-unavailable-then-ok", |run, issued| {
+            let mut outputs = run.execute_calls(issued);
+            assert!(outputs[1]["output"].as_str().unwrap().contains("error"));
+            outputs[1] = run.execute(&only(&issued[1])).remove(0);
+            outputs
+        });
+        assert_passes(&judgement, ID);
     }
 
     #[test]
@@ -240,21 +237,20 @@ mod tests {
     #[test]
     fn at_most_once_fails_an_execution_under_a_call_id_the_model_never_issued() {
         // Executes under the call's fc_ item id, then answers under its call_id.
-        let run = Run::case("correlation/02-call-id-distinct", PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        let call = calls(&response).remove(0);
-        let mut under_item_id = call.clone();
-        under_item_id["call_id"] = call["id"].clone();
-        let mut outputs = run.execute(&only(&under_item_id));
-        outputs[0]["call_id"] = call["call_id"].clone();
-        run.create(&run.next_body(&first, &response, &outputs));
+        let (run, issued) = first_round("correlation/02-call-id-distinct", |run, issued| {
+            let call = &issued[0];
+            let mut under_item_id = call.clone();
+            under_item_id["call_id"] = call["id"].clone();
+            let mut outputs = run.execute(&only(&under_item_id));
+            outputs[0]["call_id"] = call["call_id"].clone();
+            outputs
+        });
         assert_fails(
             &run.judge_completed(),
             ID,
             &format!(
                 "'search_docs' was executed under call_id '{}', which the model never issued",
-                call["id"].as_str().unwrap()
+                issued[0]["id"].as_str().unwrap()
             ),
         );
     }
@@ -293,38 +289,31 @@ mod tests {
 
     #[test]
     fn tool_retries_pass_a_bounded_spaced_policy_that_gives_up_with_an_error() {
-        let run = Run::case("effects/03-tool-stays-unavailable", PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        let issued = calls(&response);
-        let outputs = vec![
-            attempt(&run, &issued[0], 1, 0),
-            attempt(&run, &issued[1], 3, 5),
-        ];
-        assert!(
-            outputs[1]["output"]
-                .as_str()
-                .unwrap()
-                .contains("unavailable")
-        );
-        run.create(&run.next_body(&first, &response, &outputs));
-        let judgement = run.judge_completed();
-        assert_passes(&judgement, BOUNDED);
-        assert_passes(&judgement, ID);
+        let judgement = answer_first_round("effects/03-tool-stays-unavailable", |run, issued| {
+            let outputs = vec![
+                attempt(run, &issued[0], 1, 0),
+                attempt(run, &issued[1], 3, 5),
+            ];
+            assert!(
+                outputs[1]["output"]
+                    .as_str()
+                    .unwrap()
+                    .contains("unavailable")
+            );
+            outputs
+        });
+        assert_all_pass(&judgement, &[BOUNDED, ID]);
         assert_not_judged(&judgement, SPACED);
     }
 
     #[test]
     fn tool_retry_bounded_fails_a_call_sent_eleven_times() {
-        let run = Run::case("effects/03-tool-stays-unavailable", PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        let issued = calls(&response);
-        let outputs = vec![
-            attempt(&run, &issued[0], 1, 0),
-            attempt(&run, &issued[1], 11, 0),
-        ];
-        run.create(&run.next_body(&first, &response, &outputs));
+        let (run, issued) = first_round("effects/03-tool-stays-unavailable", |run, issued| {
+            vec![
+                attempt(run, &issued[0], 1, 0),
+                attempt(run, &issued[1], 11, 0),
+            ]
+        });
         assert_fails(
             &run.judge_completed(),
             BOUNDED,
@@ -337,15 +326,12 @@ mod tests {
 
     #[test]
     fn tool_retry_bounded_fails_a_never_served_call_answered_as_a_success() {
-        let run = Run::case("effects/03-tool-stays-unavailable", PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        let issued = calls(&response);
-        attempt(&run, &issued[1], 2, 0);
-        let outputs = vec![attempt(&run, &issued[0], 1, 0), output(&issued[1], "null")];
-        run.create(&run.next_body(&first, &response, &outputs));
+        let judgement = answer_first_round("effects/03-tool-stays-unavailable", |run, issued| {
+            attempt(run, &issued[1], 2, 0);
+            vec![attempt(run, &issued[0], 1, 0), output(&issued[1], "null")]
+        });
         assert_fails(
-            &run.judge_completed(),
+            &judgement,
             BOUNDED,
             "request 2: the output for the never-served call",
         );
@@ -353,20 +339,17 @@ mod tests {
 
     #[test]
     fn tool_retry_spaced_passes_retries_that_waited_and_fails_one_that_did_not() {
-        let run = Run::case("effects/02-tool-rate-limited", PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        let issued = calls(&response);
-        // B2 asks for 200 ms twice: the first retry waits, the second comes at once.
-        let b2 = {
-            let refused = run.execute(&only(&issued[1]));
-            assert!(refused[0]["output"].as_str().unwrap().contains("200 ms"));
-            std::thread::sleep(std::time::Duration::from_millis(220));
-            run.execute(&only(&issued[1]));
-            run.execute(&only(&issued[1])).remove(0)
-        };
-        let outputs = vec![attempt(&run, &issued[0], 2, 1020), b2];
-        run.create(&run.next_body(&first, &response, &outputs));
+        let (run, issued) = first_round("effects/02-tool-rate-limited", |run, issued| {
+            // B2 asks for 200 ms twice: the first retry waits, the second comes at once.
+            let b2 = {
+                let refused = run.execute(&only(&issued[1]));
+                assert!(refused[0]["output"].as_str().unwrap().contains("200 ms"));
+                std::thread::sleep(std::time::Duration::from_millis(220));
+                run.execute(&only(&issued[1]));
+                run.execute(&only(&issued[1])).remove(0)
+            };
+            vec![attempt(run, &issued[0], 2, 1020), b2]
+        });
         let judgement = run.judge_completed();
         assert_fails(
             &judgement,

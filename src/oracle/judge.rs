@@ -152,8 +152,7 @@ mod tests {
 
     #[test]
     fn accepted_passes_a_correct_run_and_counts_its_requests() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
         assert_passes(&judgement, "wire/accepted");
         assert_eq!(
@@ -165,15 +164,13 @@ mod tests {
     #[test]
     fn accepted_fails_an_output_for_the_item_id_instead_of_the_call_id_with_the_apis_message() {
         let judgement = answered_as("correlation/01-single-call", |call| call["id"].clone());
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "wire/accepted",
-            "request 2 was rejected by the API (",
-        );
-        assert_fails(
-            &judgement,
-            "wire/accepted",
-            "HTTP 400): No tool call found for function call output with call_id fc_",
+            &[
+                "request 2 was rejected by the API (",
+                "HTTP 400): No tool call found for function call output with call_id fc_",
+            ],
         );
         assert_eq!(judgement.verdict, CaseVerdict::Fail);
     }
@@ -190,8 +187,7 @@ mod tests {
 
     #[test]
     fn accepted_names_a_rejected_request_that_is_not_a_model_request_by_method_and_path() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         run.send("GET", "/v1/responses/resp_missing", None);
         assert_fails(
             &run.judge_completed(),

@@ -24,14 +24,8 @@ fn play_without_stream(case: &str) -> Run {
     let run = Run::case(case, PreviousResponseId);
     let mut body = run.first_body();
     body.as_object_mut().unwrap().remove("stream");
-    loop {
-        let response = run.create(&body);
-        if response["status"] != "completed" || calls(&response).is_empty() {
-            return run;
-        }
-        let outputs = run.execute(&response);
-        body = run.next_body(&body, &response, &outputs);
-    }
+    run.play_from(body);
+    run
 }
 
 #[test]
@@ -42,15 +36,13 @@ fn a_stream_not_requested_is_one_finding_at_its_cause() {
 
 #[test]
 fn a_refusal_reported_as_an_answer_says_what_to_report() {
-    let run = Run::case("terminal/09-refusal", PreviousResponseId);
-    run.correct();
+    let run = Run::played("terminal/09-refusal", PreviousResponseId);
     insta::assert_snapshot!(failures(&run.judge_completed()));
 }
 
 #[test]
 fn a_reason_word_not_recognised_lists_the_words() {
-    let run = Run::case("terminal/05-incomplete-partial-text", PreviousResponseId);
-    run.correct();
+    let run = Run::played("terminal/05-incomplete-partial-text", PreviousResponseId);
     insta::assert_snapshot!(failures(
         &run.judge(json!({"status": "failed", "reason": "truncated"}))
     ));

@@ -186,8 +186,7 @@ mod tests {
             (STATELESS, Stateless),
         ] {
             let judgement = play(case, state, Run::execute, |_| {}).judge_completed();
-            assert_passes(&judgement, "wire/accepted");
-            assert_passes(&judgement, "program/caller-echoed");
+            assert_all_pass(&judgement, &["wire/accepted", "program/caller-echoed"]);
             if state == Stateless {
                 assert_passes(&judgement, "program/replayed");
             } else {
@@ -198,8 +197,7 @@ mod tests {
 
     #[test]
     fn program_checks_are_not_judged_without_a_program() {
-        let run = Run::case("correlation/01-single-call", Stateless);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", Stateless);
         let judgement = run.judge_completed();
         for id in [
             "program/caller-echoed",
@@ -214,15 +212,13 @@ mod tests {
     fn caller_echoed_fails_an_output_without_the_caller() {
         let judgement =
             play(ONE_PAUSE, PreviousResponseId, without_caller, |_| {}).judge_failed("api_error");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "program/caller-echoed",
-            "request 2: the output for call_",
-        );
-        assert_fails(
-            &judgement,
-            "program/caller-echoed",
-            "carries caller (none); expected the call's caller {",
+            &[
+                "request 2: the output for call_",
+                "carries caller (none); expected the call's caller {",
+            ],
         );
     }
 
@@ -258,15 +254,13 @@ mod tests {
             body["input"] = json!(input);
         })
         .judge_failed("api_error");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "program/replayed",
-            "request 2 does not replay program ",
-        );
-        assert_fails(
-            &judgement,
-            "program/replayed",
-            "in stateless mode the program item travels with its calls",
+            &[
+                "request 2 does not replay program ",
+                "in stateless mode the program item travels with its calls",
+            ],
         );
     }
 
@@ -281,11 +275,13 @@ mod tests {
             }
         })
         .judge_failed("api_error");
-        assert_fails(&judgement, "program/replayed", "request 2 replays program ");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "program/replayed",
-            "altered (code or fingerprint): expected it verbatim",
+            &[
+                "request 2 replays program ",
+                "altered (code or fingerprint): expected it verbatim",
+            ],
         );
     }
 
@@ -298,16 +294,15 @@ mod tests {
 
     #[test]
     fn continued_fails_a_loop_that_stops_at_the_program_output() {
-        let run = Run::case(NO_MESSAGE, PreviousResponseId);
-        let first = run.first_body();
-        let response = run.create(&first);
-        run.create(&run.next_body(&first, &response, &run.execute(&response)));
+        let (run, _) = first_round(NO_MESSAGE, |run, calls| run.execute_calls(calls));
         let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
-        assert_fails(&judgement, "program/continued", "response 2 (resp_");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "program/continued",
-            "ends with a program_output and no message; the controller stopped there",
+            &[
+                "response 2 (resp_",
+                "ends with a program_output and no message; the controller stopped there",
+            ],
         );
     }
 

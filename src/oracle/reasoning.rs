@@ -21,55 +21,55 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if !matches!(f.state, StateMode::Stateless | StateMode::Replay) {
         return Vec::new();
     }
-    let replays: Vec<(usize, Vec<Value>)> = (1..f.requests.len())
-        .map(|position| (position, Facts::input_of(f.requests[position])))
+    let replays: Vec<Replay<'_>> = (1..f.requests.len())
+        .map(|position| Replay {
+            position,
+            input: Facts::input_of(f.requests[position]),
+            prior: f
+                .served
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.request < position)
+                .flat_map(|(index, s)| s.output.iter().map(move |item| (index, item)))
+                .collect(),
+        })
         .collect();
-    let prior_items = |position: usize| -> Vec<(usize, &Value)> {
-        f.served
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.request < position)
-            .flat_map(|(index, s)| s.output.iter().map(move |item| (index, item)))
-            .collect()
-    };
-    let any_reasoning = replays.iter().any(|(position, _)| {
-        prior_items(*position)
-            .iter()
-            .any(|(_, item)| item["type"] == "reasoning")
-    });
+    let any_reasoning = replays
+        .iter()
+        .any(|r| r.prior.iter().any(|(_, item)| item["type"] == "reasoning"));
     let mut out = Vec::new();
     if any_reasoning {
-        out.push(replayed(f, &replays, &prior_items));
+        out.push(replayed(f, &replays));
         out.push(input_shape(&replays));
-        out.extend(call_ids_kept(&replays, &prior_items));
+        out.extend(call_ids_kept(&replays));
     }
-    if replays
-        .iter()
-        .any(|(position, _)| !prior_items(*position).is_empty())
-    {
-        out.push(in_order(f, &replays, &prior_items));
-        out.extend(unaltered(&replays, &prior_items));
+    if replays.iter().any(|r| !r.prior.is_empty()) {
+        out.push(in_order(f, &replays));
+        out.extend(unaltered(&replays));
     }
     out
 }
 
-type Prior<'p> = dyn Fn(usize) -> Vec<(usize, &'p Value)> + 'p;
+/// A request after the first: its input, and the output items served before it, each
+/// with the index of the response that served it.
+struct Replay<'f> {
+    position: usize,
+    input: Vec<Value>,
+    prior: Vec<(usize, &'f Value)>,
+}
 
-fn replayed<'p>(
-    f: &Facts,
-    replays: &[(usize, Vec<Value>)],
-    prior_items: &Prior<'p>,
-) -> CheckResult {
+fn replayed(f: &Facts, replays: &[Replay<'_>]) -> CheckResult {
     let mut problems = Vec::new();
     let mut count = 0;
-    for (position, input) in replays {
-        for (served, item) in prior_items(*position) {
+    for replay in replays {
+        let (position, input, prior) = (replay.position, &replay.input, &replay.prior);
+        for &(served, item) in prior {
             if item["type"] != "reasoning" {
                 continue;
             }
             count += 1;
             let id = item["id"].as_str().unwrap_or_default();
-            let label = Facts::request_label(*position);
+            let label = Facts::request_label(position);
             let from = f.response_label(served);
             match input.iter().find(|i| item_type(i) == "reasoning" && item_id(i) == Some(id)) {
                 None => problems.push(format!(
@@ -101,14 +101,15 @@ fn replayed<'p>(
     )
 }
 
-fn input_shape(replays: &[(usize, Vec<Value>)]) -> CheckResult {
+fn input_shape(replays: &[Replay<'_>]) -> CheckResult {
     let mut problems = Vec::new();
-    for (position, input) in replays {
+    for replay in replays {
+        let (position, input) = (replay.position, &replay.input);
         for (index, item) in input.iter().enumerate() {
             if item_type(item) == "reasoning" && item.get("status").is_some() {
                 problems.push(format!(
                     "{}: input[{index}] is a reasoning item with `status` ({}), an output-only field the API rejects in input, even as null",
-                    Facts::request_label(*position),
+                    Facts::request_label(position),
                     item["status"]
                 ));
             }
@@ -134,16 +135,12 @@ fn find(input: &[Value], item: &Value) -> Option<usize> {
     input.iter().position(|i| is_replay_of(i, item))
 }
 
-fn in_order<'p>(
-    f: &Facts,
-    replays: &[(usize, Vec<Value>)],
-    prior_items: &Prior<'p>,
-) -> CheckResult {
+fn in_order(f: &Facts, replays: &[Replay<'_>]) -> CheckResult {
     let mut problems = Vec::new();
     let mut count = 0;
-    for (position, input) in replays {
-        let label = Facts::request_label(*position);
-        let items = prior_items(*position);
+    for replay in replays {
+        let (position, input, items) = (replay.position, &replay.input, &replay.prior);
+        let label = Facts::request_label(position);
         let mut last: Option<(usize, String)> = None;
         for (k, (served, item)) in items.iter().enumerate() {
             let id = item["id"].as_str().unwrap_or_default();
@@ -216,15 +213,12 @@ fn in_order<'p>(
 /// after a replayed reasoning item: an id-less message, or a call with no reasoning
 /// before it, pairs with nothing; reasoning left out is `reasoning/replayed`'s, and a
 /// call under another id `reasoning/items-in-order`'s.
-fn call_ids_kept<'p>(
-    replays: &[(usize, Vec<Value>)],
-    prior_items: &Prior<'p>,
-) -> Option<CheckResult> {
+fn call_ids_kept(replays: &[Replay<'_>]) -> Option<CheckResult> {
     let mut problems = Vec::new();
     let mut judged = 0;
-    for (position, input) in replays {
-        let items = prior_items(*position);
-        for pair in items.windows(2) {
+    for replay in replays {
+        let (position, input, prior) = (replay.position, &replay.input, &replay.prior);
+        for pair in prior.windows(2) {
             let [(served, reasoning), (next_served, call)] = pair else {
                 continue;
             };
@@ -242,7 +236,7 @@ fn call_ids_kept<'p>(
             if item_id(sent).is_none() {
                 problems.push(format!(
                     "{} replays function_call {} ({}) after reasoning item {} without its id {}: expected the call's `fc_` id back, as the model gave it (a call replayed without it after its reasoning is publicly reported to meet the API's 400 \"Item '{}' of type 'reasoning' was provided without its required following item.\")",
-                    Facts::request_label(*position),
+                    Facts::request_label(position),
                     call_id(call).unwrap_or_default(),
                     call["name"].as_str().unwrap_or_default(),
                     reasoning["id"].as_str().unwrap_or_default(),
@@ -304,11 +298,12 @@ fn alteration(sent: &Value, item: &Value) -> Option<String> {
 /// The model's own calls and messages go back as it produced them: a replay that rewrites
 /// a malformed call's arguments (to `"{}"`, or to a wrapper object) tells the model it
 /// said something it did not.
-fn unaltered<'p>(replays: &[(usize, Vec<Value>)], prior_items: &Prior<'p>) -> Option<CheckResult> {
+fn unaltered(replays: &[Replay<'_>]) -> Option<CheckResult> {
     let mut problems = Vec::new();
     let mut judged = 0;
-    for (position, input) in replays {
-        for (_, item) in prior_items(*position) {
+    for replay in replays {
+        let (position, input, prior) = (replay.position, &replay.input, &replay.prior);
+        for &(_, item) in prior {
             if !matches!(item_type(item), "function_call" | "message") {
                 continue;
             }
@@ -319,7 +314,7 @@ fn unaltered<'p>(replays: &[(usize, Vec<Value>)], prior_items: &Prior<'p>) -> Op
             if let Some(change) = alteration(sent, item) {
                 problems.push(format!(
                     "{} replays {} {} with {change}: the model's own history must be sent back as the model produced it",
-                    Facts::request_label(*position),
+                    Facts::request_label(position),
                     item_type(item),
                     item_id(item).unwrap_or_default()
                 ));
@@ -387,14 +382,30 @@ mod tests {
         }
     }
 
+    /// Removes `field` from every replayed item of type `kind`.
+    fn without(kind: &str, field: &'static str) -> impl Fn(&mut Vec<Value>) {
+        each(kind, move |item| {
+            item.as_object_mut().unwrap().remove(field);
+        })
+    }
+
+    /// Asserts the fake accepted the replay and every reasoning check passed.
+    #[track_caller]
+    fn assert_sound_replay(judgement: &Judgement) {
+        assert_passes(judgement, "wire/accepted");
+        assert_all_pass(judgement, &ALL);
+    }
+
+    /// Leaves every reasoning item out of the replay.
+    fn drop_reasoning(input: &mut Vec<Value>) {
+        input.retain(|item| item["type"] != "reasoning")
+    }
+
     #[test]
     fn a_correct_stateless_replay_passes_every_reasoning_check() {
         for case in [RETENTION, TWO_PAIRS, MIXED] {
             let judgement = replay_with(case, Stateless, |_| {});
-            assert_passes(&judgement, "wire/accepted");
-            for id in ALL {
-                assert_passes(&judgement, id);
-            }
+            assert_sound_replay(&judgement);
         }
     }
 
@@ -462,40 +473,28 @@ expect: {outcome: completed}
     #[test]
     fn replay_mode_takes_stored_reasoning_by_id_and_still_needs_every_item() {
         for case in [RETENTION, TWO_PAIRS, MIXED] {
-            let judgement = replay_with(
-                case,
-                Replay,
-                each("reasoning", |item| {
-                    item.as_object_mut().unwrap().remove("encrypted_content");
-                }),
-            );
-            assert_passes(&judgement, "wire/accepted");
-            for id in ALL {
-                assert_passes(&judgement, id);
-            }
+            let judgement = replay_with(case, Replay, without("reasoning", "encrypted_content"));
+            assert_sound_replay(&judgement);
         }
-        let judgement = replay_with(RETENTION, Replay, |input| {
-            input.retain(|item| item["type"] != "reasoning")
-        });
-        assert_fails(
+        let judgement = replay_with(RETENTION, Replay, drop_reasoning);
+        assert_fails_with(
             &judgement,
             "reasoning/replayed",
-            "does not replay reasoning item rs_",
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/replayed",
-            "in replay mode every reasoning item must be sent back",
+            &[
+                "does not replay reasoning item rs_",
+                "in replay mode every reasoning item must be sent back",
+            ],
         );
     }
 
     #[test]
     fn a_replay_without_reasoning_judges_only_order_and_alteration() {
         let judgement = replay_with("dispatch/04-malformed-arguments", Stateless, |_| {});
-        assert_not_judged(&judgement, "reasoning/replayed");
-        assert_not_judged(&judgement, "reasoning/input-shape");
-        assert_passes(&judgement, "reasoning/items-in-order");
-        assert_passes(&judgement, "reasoning/items-unaltered");
+        assert_none_judged(&judgement, &["reasoning/replayed", "reasoning/input-shape"]);
+        assert_all_pass(
+            &judgement,
+            &["reasoning/items-in-order", "reasoning/items-unaltered"],
+        );
     }
 
     const KEEPS_ID: &str = "reasoning/03-call-after-reasoning-keeps-id";
@@ -510,33 +509,18 @@ expect: {outcome: completed}
 
     #[test]
     fn call_ids_kept_reports_a_call_replayed_without_its_id_after_its_reasoning_as_non_strict() {
-        let judgement = replay_with(
-            KEEPS_ID,
-            Stateless,
-            each("function_call", |call| {
-                call.as_object_mut().unwrap().remove("id");
-            }),
-        );
-        assert_fails(
+        let judgement = replay_with(KEEPS_ID, Stateless, without("function_call", "id"));
+        assert_fails_with(
             &judgement,
             "reasoning/call-ids-kept",
-            "request 2 replays function_call call_",
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/call-ids-kept",
-            "(get_weather) after reasoning item rs_",
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/call-ids-kept",
-            "without its required following item.",
+            &[
+                "request 2 replays function_call call_",
+                "(get_weather) after reasoning item rs_",
+                "without its required following item.",
+            ],
         );
         // The fake accepts the form, and the rest of the replay is sound.
-        assert_passes(&judgement, "wire/accepted");
-        for id in ALL {
-            assert_passes(&judgement, id);
-        }
+        assert_sound_replay(&judgement);
         assert_eq!(judgement.verdict, CaseVerdict::NonStrict);
     }
 
@@ -560,9 +544,7 @@ expect: {outcome: completed}
 
     #[test]
     fn replayed_fails_dropped_reasoning_items() {
-        let judgement = replay_with(RETENTION, Stateless, |input| {
-            input.retain(|item| item["type"] != "reasoning")
-        });
+        let judgement = replay_with(RETENTION, Stateless, drop_reasoning);
         assert_fails(
             &judgement,
             "reasoning/replayed",
@@ -577,9 +559,7 @@ expect: {outcome: completed}
         let judgement = replay_with(
             RETENTION,
             Stateless,
-            each("reasoning", |item| {
-                item.as_object_mut().unwrap().remove("encrypted_content");
-            }),
+            without("reasoning", "encrypted_content"),
         );
         assert_fails(
             &judgement,
@@ -616,15 +596,13 @@ expect: {outcome: completed}
             let user = rest[0].clone();
             *input = [vec![user], reasoning, rest[1..].to_vec()].concat();
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "reasoning/items-in-order",
-            "at input[1] is not immediately followed by the item it produced (function_call fc_",
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/items-in-order",
-            "at input[2], before fc_",
+            &[
+                "at input[1] is not immediately followed by the item it produced (function_call fc_",
+                "at input[2], before fc_",
+            ],
         );
         assert_passes(&judgement, "reasoning/replayed");
     }
@@ -634,15 +612,13 @@ expect: {outcome: completed}
         let judgement = replay_with(MIXED, Stateless, |input| {
             input.retain(|item| item["role"] != "assistant")
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "reasoning/items-in-order",
-            "request 2 does not replay message msg_",
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/items-in-order",
-            "(\"I'll check the Oslo forecast and the umbrella stock.\")",
+            &[
+                "request 2 does not replay message msg_",
+                "(\"I'll check the Oslo forecast and the umbrella stock.\")",
+            ],
         );
     }
 
@@ -665,9 +641,14 @@ expect: {outcome: completed}
                     *item = form(&text);
                 }),
             );
-            assert_passes(&judgement, "wire/accepted");
-            assert_passes(&judgement, "reasoning/items-in-order");
-            assert_passes(&judgement, "reasoning/items-unaltered");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "wire/accepted",
+                    "reasoning/items-in-order",
+                    "reasoning/items-unaltered",
+                ],
+            );
         }
     }
 
@@ -697,15 +678,13 @@ expect: {outcome: completed}
             Stateless,
             each("function_call", |item| item["arguments"] = json!("{}")),
         );
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "reasoning/items-unaltered",
-            r#"request 2 replays function_call fc_"#,
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/items-unaltered",
-            r#"with the arguments "{}" instead of "{\"sku\": \"A7\"""#,
+            &[
+                r#"request 2 replays function_call fc_"#,
+                r#"with the arguments "{}" instead of "{\"sku\": \"A7\"""#,
+            ],
         );
     }
 
@@ -719,15 +698,13 @@ expect: {outcome: completed}
                 item["content"][0]["text"] = json!(text.chars().take(20).collect::<String>());
             }),
         );
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "reasoning/items-unaltered",
-            r#"replays message msg_"#,
-        );
-        assert_fails(
-            &judgement,
-            "reasoning/items-unaltered",
-            r#"with the text "I'll check the Oslo " instead of "I'll check the Oslo forecast"#,
+            &[
+                r#"replays message msg_"#,
+                r#"with the text "I'll check the Oslo " instead of "I'll check the Oslo forecast"#,
+            ],
         );
     }
 

@@ -567,8 +567,7 @@ mod tests {
     #[test]
     fn config_resent_passes_a_correct_run_in_every_mode() {
         for state in [PreviousResponseId, Stateless] {
-            let run = Run::case(CASE, state);
-            run.correct();
+            let run = Run::played(CASE, state);
             assert_passes(&run.judge_completed(), "state/config-resent");
         }
     }
@@ -632,15 +631,13 @@ mod tests {
             body["model"] = json!("gpt-4o");
         })
         .judge_completed();
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "state/config-resent",
-            "does not send the tool(s) convert_currency, get_weather",
-        );
-        assert_fails(
-            &judgement,
-            "state/config-resent",
-            "asks for model 'gpt-4o': the task's model is 'gpt-5'",
+            &[
+                "does not send the tool(s) convert_currency, get_weather",
+                "asks for model 'gpt-4o': the task's model is 'gpt-5'",
+            ],
         );
     }
 
@@ -690,8 +687,7 @@ mod tests {
     #[test]
     fn config_resent_passes_the_task_definitions_sent_as_they_are() {
         for state in [PreviousResponseId, Stateless] {
-            let run = Run::case(TOOLS, state);
-            run.correct();
+            let run = Run::played(TOOLS, state);
             assert_passes(&run.judge_completed(), "state/config-resent");
         }
     }
@@ -720,15 +716,13 @@ mod tests {
             tool(tools, "find_flights").remove("description");
             tool(tools, "get_fare_rules")["description"] = json!("Fare rules.");
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "state/config-resent",
-            "requests 1, 2 and 3 send tool 'find_flights' with `description` (none): the task's definition has \"Search scheduled flights between two airports on one day. Read-only.\"",
-        );
-        assert_fails(
-            &judgement,
-            "state/config-resent",
-            "requests 1, 2 and 3 send tool 'get_fare_rules' with `description` \"Fare rules.\": the task's definition has \"The change and refund rules",
+            &[
+                "requests 1, 2 and 3 send tool 'find_flights' with `description` (none): the task's definition has \"Search scheduled flights between two airports on one day. Read-only.\"",
+                "requests 1, 2 and 3 send tool 'get_fare_rules' with `description` \"Fare rules.\": the task's definition has \"The change and refund rules",
+            ],
         );
     }
 
@@ -752,15 +746,13 @@ mod tests {
             tool(tools, "find_flights")["strict"] = json!(false);
             tool(tools, "get_fare_rules").remove("strict");
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "state/config-resent",
-            "requests 1, 2 and 3 send tool 'find_flights' with `strict` false: the task's definition has true",
-        );
-        assert_fails(
-            &judgement,
-            "state/config-resent",
-            "requests 1, 2 and 3 send tool 'get_fare_rules' with `strict` (none, which means true): the task's definition has false",
+            &[
+                "requests 1, 2 and 3 send tool 'find_flights' with `strict` false: the task's definition has true",
+                "requests 1, 2 and 3 send tool 'get_fare_rules' with `strict` (none, which means true): the task's definition has false",
+            ],
         );
     }
 
@@ -832,15 +824,13 @@ mod tests {
             tool(tools, "get_fare_rules")["parameters"]["required"] =
                 json!(["fare_id", "language"]);
         });
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "state/config-resent",
-            "requests 1, 2 and 3 send tool 'find_flights' with `parameters.properties.max_stops.maximum` 3: the task's definition has 2",
-        );
-        assert_fails(
-            &judgement,
-            "state/config-resent",
-            "send tool 'get_fare_rules' with `parameters.required` [\"fare_id\",\"language\"]: the task's definition has [\"fare_id\"]",
+            &[
+                "requests 1, 2 and 3 send tool 'find_flights' with `parameters.properties.max_stops.maximum` 3: the task's definition has 2",
+                "send tool 'get_fare_rules' with `parameters.required` [\"fare_id\",\"language\"]: the task's definition has [\"fare_id\"]",
+            ],
         );
     }
 
@@ -941,14 +931,12 @@ mod tests {
         run.correct();
         let judgement = run.judge_completed();
         assert_passes(&judgement, "state/config-resent");
-        assert_not_judged(&judgement, "state/chained");
-        assert_not_judged(&judgement, "state/no-resend");
+        assert_none_judged(&judgement, &["state/chained", "state/no-resend"]);
     }
 
     #[test]
     fn chained_passes_and_fails_a_stale_previous_response_id() {
-        let run = Run::case(CASE, PreviousResponseId);
-        run.correct();
+        let run = Run::played(CASE, PreviousResponseId);
         assert_passes(&run.judge_completed(), "state/chained");
 
         let run = Run::case(CASE, PreviousResponseId);
@@ -968,8 +956,7 @@ mod tests {
 
     #[test]
     fn no_resend_fails_the_history_resent_beside_previous_response_id() {
-        let run = Run::case(CASE, PreviousResponseId);
-        run.correct();
+        let run = Run::played(CASE, PreviousResponseId);
         assert_passes(&run.judge_completed(), "state/no-resend");
 
         let run = Run::case(CASE, PreviousResponseId);
@@ -989,11 +976,12 @@ mod tests {
 
     #[test]
     fn store_false_and_include_encrypted_fail_when_left_out() {
-        let run = Run::case(CASE, Stateless);
-        run.correct();
+        let run = Run::played(CASE, Stateless);
         let judgement = run.judge_completed();
-        assert_passes(&judgement, "state/store-false");
-        assert_passes(&judgement, "state/include-encrypted");
+        assert_all_pass(
+            &judgement,
+            &["state/store-false", "state/include-encrypted"],
+        );
 
         let run = Run::case(CASE, Stateless);
         let mut first = run.first_body();
@@ -1019,8 +1007,7 @@ mod tests {
         assert!(run.first_body().get("store").is_none());
         run.correct();
         let judgement = run.judge_completed();
-        assert_passes(&judgement, "state/config-resent");
-        assert_passes(&judgement, "state/input-replayed");
+        assert_all_pass(&judgement, &["state/config-resent", "state/input-replayed"]);
         for id in [
             "state/store-false",
             "state/include-encrypted",
@@ -1062,8 +1049,7 @@ mod tests {
 
     #[test]
     fn conversation_passes_and_fails_a_chain_instead_of_the_conversation() {
-        let run = Run::case("state/02-conversation-mode", Conversation);
-        run.correct();
+        let run = Run::played("state/02-conversation-mode", Conversation);
         assert_passes(&run.judge_completed(), "state/conversation");
 
         let run = Run::case("state/02-conversation-mode", Conversation);

@@ -397,17 +397,17 @@ mod tests {
     use crate::oracle::{CaseVerdict, Judgement};
     use crate::scenario::StateMode::{self, Conversation, PreviousResponseId, Stateless};
 
+    /// A case whose answer follows a reasoning summary.
+    const FINAL: &str = "terminal/04-final-answer-after-reasoning";
+
+    /// [`FINAL`] played correctly and judged with the controller's `result` line.
+    fn final_reported_as(result: Value) -> Judgement {
+        Run::played(FINAL, PreviousResponseId).judge(result)
+    }
+
     /// Plays the script as a correct controller does; the last request and its response.
     fn play(run: &Run) -> (Value, Value) {
-        let mut body = run.first_body();
-        loop {
-            let response = run.create(&body);
-            if response["status"] != "completed" || calls(&response).is_empty() {
-                return (body, response);
-            }
-            let outputs = run.execute(&response);
-            body = run.next_body(&body, &response, &outputs);
-        }
+        run.play_from(run.first_body())
     }
 
     /// Asks the model again after `response` (which answered `sent`) with a user nudge;
@@ -427,16 +427,25 @@ mod tests {
     #[test]
     fn a_correct_run_passes_every_terminal_check_it_gives_something_to_judge() {
         for state in [PreviousResponseId, Stateless, Conversation] {
-            let run = Run::case("terminal/01-message-beside-calls", state);
-            run.correct();
+            let run = Run::played("terminal/01-message-beside-calls", state);
             let judgement = run.judge_completed();
-            assert_passes(&judgement, "terminal/outcome");
-            assert_passes(&judgement, "terminal/calls-beside-message");
-            assert_passes(&judgement, "terminal/stopped-at-answer");
-            assert_not_judged(&judgement, "terminal/reason");
-            assert_not_judged(&judgement, "terminal/unfinished-not-executed");
-            assert_not_judged(&judgement, "terminal/result-line");
-            assert_not_judged(&judgement, "terminal/finished");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "terminal/outcome",
+                    "terminal/calls-beside-message",
+                    "terminal/stopped-at-answer",
+                ],
+            );
+            assert_none_judged(
+                &judgement,
+                &[
+                    "terminal/reason",
+                    "terminal/unfinished-not-executed",
+                    "terminal/result-line",
+                    "terminal/finished",
+                ],
+            );
             assert_eq!(
                 judgement.verdict,
                 CaseVerdict::Pass,
@@ -461,8 +470,7 @@ mod tests {
 
     #[test]
     fn outcome_fails_a_failed_response_reported_as_an_empty_answer() {
-        let run = Run::case("terminal/03-failed-status", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/03-failed-status", PreviousResponseId);
         let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
         assert_fails(
             &judgement,
@@ -473,8 +481,7 @@ mod tests {
 
     #[test]
     fn outcome_fails_a_streamed_refusal_reported_as_an_empty_answer() {
-        let run = Run::case("terminal/08-refusal-streamed", Stateless);
-        run.correct();
+        let run = Run::played("terminal/08-refusal-streamed", Stateless);
         let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
         assert_fails(
             &judgement,
@@ -488,14 +495,12 @@ mod tests {
     #[test]
     fn refusal_text_passes_the_refusal_in_detail_or_any_text_field() {
         for case in ["terminal/09-refusal", "terminal/08-refusal-streamed"] {
-            let run = Run::case(case, Stateless);
-            run.correct();
+            let run = Run::played(case, Stateless);
             let judgement =
                 run.judge(json!({"status": "failed", "reason": "refusal", "detail": REFUSAL}));
             assert_passes(&judgement, "terminal/refusal-text");
         }
-        let run = Run::case("terminal/09-refusal", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/09-refusal", PreviousResponseId);
         let judgement = run.judge(json!({
             "status": "failed",
             "reason": "refusal",
@@ -506,24 +511,20 @@ mod tests {
 
     #[test]
     fn outcome_fails_the_text_beside_a_refusal_reported_as_the_answer() {
-        let run = Run::case("terminal/12-refusal-beside-text", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/12-refusal-beside-text", PreviousResponseId);
         assert_fails(
             &run.judge(json!({"status": "completed", "output_text": "Order O-3391 was delivered and paid by card."})),
             "terminal/outcome",
             "the last response is a refusal, \"I can't share full payment card numbers.\", not an answer",
         );
-        let run = Run::case("terminal/12-refusal-beside-text", Stateless);
-        run.correct();
+        let run = Run::played("terminal/12-refusal-beside-text", Stateless);
         let judgement = run.judge(json!({"status": "failed", "reason": "refusal", "detail": "I can't share full payment card numbers."}));
-        assert_passes(&judgement, "terminal/outcome");
-        assert_passes(&judgement, "terminal/refusal-text");
+        assert_all_pass(&judgement, &["terminal/outcome", "terminal/refusal-text"]);
     }
 
     #[test]
     fn refusal_text_fails_a_refusal_reported_without_its_text() {
-        let run = Run::case("terminal/09-refusal", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/09-refusal", PreviousResponseId);
         let judgement = run
             .judge(json!({"status": "failed", "reason": "refusal", "detail": "the model refused"}));
         assert_fails(
@@ -533,8 +534,7 @@ mod tests {
         );
         assert_passes(&judgement, "terminal/reason");
 
-        let run = Run::case("terminal/08-refusal-streamed", Stateless);
-        run.correct();
+        let run = Run::played("terminal/08-refusal-streamed", Stateless);
         assert_fails(
             &run.judge_failed("refusal"),
             "terminal/refusal-text",
@@ -544,14 +544,12 @@ mod tests {
 
     #[test]
     fn refusal_text_is_not_judged_without_a_refusal_or_with_an_answer_reported() {
-        let run = Run::case("terminal/03-failed-status", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/03-failed-status", PreviousResponseId);
         assert_not_judged(
             &run.judge_failed("response_failed"),
             "terminal/refusal-text",
         );
-        let run = Run::case("terminal/09-refusal", PreviousResponseId);
-        run.correct();
+        let run = Run::played("terminal/09-refusal", PreviousResponseId);
         let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
         assert_not_judged(&judgement, "terminal/refusal-text");
     }
@@ -575,8 +573,7 @@ mod tests {
 
     #[test]
     fn outcome_fails_a_reasoning_summary_leaked_into_the_answer() {
-        let run = Run::case("terminal/04-final-answer-after-reasoning", Stateless);
-        run.correct();
+        let run = Run::played(FINAL, Stateless);
         let judgement = run.judge(json!({
             "status": "completed",
             "output_text": "Stock is zero; give the restock date.\nNot yet. B2 is expected back on 14 July.",
@@ -591,8 +588,7 @@ mod tests {
 
     #[test]
     fn outcome_ignores_whitespace_around_the_answer() {
-        let run = Run::case("terminal/04-final-answer-after-reasoning", Stateless);
-        run.correct();
+        let run = Run::played(FINAL, Stateless);
         let judgement = run.judge(json!({
             "status": "completed",
             "output_text": "\n Not yet. B2 is expected back on 14 July.\n",
@@ -602,11 +598,7 @@ mod tests {
 
     #[test]
     fn outcome_fails_a_failure_reported_when_there_was_an_answer() {
-        let run = Run::case(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
-        run.correct();
+        let run = Run::played(FINAL, PreviousResponseId);
         assert_fails(
             &run.judge_failed("api_error"),
             "terminal/outcome",
@@ -620,9 +612,14 @@ mod tests {
             let run = Run::case("terminal/05-incomplete-partial-text", PreviousResponseId);
             play(&run);
             let judgement = run.judge_failed(reason);
-            assert_passes(&judgement, "terminal/outcome");
-            assert_passes(&judgement, "terminal/reason");
-            assert_passes(&judgement, "terminal/stopped-at-answer");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "terminal/outcome",
+                    "terminal/reason",
+                    "terminal/stopped-at-answer",
+                ],
+            );
         }
     }
 
@@ -632,15 +629,13 @@ mod tests {
         play(&run);
         let judgement = run.judge_failed("truncated");
         assert_passes(&judgement, "terminal/outcome");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "terminal/reason",
-            "the controller failed with reason 'truncated': expected the recognised word 'incomplete'",
-        );
-        assert_fails(
-            &judgement,
-            "terminal/reason",
-            "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled, max_tool_calls)",
+            &[
+                "the controller failed with reason 'truncated': expected the recognised word 'incomplete'",
+                "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled, max_tool_calls)",
+            ],
         );
         assert_eq!(judgement.verdict, CaseVerdict::NonStrict);
     }
@@ -672,11 +667,7 @@ mod tests {
 
     #[test]
     fn calls_beside_message_is_not_judged_without_a_message_beside_calls() {
-        let run = Run::case(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
-        run.correct();
+        let run = Run::played(FINAL, PreviousResponseId);
         assert_not_judged(&run.judge_completed(), "terminal/calls-beside-message");
     }
 
@@ -700,8 +691,7 @@ expect: {outcome: failed, reason: max_rounds}
         run.create(&run.first_body());
         let judgement = run.judge_failed("max_rounds");
         assert_not_judged(&judgement, "terminal/calls-beside-message");
-        assert_passes(&judgement, "terminal/outcome");
-        assert_passes(&judgement, "terminal/reason");
+        assert_all_pass(&judgement, &["terminal/outcome", "terminal/reason"]);
     }
 
     #[test]
@@ -709,8 +699,13 @@ expect: {outcome: failed, reason: max_rounds}
         let run = Run::case("terminal/07-incomplete-with-whole-call", PreviousResponseId);
         play(&run);
         let judgement = run.judge_failed("incomplete");
-        assert_passes(&judgement, "terminal/unfinished-not-executed");
-        assert_passes(&judgement, "terminal/stopped-at-answer");
+        assert_all_pass(
+            &judgement,
+            &[
+                "terminal/unfinished-not-executed",
+                "terminal/stopped-at-answer",
+            ],
+        );
     }
 
     #[test]
@@ -719,15 +714,13 @@ expect: {outcome: failed, reason: max_rounds}
         let (_, last) = play(&run);
         run.execute(&last);
         let judgement = run.judge_failed("incomplete");
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "terminal/unfinished-not-executed",
-            "(send_email {\"to\":\"team@example.com\"",
-        );
-        assert_fails(
-            &judgement,
-            "terminal/unfinished-not-executed",
-            "came in a response with status 'incomplete' and was executed anyway",
+            &[
+                "(send_email {\"to\":\"team@example.com\"",
+                "came in a response with status 'incomplete' and was executed anyway",
+            ],
         );
         assert_passes(&judgement, "terminal/outcome");
     }
@@ -779,8 +772,10 @@ expect: {outcome: failed, reason: max_rounds}
     fn a_failed_request_resent_unchanged_a_few_times_is_a_retry_not_a_new_round() {
         for state in [PreviousResponseId, Stateless] {
             let judgement = failed_then_resent(state, 2);
-            assert_passes(&judgement, "terminal/stopped-at-answer");
-            assert_passes(&judgement, "transport/retry-bounded");
+            assert_all_pass(
+                &judgement,
+                &["terminal/stopped-at-answer", "transport/retry-bounded"],
+            );
             assert_eq!(
                 judgement.verdict,
                 CaseVerdict::Pass,
@@ -807,9 +802,14 @@ expect: {outcome: failed, reason: max_rounds}
             let run = Run::case(WHOLE_THEN_CUT, state);
             stream_running_calls_at_done(&run, |item| item["status"] == "completed");
             let judgement = run.judge_failed("incomplete");
-            assert_passes(&judgement, "terminal/unfinished-not-executed");
-            assert_passes(&judgement, "terminal/outcome");
-            assert_passes(&judgement, "terminal/stopped-at-answer");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "terminal/unfinished-not-executed",
+                    "terminal/outcome",
+                    "terminal/stopped-at-answer",
+                ],
+            );
             assert_eq!(judgement.verdict, CaseVerdict::Pass);
         }
     }
@@ -883,22 +883,17 @@ expect: {outcome: failed, reason: max_rounds}
 
     #[test]
     fn stopped_at_answer_fails_a_request_after_the_final_answer() {
-        let run = Run::case(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
+        let run = Run::case(FINAL, PreviousResponseId);
         let (sent, last) = play(&run);
         ask_again(&run, &sent, &last);
         let judgement = run.judge_completed();
-        assert_fails(
+        assert_fails_with(
             &judgement,
             "terminal/stopped-at-answer",
-            "request 3 came after response 2 (resp_",
-        );
-        assert_fails(
-            &judgement,
-            "terminal/stopped-at-answer",
-            "the last scripted turn, whose message was the final answer: the loop ends there",
+            &[
+                "request 3 came after response 2 (resp_",
+                "the last scripted turn, whose message was the final answer: the loop ends there",
+            ],
         );
         assert_not_judged(&judgement, "terminal/outcome");
     }
@@ -915,8 +910,7 @@ expect: {outcome: failed, reason: max_rounds}
             "terminal/stopped-at-answer",
             "which was incomplete: an incomplete response ends the loop, reported as failed with reason 'incomplete'",
         );
-        assert_not_judged(&judgement, "terminal/outcome");
-        assert_not_judged(&judgement, "terminal/reason");
+        assert_none_judged(&judgement, &["terminal/outcome", "terminal/reason"]);
     }
 
     #[test]
@@ -947,15 +941,19 @@ expect: {outcome: failed, reason: max_rounds}
         let run = Run::case("terminal/02-empty-output", PreviousResponseId);
         play(&run);
         let judgement = run.judge_completed();
-        assert_passes(&judgement, "terminal/stopped-at-answer");
-        assert_passes(&judgement, "terminal/outcome");
+        assert_all_pass(
+            &judgement,
+            &["terminal/stopped-at-answer", "terminal/outcome"],
+        );
 
         let run = Run::case("terminal/02-empty-output", PreviousResponseId);
         let (sent, last) = play(&run);
         ask_again(&run, &sent, &last);
         let judgement = run.judge_completed();
-        assert_passes(&judgement, "terminal/stopped-at-answer");
-        assert_passes(&judgement, "terminal/outcome");
+        assert_all_pass(
+            &judgement,
+            &["terminal/stopped-at-answer", "terminal/outcome"],
+        );
     }
 
     #[test]
@@ -974,12 +972,7 @@ expect: {outcome: failed, reason: max_rounds}
 
     #[test]
     fn result_line_fails_a_result_that_is_not_a_result_and_the_case_crashes() {
-        let run = Run::case(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
-        run.correct();
-        let judgement = run.judge(json!({"status": "done", "output_text": "Not yet."}));
+        let judgement = final_reported_as(json!({"status": "done", "output_text": "Not yet."}));
         assert_fails(
             &judgement,
             "terminal/result-line",
@@ -991,12 +984,7 @@ expect: {outcome: failed, reason: max_rounds}
 
     #[test]
     fn result_line_fails_completed_without_output_text() {
-        let run = Run::case(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
-        run.correct();
-        let judgement = run.judge(json!({"status": "completed", "text": "Not yet."}));
+        let judgement = final_reported_as(json!({"status": "completed", "text": "Not yet."}));
         assert_fails(
             &judgement,
             "terminal/result-line",
@@ -1008,10 +996,7 @@ expect: {outcome: failed, reason: max_rounds}
     #[test]
     fn finished_fails_a_controller_killed_at_the_timeout() {
         // A controller that hangs after its first request.
-        let run = Run::case(
-            "terminal/04-final-answer-after-reasoning",
-            PreviousResponseId,
-        );
+        let run = Run::case(FINAL, PreviousResponseId);
         run.create(&run.first_body());
         let judgement = run.judge_timed_out(30_000);
         assert_fails(
@@ -1020,7 +1005,6 @@ expect: {outcome: failed, reason: max_rounds}
             "the controller was still running after 30000 ms and was killed",
         );
         assert_eq!(judgement.verdict, CaseVerdict::Timeout);
-        assert_not_judged(&judgement, "terminal/result-line");
-        assert_not_judged(&judgement, "terminal/outcome");
+        assert_none_judged(&judgement, &["terminal/result-line", "terminal/outcome"]);
     }
 }

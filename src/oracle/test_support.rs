@@ -38,6 +38,14 @@ impl Run {
         Self::of(crate::scenario::catalogue_scenario(id), state)
     }
 
+    /// A run of catalogue case `id` in `state`, played through as a correct controller
+    /// plays it (see [`Run::correct`]).
+    pub fn played(id: &str, state: StateMode) -> Self {
+        let run = Self::case(id, state);
+        run.correct();
+        run
+    }
+
     /// A run of a scenario given as YAML.
     pub fn yaml(yaml: &str, state: StateMode) -> Self {
         let scenario = crate::scenario::parse(std::path::Path::new("test.yaml"), yaml)
@@ -226,7 +234,12 @@ expect: {outcome: completed}
     /// approval first where the task requires one) and returns its outputs, each with
     /// the call's `caller` when a program made it.
     pub fn execute(&self, response: &Value) -> Vec<Value> {
-        calls(response)
+        self.execute_calls(&calls(response))
+    }
+
+    /// [`Run::execute`] for the calls given.
+    pub fn execute_calls(&self, calls: &[Value]) -> Vec<Value> {
+        calls
             .iter()
             .map(|call| {
                 let name = call["name"].as_str().unwrap_or_default();
@@ -248,15 +261,35 @@ expect: {outcome: completed}
                     }
                     body["approval"] = decision["approval"].clone();
                 }
-                let (status, answer) = self.send("POST", &format!("/tools/call/{name}"), Some(&body));
-                let text = if status == 200 {
-                    answer["result"].to_string()
-                } else {
-                    json!({"error": answer["error"]["message"]}).to_string()
-                };
-                output(call, &text)
+                self.call_tool(call, &body)
             })
             .collect()
+    }
+
+    /// Sends `call` to the tool backend with request `body` and relays the answer as
+    /// the call's output: its result, or its error as an error output.
+    pub fn call_tool(&self, call: &Value, body: &Value) -> Value {
+        let name = call["name"].as_str().unwrap_or_default();
+        let (status, answer) = self.send("POST", &format!("/tools/call/{name}"), Some(body));
+        let text = if status == 200 {
+            answer["result"].to_string()
+        } else {
+            json!({"error": answer["error"]["message"]}).to_string()
+        };
+        output(call, &text)
+    }
+
+    /// Plays on from request `body` as a correct controller does, until a response
+    /// without calls (or one not completed); the last request and its response.
+    pub fn play_from(&self, mut body: Value) -> (Value, Value) {
+        loop {
+            let response = self.create(&body);
+            if response["status"] != "completed" || calls(&response).is_empty() {
+                return (body, response);
+            }
+            let outputs = self.execute(&response);
+            body = self.next_body(&body, &response, &outputs);
+        }
     }
 
     /// Plays the whole script as a correct controller would and returns the responses:
@@ -321,6 +354,32 @@ expect: {outcome: completed}
     pub fn judge_failed(self, reason: &str) -> Judgement {
         self.judge(json!({"status": "failed", "reason": reason}))
     }
+}
+
+/// Plays the first round of catalogue case `id` in `previous_response_id` mode:
+/// `answer` does what the controller does with the first response's calls (on the
+/// backend too) and returns the outputs it sends, and they are sent. The run, ready to
+/// be judged, and the calls.
+pub fn first_round(
+    id: &str,
+    answer: impl FnOnce(&Run, &[Value]) -> Vec<Value>,
+) -> (Run, Vec<Value>) {
+    let run = Run::case(id, StateMode::PreviousResponseId);
+    let first = run.first_body();
+    let response = run.create(&first);
+    let issued = calls(&response);
+    let outputs = answer(&run, &issued);
+    run.create(&run.next_body(&first, &response, &outputs));
+    (run, issued)
+}
+
+/// [`first_round`] of a case whose second response is the answer, judged as reporting
+/// the final message.
+pub fn answer_first_round(
+    id: &str,
+    answer: impl FnOnce(&Run, &[Value]) -> Vec<Value>,
+) -> Judgement {
+    first_round(id, answer).0.judge_completed()
 }
 
 /// The `function_call` items of a response.
@@ -400,4 +459,28 @@ pub fn assert_not_judged(judgement: &Judgement, id: &str) {
         "{id} must not be judged here:\n{}",
         describe(judgement)
     );
+}
+
+/// Asserts each of the checks passed.
+#[track_caller]
+pub fn assert_all_pass(judgement: &Judgement, ids: &[&str]) {
+    for id in ids {
+        assert_passes(judgement, id);
+    }
+}
+
+/// Asserts the check failed with each of `needles` in its message.
+#[track_caller]
+pub fn assert_fails_with(judgement: &Judgement, id: &str, needles: &[&str]) {
+    for needle in needles {
+        assert_fails(judgement, id, needle);
+    }
+}
+
+/// Asserts none of the checks was judged.
+#[track_caller]
+pub fn assert_none_judged(judgement: &Judgement, ids: &[&str]) {
+    for id in ids {
+        assert_not_judged(judgement, id);
+    }
 }

@@ -306,8 +306,7 @@ mod tests {
 
     #[test]
     fn a_run_without_faults_gives_transport_nothing_to_judge() {
-        let run = Run::case("correlation/01-single-call", PreviousResponseId);
-        run.correct();
+        let run = Run::played("correlation/01-single-call", PreviousResponseId);
         let judgement = run.judge_completed();
         for id in CHECKS {
             assert_not_judged(&judgement, id);
@@ -324,9 +323,14 @@ mod tests {
             ("transport/07-retry-after-tools-ran", true),
         ] {
             let judgement = judged(case, 3, Duration::from_millis(20));
-            assert_passes(&judgement, "transport/retried");
-            assert_passes(&judgement, "transport/no-retry-4xx");
-            assert_passes(&judgement, "transport/retry-bounded");
+            assert_all_pass(
+                &judgement,
+                &[
+                    "transport/retried",
+                    "transport/no-retry-4xx",
+                    "transport/retry-bounded",
+                ],
+            );
             if asks {
                 assert_passes(&judgement, "transport/retry-after-honoured");
             } else {
@@ -421,10 +425,15 @@ mod tests {
     #[test]
     fn no_retry_4xx_passes_a_400_reported_as_a_failure() {
         let judgement = judged("transport/02-400-not-retried", 1, Duration::ZERO);
-        assert_passes(&judgement, "transport/no-retry-4xx");
-        assert_passes(&judgement, "transport/retried");
-        assert_passes(&judgement, "terminal/outcome");
-        assert_passes(&judgement, "terminal/reason");
+        assert_all_pass(
+            &judgement,
+            &[
+                "transport/no-retry-4xx",
+                "transport/retried",
+                "terminal/outcome",
+                "terminal/reason",
+            ],
+        );
     }
 
     #[test]
@@ -440,8 +449,7 @@ mod tests {
     #[test]
     fn no_retry_4xx_passes_and_fails_a_500_with_x_should_retry_false() {
         let judgement = judged("transport/08-should-retry-false", 1, Duration::ZERO);
-        assert_passes(&judgement, "transport/no-retry-4xx");
-        assert_passes(&judgement, "transport/retried");
+        assert_all_pass(&judgement, &["transport/no-retry-4xx", "transport/retried"]);
 
         let judgement = judged("transport/08-should-retry-false", 3, Duration::ZERO);
         assert_fails(
@@ -454,9 +462,14 @@ mod tests {
     #[test]
     fn retry_bounded_passes_five_attempts_and_fails_six() {
         let judgement = judged("transport/06-persistent-500", 3, Duration::ZERO);
-        assert_passes(&judgement, "transport/retry-bounded");
-        assert_passes(&judgement, "transport/retried");
-        assert_passes(&judgement, "terminal/outcome");
+        assert_all_pass(
+            &judgement,
+            &[
+                "transport/retry-bounded",
+                "transport/retried",
+                "terminal/outcome",
+            ],
+        );
 
         let judgement = judged("transport/06-persistent-500", 5, Duration::ZERO);
         assert_passes(&judgement, "transport/retry-bounded");
@@ -476,8 +489,10 @@ mod tests {
             3,
             Duration::from_millis(100),
         );
-        assert_passes(&judgement, "transport/retry-after-honoured");
-        assert_passes(&judgement, "transport/retried");
+        assert_all_pass(
+            &judgement,
+            &["transport/retry-after-honoured", "transport/retried"],
+        );
     }
 
     #[test]

@@ -80,6 +80,36 @@ fn must() -> Level {
     Level::Must
 }
 
+/// Case runs built by hand, for the tests of what reads them.
+#[cfg(test)]
+impl CaseReport {
+    /// A must-level run of case `id` in `state`, judged `verdict` on `checks`, with
+    /// nothing compared and no transcript.
+    pub(crate) fn judged(
+        id: &str,
+        state: StateMode,
+        verdict: CaseVerdict,
+        checks: Vec<CheckResult>,
+    ) -> Self {
+        Self {
+            id: id.to_owned(),
+            summary: String::new(),
+            level: Level::Must,
+            state,
+            delivery: Default::default(),
+            verdict,
+            duration_ms: 1,
+            startup_ms: None,
+            detail: None,
+            checks,
+            snapshot: None,
+            recording: None,
+            baseline: None,
+            transcript: Transcript::default(),
+        }
+    }
+}
+
 impl CaseReport {
     /// Takes a snapshot comparison into the verdict: drift (or a snapshot missing under
     /// CI) makes a passing case `drift`; a file that cannot be read makes it `error`.

@@ -630,24 +630,13 @@ document.body.setAttribute('data-js-ok','1');
 mod tests {
     use super::*;
     use crate::scenario::{Level, StateMode};
-    use crate::transcript::{ProcessRecord, Transcript};
+    use crate::transcript::ProcessRecord;
 
     fn case(id: &str, verdict: CaseVerdict, checks: Vec<CheckResult>) -> CaseReport {
         CaseReport {
-            id: id.to_owned(),
             summary: "a summary".into(),
-            level: Level::Must,
-            state: StateMode::PreviousResponseId,
-            delivery: Default::default(),
-            verdict,
             duration_ms: 7,
-            startup_ms: None,
-            detail: None,
-            checks,
-            snapshot: None,
-            recording: None,
-            baseline: None,
-            transcript: Transcript::default(),
+            ..CaseReport::judged(id, StateMode::PreviousResponseId, verdict, checks)
         }
     }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::fixtures::DEFAULT_REFUSAL;
-use super::{OutputSpec, Scenario, StateMode, Turn};
+use super::{OutputSpec, Scenario, StateMode, ToolBehaviour, Turn};
 use crate::scenario::task_json;
 
 /// The whole preview, as text.
@@ -48,84 +48,8 @@ fn backend(scenario: &Scenario) -> String {
     }
     for (name, behaviour) in &scenario.tools {
         let _ = writeln!(out, "  {name}:");
-        // In the order the backend applies them: a denial wins over a result.
-        for rule in &behaviour.deny {
-            let principal = rule
-                .principal
-                .as_deref()
-                .map_or(String::new(), |p| format!(" for principal {p}"));
-            let after = if rule.after > 0 {
-                format!(" once {} call(s) ran", rule.after)
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                out,
-                "    {}{principal}{after} -> 403 {:?}",
-                when(&rule.when),
-                rule.message
-            );
-        }
-        for rule in &behaviour.unavailable {
-            let _ = writeln!(
-                out,
-                "    {}: {} -> 503",
-                when(&rule.when),
-                attempts_shown(rule.attempts)
-            );
-        }
-        for rule in &behaviour.rate_limited {
-            let asked = match (rule.retry_after, rule.retry_after_ms) {
-                (Some(s), Some(ms)) => format!(" (retry-after {s} s, retry-after-ms {ms})"),
-                (Some(s), None) => format!(" (retry-after {s} s)"),
-                (None, Some(ms)) => format!(" (retry-after-ms {ms})"),
-                (None, None) => String::new(),
-            };
-            let _ = writeln!(
-                out,
-                "    {}: {} -> 429{asked}",
-                when(&rule.when),
-                attempts_shown(rule.attempts)
-            );
-        }
-        for rule in &behaviour.slow {
-            let _ = writeln!(
-                out,
-                "    {}: the first {} attempt(s) per call_id answer after {} ms",
-                when(&rule.when),
-                rule.attempts,
-                rule.delay_ms
-            );
-        }
-        for rule in &behaviour.results {
-            let _ = writeln!(
-                out,
-                "    {} -> 200 {{\"result\": {}}}",
-                when(&rule.when),
-                rule.result
-            );
-        }
-        match &behaviour.default {
-            Some(default) => {
-                let _ = writeln!(out, "    otherwise -> 200 {{\"result\": {default}}}");
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "    otherwise -> 200, an echo of the tool and its arguments"
-                );
-            }
-        }
-        for rule in &behaviour.approvals {
-            let decision = if rule.approved {
-                "granted (a token for that call_id)".to_owned()
-            } else {
-                format!(
-                    "refused: {:?}",
-                    rule.reason.as_deref().unwrap_or(DEFAULT_REFUSAL)
-                )
-            };
-            let _ = writeln!(out, "    approval {} -> {decision}", when(&rule.when));
+        for rule in rule_lines(behaviour) {
+            let _ = writeln!(out, "    {rule}");
         }
     }
     if !scenario.task.approval_required.is_empty() {
@@ -136,6 +60,73 @@ fn backend(scenario: &Scenario) -> String {
         );
     }
     out
+}
+
+/// How a tool answers, a line a rule, in the order the backend applies them: a denial
+/// wins over a result.
+fn rule_lines(behaviour: &ToolBehaviour) -> Vec<String> {
+    let mut lines = Vec::new();
+    for rule in &behaviour.deny {
+        let principal = rule
+            .principal
+            .as_deref()
+            .map_or(String::new(), |p| format!(" for principal {p}"));
+        let after = if rule.after > 0 {
+            format!(" once {} call(s) ran", rule.after)
+        } else {
+            String::new()
+        };
+        lines.push(format!(
+            "{}{principal}{after} -> 403 {:?}",
+            when(&rule.when),
+            rule.message
+        ));
+    }
+    for rule in &behaviour.unavailable {
+        let attempts = attempts_shown(rule.attempts);
+        lines.push(format!("{}: {attempts} -> 503", when(&rule.when)));
+    }
+    for rule in &behaviour.rate_limited {
+        let asked = match (rule.retry_after, rule.retry_after_ms) {
+            (Some(s), Some(ms)) => format!(" (retry-after {s} s, retry-after-ms {ms})"),
+            (Some(s), None) => format!(" (retry-after {s} s)"),
+            (None, Some(ms)) => format!(" (retry-after-ms {ms})"),
+            (None, None) => String::new(),
+        };
+        let attempts = attempts_shown(rule.attempts);
+        lines.push(format!("{}: {attempts} -> 429{asked}", when(&rule.when)));
+    }
+    for rule in &behaviour.slow {
+        lines.push(format!(
+            "{}: the first {} attempt(s) per call_id answer after {} ms",
+            when(&rule.when),
+            rule.attempts,
+            rule.delay_ms
+        ));
+    }
+    for rule in &behaviour.results {
+        lines.push(format!(
+            "{} -> 200 {{\"result\": {}}}",
+            when(&rule.when),
+            rule.result
+        ));
+    }
+    lines.push(match &behaviour.default {
+        Some(default) => format!("otherwise -> 200 {{\"result\": {default}}}"),
+        None => "otherwise -> 200, an echo of the tool and its arguments".to_owned(),
+    });
+    for rule in &behaviour.approvals {
+        let decision = if rule.approved {
+            "granted (a token for that call_id)".to_owned()
+        } else {
+            format!(
+                "refused: {:?}",
+                rule.reason.as_deref().unwrap_or(DEFAULT_REFUSAL)
+            )
+        };
+        lines.push(format!("approval {} -> {decision}", when(&rule.when)));
+    }
+    lines
 }
 
 fn when(pattern: &Option<Value>) -> String {

@@ -472,77 +472,85 @@ impl ToolBackend {
 mod tests {
     use super::*;
 
+    /// A backend under test, with its state; every call goes to one tool.
+    struct Bench {
+        backend: ToolBackend,
+        state: BackendState,
+        tool: &'static str,
+    }
+
+    impl Bench {
+        /// The backend of a scenario whose task offers `tool`, scripted by `rules` (its
+        /// lines under `tools.<tool>`).
+        fn scripted(tool: &'static str, rules: &[&str]) -> Self {
+            let rules: String = rules.iter().map(|r| format!("    {r}\n")).collect();
+            let yaml = format!(
+                r#"
+format: 1
+id: demo/{tool}
+summary: One scripted tool.
+level: must
+task: {{input: "Hi", tools: [{tool}]}}
+tools:
+  {tool}:
+{rules}script:
+  - output: [{{message: "Hello."}}]
+expect: {{outcome: completed}}
+"#
+            );
+            let scenario = crate::scenario::parse(std::path::Path::new("tool.yaml"), &yaml)
+                .unwrap_or_else(|err| panic!("{err}"));
+            Self::of(&scenario, tool)
+        }
+
+        fn of(scenario: &Scenario, tool: &'static str) -> Self {
+            Self {
+                backend: ToolBackend::new(scenario),
+                state: BackendState::default(),
+                tool,
+            }
+        }
+
+        /// Calls the tool under `call_id` with `arguments`.
+        fn call(&mut self, call_id: &str, arguments: Value) -> BackendReply {
+            self.call_with(&json!({"call_id": call_id, "arguments": arguments}))
+        }
+
+        /// Calls the tool with a whole request body.
+        fn call_with(&mut self, body: &Value) -> BackendReply {
+            self.backend.call(&mut self.state, self.tool, body)
+        }
+    }
+
     #[test]
     fn a_slow_call_is_executed_at_once_and_only_its_first_attempts_are_held() {
-        let scenario = crate::scenario::parse(
-            std::path::Path::new("slow.yaml"),
-            r#"
-format: 1
-id: demo/slow
-summary: A slow tool.
-level: must
-task: {input: "Hi", tools: [get_weather]}
-tools:
-  get_weather:
-    slow: [{when: {city: Oslo}, delay_ms: 800, attempts: 1}]
-script:
-  - output: [{message: "Hello."}]
-expect: {outcome: completed}
-"#,
-        )
-        .unwrap();
-        let backend = ToolBackend::new(&scenario);
-        let mut state = BackendState::default();
-        let call = |state: &mut BackendState, id: &str, city: &str| {
-            backend.call(
-                state,
-                "get_weather",
-                &json!({"call_id": id, "arguments": {"city": city}}),
-            )
-        };
-        let held = call(&mut state, "call_1", "Oslo");
+        let mut bench = Bench::scripted(
+            "get_weather",
+            &["slow: [{when: {city: Oslo}, delay_ms: 800, attempts: 1}]"],
+        );
+        let held = bench.call("call_1", json!({"city": "Oslo"}));
         assert_eq!((held.status, held.effect, held.delay_ms), (200, true, 800));
-        let retry = call(&mut state, "call_1", "Oslo");
+        let retry = bench.call("call_1", json!({"city": "Oslo"}));
         assert_eq!(
             (retry.status, retry.effect, retry.delay_ms),
             (200, false, 0)
         );
         assert_eq!(retry.body, held.body);
-        assert_eq!(call(&mut state, "call_2", "Ghent").delay_ms, 0);
-        assert_eq!(call(&mut state, "call_3", "Oslo").delay_ms, 800);
+        assert_eq!(bench.call("call_2", json!({"city": "Ghent"})).delay_ms, 0);
+        assert_eq!(bench.call("call_3", json!({"city": "Oslo"})).delay_ms, 800);
     }
 
     #[test]
     fn a_rate_limit_answers_429_with_its_wait_and_an_unavailable_rule_without_attempts_never_ends()
     {
-        let scenario = crate::scenario::parse(
-            std::path::Path::new("limits.yaml"),
-            r#"
-format: 1
-id: demo/limits
-summary: A rate-limited tool and one that stays down.
-level: must
-task: {input: "Hi", tools: [get_stock]}
-tools:
-  get_stock:
-    rate_limited: [{when: {sku: A7}, attempts: 1, retry_after: 2, retry_after_ms: 150}]
-    unavailable: [{when: {sku: B2}}]
-script:
-  - output: [{message: "Hello."}]
-expect: {outcome: completed}
-"#,
-        )
-        .unwrap();
-        let backend = ToolBackend::new(&scenario);
-        let mut state = BackendState::default();
-        let call = |state: &mut BackendState, id: &str, sku: &str| {
-            backend.call(
-                state,
-                "get_stock",
-                &json!({"call_id": id, "arguments": {"sku": sku}}),
-            )
-        };
-        let limited = call(&mut state, "call_1", "A7");
+        let mut bench = Bench::scripted(
+            "get_stock",
+            &[
+                "rate_limited: [{when: {sku: A7}, attempts: 1, retry_after: 2, retry_after_ms: 150}]",
+                "unavailable: [{when: {sku: B2}}]",
+            ],
+        );
+        let limited = bench.call("call_1", json!({"sku": "A7"}));
         assert_eq!(limited.status, 429);
         assert_eq!(
             limited.headers,
@@ -552,55 +560,31 @@ expect: {outcome: completed}
             ]
         );
         assert!(!limited.effect);
-        let served = call(&mut state, "call_1", "A7");
+        let served = bench.call("call_1", json!({"sku": "A7"}));
         assert_eq!((served.status, served.effect), (200, true));
         assert!(served.headers.is_empty());
         for _ in 0..20 {
-            assert_eq!(call(&mut state, "call_2", "B2").status, 503);
+            assert_eq!(bench.call("call_2", json!({"sku": "B2"})).status, 503);
         }
     }
 
     #[test]
     fn a_numbered_tool_gives_each_execution_its_own_number_and_a_retry_its_first() {
-        let scenario = crate::scenario::parse(
-            std::path::Path::new("numbered.yaml"),
-            r#"
-format: 1
-id: demo/numbered
-summary: A numbered tool.
-level: must
-task: {input: "Hi", tools: [get_weather]}
-tools:
-  get_weather:
-    default: {forecast: sun}
-    numbered: booking
-script:
-  - output: [{message: "Hello."}]
-expect: {outcome: completed}
-"#,
-        )
-        .unwrap();
-        let backend = ToolBackend::new(&scenario);
-        let mut state = BackendState::default();
-        let call = |state: &mut BackendState, id: &str| {
-            backend
-                .call(
-                    state,
-                    "get_weather",
-                    &json!({"call_id": id, "arguments": {"city": "Oslo"}}),
-                )
-                .body
-        };
+        let mut bench = Bench::scripted(
+            "get_weather",
+            &["default: {forecast: sun}", "numbered: booking"],
+        );
+        let mut booking = |call_id: &str| bench.call(call_id, json!({"city": "Oslo"})).body;
         assert_eq!(
-            call(&mut state, "call_1"),
+            booking("call_1"),
             json!({"result": {"forecast": "sun", "booking": 1}})
         );
         assert_eq!(
-            call(&mut state, "call_2"),
+            booking("call_2"),
             json!({"result": {"forecast": "sun", "booking": 2}})
         );
         assert_eq!(
-            call(&mut state, "call_1"),
+            booking("call_1"),
             json!({"result": {"forecast": "sun", "booking": 1}})
         );
     }
@@ -613,13 +597,12 @@ expect: {outcome: completed}
             .find(|c| c.scenario.id == "authz/08-permission-revoked")
             .expect("in the catalogue")
             .scenario;
-        let backend = ToolBackend::new(&scenario);
-        let mut state = BackendState::default();
-        let call = |state: &mut BackendState, id: &str| {
-            let body = json!({"call_id": id, "arguments": {"invoice_id": "INV-3107"}, "principal": "user-1"});
-            backend.call(state, "get_invoice", &body).status
+        let mut bench = Bench::of(&scenario, "get_invoice");
+        let mut status = |call_id: &str| {
+            let body = json!({"call_id": call_id, "arguments": {"invoice_id": "INV-3107"}, "principal": "user-1"});
+            bench.call_with(&body).status
         };
-        assert_eq!(call(&mut state, "call_1"), 200);
-        assert_eq!(call(&mut state, "call_2"), 403);
+        assert_eq!(status("call_1"), 200);
+        assert_eq!(status("call_2"), 403);
     }
 }

@@ -257,34 +257,31 @@ mod tests {
 
     use super::*;
     use crate::contract::StateMode;
-    use crate::transcript::normalize::{Answer, NORMALIZED_FORMAT};
+    use crate::transcript::normalize::Answer;
+    use crate::transcript::normalize::test_steps::normalized;
 
     fn request(body: Value) -> Step {
-        Step::Model(ModelStep {
-            method: "POST".to_owned(),
-            path: "/v1/responses".to_owned(),
-            headers: Default::default(),
-            body,
-            answer: Answer {
-                status: 200,
-                turn: Some(0),
-                response_status: Some("completed".to_owned()),
-                fault: None,
-                rejected_by: None,
-                streamed: false,
-            },
-        })
+        let answer = Answer {
+            status: 200,
+            turn: Some(0),
+            response_status: Some("completed".to_owned()),
+            fault: None,
+            rejected_by: None,
+            streamed: false,
+        };
+        crate::transcript::normalize::test_steps::request(body, answer)
     }
 
     fn run(steps: Vec<Step>) -> Normalized {
-        Normalized {
-            format: NORMALIZED_FORMAT,
-            case: "c".to_owned(),
-            state: StateMode::Stateless,
-            steps,
-            result: None,
-            unfinished: None,
-        }
+        normalized("c", StateMode::Stateless, steps)
+    }
+
+    /// The changes from `expected` to `actual`, as the report words them.
+    fn described(expected: &Normalized, actual: &Normalized) -> Vec<String> {
+        changes(expected, actual)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[test]
@@ -297,9 +294,8 @@ mod tests {
             request(json!({"model": "gpt-5"})),
             request(json!({"model": "gpt-5", "max_output_tokens": 256})),
         ]);
-        let found = changes(&expected, &actual);
         assert_eq!(
-            found.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            described(&expected, &actual),
             ["request 2 (POST /v1/responses): `max_output_tokens` is new: 256"]
         );
         assert!(changes(&expected, &expected).is_empty());
@@ -310,12 +306,8 @@ mod tests {
         let item = |text: &str| json!({"type": "function_call_output", "call_id": "call_1", "output": text});
         let expected = run(vec![request(json!({"input": [item("8")]}))]);
         let actual = run(vec![request(json!({"input": [item("9"), item("1")]}))]);
-        let found: Vec<String> = changes(&expected, &actual)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
         assert_eq!(
-            found,
+            described(&expected, &actual),
             [
                 "request 1 (POST /v1/responses): input[0] (function_call_output) changed: `output` is \"9\" instead of \"8\"",
                 "request 1 (POST /v1/responses): input[1] is new: {\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"1\"}",
@@ -327,12 +319,8 @@ mod tests {
     fn a_missing_request_is_named() {
         let expected = run(vec![request(json!({})), request(json!({}))]);
         let actual = run(vec![request(json!({}))]);
-        let found: Vec<String> = changes(&expected, &actual)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
         assert_eq!(
-            found,
+            described(&expected, &actual),
             ["request 2 (POST /v1/responses): is gone: the run ended before it"]
         );
     }

@@ -398,6 +398,38 @@ pub fn redact_steps(steps: &mut [Value], redactor: &Redactor) {
     }
 }
 
+/// Normalized runs built by hand, for the tests that compare them.
+#[cfg(test)]
+pub(crate) mod test_steps {
+    use serde_json::Value;
+
+    use super::{Answer, ModelStep, NORMALIZED_FORMAT, Normalized, Step};
+    use crate::contract::StateMode;
+
+    /// A `POST /v1/responses` step sending `body`, answered with `answer`.
+    pub fn request(body: Value, answer: Answer) -> Step {
+        Step::Model(ModelStep {
+            method: "POST".to_owned(),
+            path: "/v1/responses".to_owned(),
+            headers: Default::default(),
+            body,
+            answer,
+        })
+    }
+
+    /// A run of `case` in `state` that took `steps` and ended without a result.
+    pub fn normalized(case: &str, state: StateMode, steps: Vec<Step>) -> Normalized {
+        Normalized {
+            format: NORMALIZED_FORMAT,
+            case: case.to_owned(),
+            state,
+            steps,
+            result: None,
+            unfinished: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::write::{FieldSpans, Fields, Set, value_to};
+use super::write::{FieldSpans, Fields, Set, WriteJson, value_to};
 
 /// One generated output item; strings the scenario gives are borrowed from it.
 #[derive(Debug, Clone)]
@@ -131,9 +131,7 @@ impl OutputItem<'_> {
                         if index > 0 {
                             out.push(b',');
                         }
-                        out.extend_from_slice(br#"{"type":"summary_text","text":"#);
-                        value_to(out, text);
-                        out.push(b'}');
+                        write_part(out, br#"{"type":"summary_text","text":"#, text);
                     }
                     out.push(b']');
                 });
@@ -144,30 +142,16 @@ impl OutputItem<'_> {
                 text,
                 refusal,
             } => {
-                fields.put("id", id);
-                fields.put("type", kind);
-                fields.put("status", status);
-                fields.put("role", "assistant");
-                fields.put_with("content", |out| {
-                    out.push(b'[');
+                put_assistant_message(&mut fields, id, status, |out| {
                     write_output_text(out, text);
                     if let Some(refusal) = refusal {
                         out.push(b',');
                         write_refusal(out, refusal);
                     }
-                    out.push(b']');
                 });
             }
             OutputItem::Refusal { id, text } => {
-                fields.put("id", id);
-                fields.put("type", kind);
-                fields.put("status", "completed");
-                fields.put("role", "assistant");
-                fields.put_with("content", |out| {
-                    out.push(b'[');
-                    write_refusal(out, text);
-                    out.push(b']');
-                });
+                put_assistant_message(&mut fields, id, "completed", |out| write_refusal(out, text));
             }
             OutputItem::Call {
                 id,
@@ -185,9 +169,7 @@ impl OutputItem<'_> {
                 fields.put("name", name);
                 if let Some(caller_id) = caller_id {
                     fields.put_with("caller", |out| {
-                        out.extend_from_slice(br#"{"type":"program","caller_id":"#);
-                        value_to(out, caller_id);
-                        out.push(b'}');
+                        write_part(out, br#"{"type":"program","caller_id":"#, caller_id);
                     });
                 }
             }
@@ -198,9 +180,7 @@ impl OutputItem<'_> {
                 code,
                 fingerprint,
             } => {
-                fields.put("type", kind);
-                fields.put("id", id);
-                fields.put("call_id", call_id);
+                put_program_head(&mut fields, kind, id, call_id);
                 fields.put("code", code);
                 fields.put("fingerprint", fingerprint);
             }
@@ -210,9 +190,7 @@ impl OutputItem<'_> {
                 result,
                 status,
             } => {
-                fields.put("type", kind);
-                fields.put("id", id);
-                fields.put("call_id", call_id);
+                put_program_head(&mut fields, kind, id, call_id);
                 fields.put("result", result);
                 fields.put("status", status);
             }
@@ -228,18 +206,56 @@ impl OutputItem<'_> {
     }
 }
 
+/// An assistant message's fields, in the API's order: its content parts are what
+/// `parts` writes.
+fn put_assistant_message(
+    fields: &mut Fields<'_, '_>,
+    id: &str,
+    status: &str,
+    parts: impl FnOnce(&mut Vec<u8>),
+) {
+    fields.put("id", id);
+    fields.put("type", "message");
+    fields.put("status", status);
+    fields.put("role", "assistant");
+    fields.put_with("content", |out| {
+        out.push(b'[');
+        parts(out);
+        out.push(b']');
+    });
+}
+
+/// The fields a program and its output put first: `type`, `id`, `call_id`.
+fn put_program_head(
+    fields: &mut Fields<'_, '_>,
+    kind: &str,
+    id: &str,
+    call_id: &(impl WriteJson + ?Sized),
+) {
+    fields.put("type", kind);
+    fields.put("id", id);
+    fields.put("call_id", call_id);
+}
+
+/// An object whose last field is `value`: `head` opens it up to that value.
+fn write_part(out: &mut Vec<u8>, head: &[u8], value: &(impl WriteJson + ?Sized)) {
+    out.extend_from_slice(head);
+    value_to(out, value);
+    out.push(b'}');
+}
+
 /// An `output_text` content part.
 pub fn write_output_text(out: &mut Vec<u8>, text: &str) {
-    out.extend_from_slice(br#"{"type":"output_text","annotations":[],"logprobs":[],"text":"#);
-    value_to(out, text);
-    out.push(b'}');
+    write_part(
+        out,
+        br#"{"type":"output_text","annotations":[],"logprobs":[],"text":"#,
+        text,
+    );
 }
 
 /// A `refusal` content part.
 pub fn write_refusal(out: &mut Vec<u8>, text: &str) {
-    out.extend_from_slice(br#"{"type":"refusal","refusal":"#);
-    value_to(out, text);
-    out.push(b'}');
+    write_part(out, br#"{"type":"refusal","refusal":"#, text);
 }
 
 /// Writes items as a JSON array; with `spans`, notes where each item and its fields'

@@ -522,71 +522,71 @@ pub fn diagram(transcript: &Transcript, checks: &[CheckResult]) -> String {
             step.seq,
             step.at_ms
         );
-        let _ = write!(
-            svg,
-            r#"<text class="req" x="{}" y="{}">{}</text>"#,
-            X_CONTROLLER + 8,
-            y + 16,
-            escape(&clip(&step.request, LABEL))
-        );
+        let x = X_CONTROLLER + 8;
+        label(&mut svg, "req", x, y + 16, &clip(&step.request, LABEL));
         if !step.detail.is_empty() {
-            let _ = write!(
-                svg,
-                r#"<text class="detail" x="{}" y="{}">{}</text>"#,
-                X_CONTROLLER + 8,
+            label(
+                &mut svg,
+                "detail",
+                x,
                 y + 28,
-                escape(&clip(&step.detail, LABEL + 20))
+                &clip(&step.detail, LABEL + 20),
             );
         }
-        // Arrowheads are drawn, not `<marker>`s: a marker is found by id, and ids repeat
-        // across the page's diagrams, some of them hidden.
-        let (call_y, to) = (y + 33, step.to_x - 1);
-        let _ = write!(
-            svg,
-            r#"<line class="call" x1="{X_CONTROLLER}" y1="{call_y}" x2="{to}" y2="{call_y}"/><polygon class="call" points="{to},{call_y} {},{} {},{}"/>"#,
-            to - 8,
-            call_y - 4,
-            to - 8,
-            call_y + 4
-        );
-        let _ = write!(
-            svg,
-            r#"<text class="answer" x="{}" y="{}">{}</text>"#,
-            X_CONTROLLER + 8,
+        arrow(&mut svg, "call", X_CONTROLLER, step.to_x - 1, y + 33);
+        label(
+            &mut svg,
+            "answer",
+            x,
             y + 48,
-            escape(&clip(&step.answer, LABEL + 20))
+            &clip(&step.answer, LABEL + 20),
         );
-        let (reply_y, back) = (y + 53, X_CONTROLLER + 1);
-        let _ = write!(
-            svg,
-            r#"<line class="reply" x1="{}" y1="{reply_y}" x2="{back}" y2="{reply_y}"/><polygon class="reply" points="{back},{reply_y} {},{} {},{}"/></g>"#,
-            step.to_x,
-            back + 8,
-            reply_y - 4,
-            back + 8,
-            reply_y + 4
-        );
+        arrow(&mut svg, "reply", step.to_x, X_CONTROLLER + 1, y + 53);
+        svg.push_str("</g>");
     }
-    let _ = write!(
-        svg,
-        r#"<text class="ending" x="{}" y="{}">{}</text>"#,
+    let ending = ending(transcript);
+    label(
+        &mut svg,
+        "ending",
         X_CONTROLLER - 150 + 8,
         bottom + 22,
-        escape(&ending(transcript))
+        &ending,
     );
     if hidden > 0 {
-        let _ = write!(
-            svg,
-            r#"<text class="note" x="{}" y="{}">{}</text>"#,
+        label(
+            &mut svg,
+            "note",
             X_SERVER - 100,
             bottom + 22,
-            escape(&format!(
+            &format!(
                 "… {hidden} more exchange(s) not drawn ({hidden_marked} of them marked): the diagram stops at {MAX_STEPS}"
-            ))
+            ),
         );
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// A line of text of `class` starting at (`x`, `y`).
+fn label(svg: &mut String, class: &str, x: u32, y: u32, text: &str) {
+    let _ = write!(
+        svg,
+        r#"<text class="{class}" x="{x}" y="{y}">{}</text>"#,
+        escape(text)
+    );
+}
+
+/// A level arrow of `class` at height `y` from `from` to `to`. Its head is drawn, not
+/// a `<marker>`: a marker is found by id, and ids repeat across the page's diagrams,
+/// some of them hidden.
+fn arrow(svg: &mut String, class: &str, from: u32, to: u32, y: u32) {
+    let base = if to > from { to - 8 } else { to + 8 };
+    let _ = write!(
+        svg,
+        r#"<line class="{class}" x1="{from}" y1="{y}" x2="{to}" y2="{y}"/><polygon class="{class}" points="{to},{y} {base},{} {base},{}"/>"#,
+        y - 4,
+        y + 4
+    );
 }
 
 #[cfg(test)]
