@@ -109,7 +109,11 @@ fn every_relative_link_leads_to_a_file_and_heading_that_exist() {
             } else {
                 dir.join(file)
             };
-            let name = page.strip_prefix(ROOT).unwrap_or(&page).display().to_string();
+            let name = page
+                .strip_prefix(ROOT)
+                .unwrap_or(&page)
+                .display()
+                .to_string();
             if !linked.exists() {
                 broken.push(format!("{name}: ({target}): no file {}", linked.display()));
                 continue;
