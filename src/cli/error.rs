@@ -161,10 +161,8 @@ impl CliError {
             CliError::Record(RecordError::Interrupted(_)) | CliError::Interrupted => {
                 exit::INTERRUPTED
             }
-            CliError::Record(RecordError::Failed(_))
-            | CliError::Signals(_)
-            | CliError::Write(_)
-            | CliError::Runtime(_) => exit::FAILURES,
+            CliError::Record(err) if !err.is_usage() => exit::FAILURES,
+            CliError::Signals(_) | CliError::Write(_) | CliError::Runtime(_) => exit::FAILURES,
             _ => exit::USAGE,
         }
     }

@@ -6,14 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::cassette;
-use super::cassette::{Recording, TaskFile};
+use super::cassette::{CassetteError, Recording, TaskFile};
 use super::proxy::{Proxy, Upstream};
 use super::resume::Resume;
 use crate::contract::{var, write_task_file};
-use crate::redact;
+use crate::redact::{self, RuleError};
 use crate::runner::controller_env;
 use crate::scenario::task_json;
-use crate::scenario::{self, Expectation, Level, Outcome, Recorded, Scenario, StateMode};
+use crate::scenario::{
+    self, Expectation, Level, Outcome, Recorded, Scenario, ScenarioError, StateMode,
+};
 use crate::server::{RunningServer, Session};
 use crate::transcript::drift::{Comparison, ComparisonStatus};
 
@@ -57,15 +59,91 @@ pub struct RecordOptions {
 /// Why recording or replaying could not go on; the CLI maps each to an exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    /// Bad arguments or input files: exit 2.
+    /// No command after `--`: exit 2.
+    #[error("no command to run: give it after `--`, e.g. `-- python3 app.py`")]
+    NoCommand,
+    /// `record` without `--upstream`: exit 2.
+    #[error("--upstream is required to record (e.g. --upstream https://api.openai.com/v1)")]
+    NoUpstream,
+    /// `--mode once` and the cassette exists: exit 2.
+    #[error(
+        "refusing to overwrite {} (--mode once): use --mode all to record it again, --mode new to add to it, or --mode none to replay it",
+        .0.display()
+    )]
+    WouldOverwrite(PathBuf),
+    /// The file is a scenario without a recording: exit 2.
+    #[error(
+        "{} is a scenario, not a recording (it has no `recorded` section): run it with `loopcheck run`",
+        .0.display()
+    )]
+    NotARecording(PathBuf),
+    /// The cassette does not load: exit 2.
+    #[error(transparent)]
+    Cassette(#[from] ScenarioError),
+    /// The `--task` file does not load: exit 2.
+    #[error(transparent)]
+    TaskFile(#[from] CassetteError),
+    /// A redaction rule does not compile: exit 2.
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    /// The upstream cannot be used (its URL or certificates), redacted: exit 2.
     #[error("{0}")]
-    Usage(String),
-    /// Something failed while running: exit 1.
+    Upstream(String),
+    /// A step of the run failed with an I/O error: exit 1.
+    #[error("failed to {what}: {source}")]
+    Io {
+        /// What was being done (`write the task file`, `start \`python3\``, ...).
+        what: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// Requests were made but none reached the upstream: exit 1.
+    #[error("no request reached the upstream ({why}); {} was left as it was{}", .cassette.display(), if *.private { "\n(hint: for a private endpoint, --upstream-ca FILE names the certificate to trust)" } else { "" })]
+    Unreached {
+        /// The first connection failure, redacted.
+        why: String,
+        /// The cassette, untouched.
+        cassette: PathBuf,
+        /// Whether the upstream is HTTPS (where a private CA is the likely cause).
+        private: bool,
+    },
+    /// The recording cannot be made into a cassette: exit 1.
     #[error("{0}")]
-    Failed(String),
+    Build(String),
+    /// The cassette would not read back as a scenario: exit 1.
+    #[error("the cassette does not read back as a scenario ({source}); {} was left as it was", .cassette.display())]
+    Unreadable {
+        /// What the loader says.
+        source: ScenarioError,
+        /// The cassette, untouched.
+        cassette: PathBuf,
+    },
     /// Interrupted (Ctrl-C or SIGTERM): the cassette is left as it was; exit 130.
     #[error("interrupted: {0} was left as it was")]
     Interrupted(PathBuf),
+}
+
+impl RecordError {
+    /// Whether the command was asked something it cannot do (exit 2), as opposed to a
+    /// run that failed (exit 1) or was interrupted.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Self::NoCommand
+                | Self::NoUpstream
+                | Self::WouldOverwrite(_)
+                | Self::NotARecording(_)
+                | Self::Cassette(_)
+                | Self::TaskFile(_)
+                | Self::Rule(_)
+                | Self::Upstream(_)
+        )
+    }
+
+    fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
+        let what = what.into();
+        move |source| Self::Io { what, source }
+    }
 }
 
 /// How a record or replay run ended.
@@ -178,7 +256,7 @@ fn environment(
     vars.retain(|(name, _)| !kept(name));
     if !kept(var::TASK) {
         let path = write_task_file(task_dir, &task_json(scenario, session.state()))
-            .map_err(|err| RecordError::Failed(format!("failed to write the task file: {err}")))?;
+            .map_err(RecordError::io("write the task file"))?;
         vars.push((var::TASK.to_owned(), path.to_string_lossy().into_owned()));
     }
     Ok(vars)
@@ -192,23 +270,21 @@ async fn run_command(
     cassette: &Path,
 ) -> Result<ExitStatus, RecordError> {
     let Some((program, args)) = argv.split_first() else {
-        return Err(RecordError::Usage(
-            "no command to run: give it after `--`, e.g. `-- python3 app.py`".to_owned(),
-        ));
+        return Err(RecordError::NoCommand);
     };
-    let interrupt = crate::interrupt::Interrupt::listen()
-        .map_err(|err| RecordError::Failed(format!("failed to listen for Ctrl-C: {err}")))?;
+    let interrupt =
+        crate::interrupt::Interrupt::listen().map_err(RecordError::io("listen for Ctrl-C"))?;
     let mut child = tokio::process::Command::new(program)
         .args(args)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .map_err(|err| RecordError::Failed(format!("failed to start `{program}`: {err}")))?;
+        .map_err(RecordError::io(format!("start `{program}`")))?;
     let group = child.id().map(|pid| pid as i32);
     tokio::select! {
         status = child.wait() => {
-            status.map_err(|err| RecordError::Failed(format!("failed to wait for `{program}`: {err}")))
+            status.map_err(RecordError::io(format!("wait for `{program}`")))
         }
         () = interrupt.first() => {
             crate::runner::kill_group(group);
@@ -220,14 +296,10 @@ async fn run_command(
 
 /// A cassette read back, for `--mode new` and replays.
 fn load_recording(cassette: &Path) -> Result<(Scenario, Recorded), RecordError> {
-    let scenario =
-        scenario::load_file(cassette).map_err(|err| RecordError::Usage(err.to_string()))?;
+    let scenario = scenario::load_file(cassette)?;
     match scenario.recorded.clone() {
         Some(recorded) => Ok((scenario, recorded)),
-        None => Err(RecordError::Usage(format!(
-            "{} is a scenario, not a recording (it has no `recorded` section): run it with `loopcheck run`",
-            cassette.display()
-        ))),
+        None => Err(RecordError::NotARecording(cassette.to_owned())),
     }
 }
 
@@ -236,23 +308,17 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
     let out = &options.out;
     let old = match options.mode {
         Mode::Once if out.exists() => {
-            return Err(RecordError::Usage(format!(
-                "refusing to overwrite {} (--mode once): use --mode all to record it again, --mode new to add to it, or --mode none to replay it",
-                out.display()
-            )));
+            return Err(RecordError::WouldOverwrite(out.clone()));
         }
         Mode::None => return replay(out, &options.command).await,
         Mode::New if out.exists() => Some(load_recording(out)?),
         _ => None,
     };
     let Some(upstream_url) = options.upstream.as_deref() else {
-        return Err(RecordError::Usage(
-            "--upstream is required to record (e.g. --upstream https://api.openai.com/v1)"
-                .to_owned(),
-        ));
+        return Err(RecordError::NoUpstream);
     };
     let upstream = Upstream::new(upstream_url, options.upstream_ca.as_deref()).map_err(|err| {
-        RecordError::Usage(redact::installed().text(&err.to_string()).into_owned())
+        RecordError::Upstream(redact::installed().text(&err.to_string()).into_owned())
     })?;
     // The rules the cassette was recorded with still apply to what is added to it.
     let mut rules = (options.redact_json.clone(), options.redact_regex.clone());
@@ -260,9 +326,7 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
         rules.0.extend(recorded.redact_json.iter().cloned());
         rules.1.extend(recorded.redact_regex.iter().cloned());
     }
-    let redactor = redact::installed()
-        .with(&rules.0, &rules.1)
-        .map_err(|err| RecordError::Usage(err.to_string()))?;
+    let redactor = redact::installed().with(&rules.0, &rules.1)?;
     let (scenario, task, state) = match &old {
         Some((scenario, recorded)) => (
             scenario.clone(),
@@ -273,12 +337,7 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
             recorded.transcript.state,
         ),
         None => {
-            let task = options
-                .task
-                .as_deref()
-                .map(TaskFile::load)
-                .transpose()
-                .map_err(|err| RecordError::Usage(err.to_string()))?;
+            let task = options.task.as_deref().map(TaskFile::load).transpose()?;
             let scenario = recording_session(&cassette_id(out), task.as_ref(), options.state);
             (scenario, task, options.state)
         }
@@ -295,10 +354,8 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
         }
         None => proxy.start().await,
     };
-    let server =
-        started.map_err(|err| RecordError::Failed(format!("failed to start the proxy: {err}")))?;
-    let dir = tempfile::tempdir()
-        .map_err(|err| RecordError::Failed(format!("failed to create a task folder: {err}")))?;
+    let server = started.map_err(RecordError::io("start the proxy"))?;
+    let dir = tempfile::tempdir().map_err(RecordError::io("create a task folder"))?;
     // The caller's own key goes through to the upstream; nothing here replaces it.
     let own = Own {
         key: true,
@@ -316,15 +373,11 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
         let why = unreachable
             .first()
             .map_or("connection failed".into(), |why| redactor.text(why));
-        return Err(RecordError::Failed(format!(
-            "no request reached the upstream ({why}); {} was left as it was{}",
-            out.display(),
-            if upstream_url.starts_with("https://") {
-                "\n(hint: for a private endpoint, --upstream-ca FILE names the certificate to trust)"
-            } else {
-                ""
-            }
-        )));
+        return Err(RecordError::Unreached {
+            why: why.into_owned(),
+            cassette: out.clone(),
+            private: upstream_url.starts_with("https://"),
+        });
     }
     let extras = proxy.extras();
     let recording = Recording {
@@ -340,7 +393,7 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
         (&rules.0, &rules.1),
         &old_turns,
     )
-    .map_err(|err| RecordError::Failed(err.to_string()))?;
+    .map_err(|err| RecordError::Build(err.to_string()))?;
     write_cassette(out, &cassette)?;
     let replayed = transcript
         .model
@@ -375,40 +428,32 @@ fn write_cassette(out: &Path, cassette: &Scenario) -> Result<(), RecordError> {
     } else {
         serde_saphyr::to_string(cassette).map_err(|e| e.to_string())
     }
-    .map_err(|err| RecordError::Failed(format!("failed to write the cassette: {err}")))?;
-    scenario::parse(out, &text).map_err(|err| {
-        RecordError::Failed(format!(
-            "the cassette does not read back as a scenario ({err}); {} was left as it was",
-            out.display()
-        ))
+    .map_err(|err| RecordError::Build(format!("failed to write the cassette: {err}")))?;
+    scenario::parse(out, &text).map_err(|source| RecordError::Unreadable {
+        source,
+        cassette: out.to_owned(),
     })?;
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|err| {
-            RecordError::Failed(format!("failed to create {}: {err}", parent.display()))
-        })?;
+        std::fs::create_dir_all(parent)
+            .map_err(RecordError::io(format!("create {}", parent.display())))?;
     }
     crate::files::write_bytes_atomic(out, text.as_bytes())
-        .map_err(|err| RecordError::Failed(format!("failed to write {}: {err}", out.display())))
+        .map_err(RecordError::io(format!("write {}", out.display())))
 }
 
 /// `loopcheck replay FILE -- CMD`: serves the cassette to any command and compares what
 /// it sends with the recording.
 pub async fn replay(cassette: &Path, command: &[String]) -> Result<Finished, RecordError> {
-    let scenario =
-        scenario::load_file(cassette).map_err(|err| RecordError::Usage(err.to_string()))?;
+    let scenario = scenario::load_file(cassette)?;
     let Some(recorded) = scenario.recorded.clone() else {
-        return Err(RecordError::Usage(format!(
-            "{} is a scenario, not a recording (it has no `recorded` section): run it with `loopcheck run`",
-            cassette.display()
-        )));
+        return Err(RecordError::NotARecording(cassette.to_owned()));
     };
     let state = recorded.transcript.state;
     let session = Arc::new(Session::new(Arc::new(scenario), state));
     let server = RunningServer::start(session.clone())
         .await
-        .map_err(|err| RecordError::Failed(format!("failed to start the fake server: {err}")))?;
-    let dir = tempfile::tempdir()
-        .map_err(|err| RecordError::Failed(format!("failed to create a task folder: {err}")))?;
+        .map_err(RecordError::io("start the fake server"))?;
+    let dir = tempfile::tempdir().map_err(RecordError::io("create a task folder"))?;
     let own = Own {
         key: false,
         task: false,
