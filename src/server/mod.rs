@@ -21,8 +21,9 @@ mod store;
 pub mod stream;
 pub(crate) mod validate;
 mod webhook;
+mod websocket;
 
-pub use engine::{Session, SessionOptions};
+pub use engine::{SOCKET_TIME_LIMIT, Session, SessionOptions};
 pub use exchange::{EngineReply, EngineRequest, HeaderMap, ReplyBody};
 pub use http::RunningServer;
 pub use limits::HttpLimits;

@@ -27,6 +27,30 @@ pub struct Transcript {
     pub unfinished: Option<Unfinished>,
     /// What the process did (absent for in-process controllers).
     pub process: Option<ProcessRecord>,
+    /// What happened to WebSocket connections besides their creates: opened, refused
+    /// messages, closed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sockets: Vec<SocketEvent>,
+}
+
+/// One thing that happened on a WebSocket connection that is not a model exchange.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SocketEvent {
+    /// Global order across every exchange.
+    pub seq: u64,
+    /// Milliseconds since the session started.
+    pub at_ms: u64,
+    /// The connection's number in its session (from 1).
+    pub connection: u32,
+    /// `opened`, `refused` (a message the server answered with an error event) or
+    /// `closed`.
+    pub kind: String,
+    /// The close code, for `closed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    /// Why: the error sent for `refused`, the reason or who closed for `closed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl Transcript {
@@ -118,6 +142,10 @@ pub struct ModelExchange {
     /// For a background create: the terminal response the turn will become.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_response: Option<LazyJson>,
+    /// The WebSocket connection (numbered from 1 in each session) a `response.create`
+    /// came on; absent for HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<u32>,
 }
 
 impl ModelExchange {
