@@ -17,7 +17,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 
 use crate::support::http::Api;
-use crate::support::{case, case_from_yaml, serve};
+use crate::support::{case, case_from_yaml, missing_sdk, python, root, serve};
 
 /// Turn 1 calls get_weather slowly (a pause before each event), turn 2 answers.
 const SLOW: &str = r#"
@@ -570,4 +570,68 @@ async fn a_cut_stream_drops_the_connection_without_a_close_frame() {
     assert!(stream.cut);
     assert_eq!(stream.sent, 3);
     assert!(stream.ended_seq.is_some());
+}
+
+/// The official Python SDK's `client.responses.connect()` runs the loop over one
+/// connection (`websocket_probe.py`): it needs `openai` and `websockets`
+/// (`harness/python/requirements.txt`); skipped with a note without them, except under CI.
+#[tokio::test]
+async fn the_official_python_sdk_runs_a_loop_over_one_connection() {
+    let python = python();
+    let importable = tokio::process::Command::new(&python)
+        .args(["-c", "import openai, websockets"])
+        .output()
+        .await;
+    if let Err(why) = match &importable {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
+        Err(err) => Err(err.to_string()),
+    } {
+        let message = format!(
+            "{} cannot import openai and websockets ({why}); install harness/python/requirements.txt",
+            python.display()
+        );
+        missing_sdk("Python SDK's WebSocket client", &message);
+        return;
+    }
+    let (session, server) = start(None).await;
+    let output = tokio::process::Command::new(&python)
+        .arg(root().join("tests/integration/websocket_probe.py"))
+        .env("LOOPCHECK_BASE_URL", format!("{}/v1", server.base_url()))
+        .env("OPENAI_API_KEY", session.api_key())
+        .output()
+        .await
+        .expect("the probe runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the probe failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!(result["status"], "completed");
+    assert!(
+        result["text"].as_str().unwrap().contains("umbrella"),
+        "{result}"
+    );
+    let turns = result["turns"].as_array().expect("turns");
+    assert_eq!(turns.len(), 2);
+    for types in turns {
+        assert_eq!(types[0], "response.created");
+        assert_eq!(
+            types.as_array().unwrap().last().unwrap(),
+            "response.completed"
+        );
+    }
+    let transcript = session.transcript();
+    let served: Vec<(Option<usize>, Option<u32>)> = transcript
+        .model
+        .iter()
+        .map(|m| (m.turn, m.connection))
+        .collect();
+    assert_eq!(served, [(Some(0), Some(1)), (Some(1), Some(1))]);
+    assert_eq!(
+        transcript.model[1].body["input"].as_array().unwrap().len(),
+        1
+    );
 }
