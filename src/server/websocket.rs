@@ -86,10 +86,10 @@ pub(crate) fn wants_upgrade(method: &str, headers: &HeaderMap) -> bool {
 /// Whether `path` is the Responses endpoint, where a socket may open.
 pub(crate) fn is_socket_path(path: &str) -> bool {
     let mut segments = path.split('/').filter(|segment| !segment.is_empty());
-    match (segments.next(), segments.next(), segments.next()) {
-        (Some("v1"), Some("responses"), None) | (Some("responses"), None, None) => true,
-        _ => false,
-    }
+    matches!(
+        (segments.next(), segments.next(), segments.next()),
+        (Some("v1"), Some("responses"), None) | (Some("responses"), None, None)
+    )
 }
 
 /// The `Sec-WebSocket-Accept` value that completes a valid handshake.

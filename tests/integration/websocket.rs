@@ -341,7 +341,18 @@ async fn a_client_gone_mid_stream_ends_its_record_and_the_server_goes_on() {
     send(&mut socket, question()).await;
     next(&mut socket).await;
     drop(socket);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The server notices the client is gone, within a few seconds on a loaded machine.
+    for _ in 0..100 {
+        if session
+            .transcript()
+            .sockets
+            .iter()
+            .any(|s| s.kind == "closed")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let transcript = session.transcript();
     let stream = transcript.model[0]
         .stream
@@ -429,7 +440,13 @@ async fn a_store_false_response_chains_only_on_its_own_connection() {
     };
     first_socket.close(Some(normal)).await.expect("closed");
     while first_socket.next().await.is_some() {}
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    for _ in 0..100 {
+        let sockets = session.transcript().sockets;
+        if sockets.iter().any(|s| s.kind == "closed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let after =
         create(json!({"previous_response_id": second["id"], "input": "Thanks!", "store": false}));
     send(&mut other, after).await;
@@ -458,7 +475,7 @@ async fn the_server_closes_a_connection_at_its_time_limit_with_1001() {
     let case = case("correlation/01-single-call");
     let session = Arc::new(
         Session::new(Arc::new(case.scenario), StateMode::PreviousResponseId)
-            .with_socket_time_limit(Duration::from_millis(300)),
+            .with_socket_time_limit(Duration::from_millis(1500)),
     );
     let server = RunningServer::start(session.clone()).await.expect("starts");
     let mut socket = open(&server, &session).await;
@@ -633,5 +650,53 @@ async fn the_official_python_sdk_runs_a_loop_over_one_connection() {
     assert_eq!(
         transcript.model[1].body["input"].as_array().unwrap().len(),
         1
+    );
+}
+
+#[tokio::test]
+async fn scripted_faults_are_error_events_or_a_dropped_connection() {
+    let ask = || create(json!({"input": "How many D9 are in stock?"}));
+    // A 503 edge page (not JSON over HTTP) is the API's 503 error event; the retry on
+    // the same connection gets the turn.
+    let (session, server) = serve(
+        &case("transport/04-503-non-json"),
+        StateMode::PreviousResponseId,
+    )
+    .await;
+    let mut socket = open(&server, &session).await;
+    send(&mut socket, ask()).await;
+    let error = next(&mut socket).await;
+    assert_eq!(error["type"], "error");
+    assert_eq!(error["status"], 503);
+    assert_eq!(error["error"]["type"], "server_error");
+    send(&mut socket, ask()).await;
+    assert_eq!(
+        response(&mut socket).await["output"][0]["type"],
+        "function_call"
+    );
+    let faulted = &session.transcript().model[0];
+    assert_eq!(faulted.fault.as_ref().and_then(|f| f.status), Some(503));
+    assert_eq!(faulted.connection, Some(1));
+
+    // A dropped answer drops the connection, without a close frame.
+    let (session, server) = serve(
+        &case("transport/05-connection-dropped"),
+        StateMode::PreviousResponseId,
+    )
+    .await;
+    let mut socket = open(&server, &session).await;
+    send(&mut socket, ask()).await;
+    let end = tokio::time::timeout(Duration::from_secs(5), socket.next())
+        .await
+        .expect("within 5 s");
+    assert!(
+        !matches!(end, Some(Ok(Message::Close(_)) | Ok(Message::Text(_)))),
+        "dropped without an answer or a close frame: {end:?}"
+    );
+    let mut again = open(&server, &session).await;
+    send(&mut again, ask()).await;
+    assert_eq!(
+        response(&mut again).await["output"][0]["type"],
+        "function_call"
     );
 }
