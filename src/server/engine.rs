@@ -20,7 +20,8 @@ use super::webhook;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{BackendReply, ToolBackend};
 use crate::transcript::{
-    LazyJson, ModelExchange, SocketEvent, StreamRecord, ToolExchange, ToolRequestKind, Transcript,
+    LazyJson, ModelExchange, SocketEvent, SocketEventKind, StreamRecord, ToolExchange,
+    ToolRequestKind, Transcript,
 };
 use crate::wire::{ApiError, IdGen};
 
@@ -152,7 +153,7 @@ impl Session {
     /// Numbers a new WebSocket connection (from 1) and records that it opened.
     pub(crate) fn open_socket(&self) -> u32 {
         let connection = self.sockets_opened.fetch_add(1, Ordering::Relaxed) + 1;
-        self.record_socket(connection, "opened", None, None);
+        self.record_socket(connection, SocketEventKind::Opened, None, None);
         connection
     }
 
@@ -160,7 +161,7 @@ impl Session {
     pub(crate) fn record_socket(
         &self,
         connection: u32,
-        kind: &str,
+        kind: SocketEventKind,
         code: Option<u16>,
         detail: Option<String>,
     ) {
@@ -168,7 +169,7 @@ impl Session {
             seq: 0,
             at_ms: 0,
             connection,
-            kind: kind.to_owned(),
+            kind,
             code,
             detail,
         });
@@ -177,7 +178,7 @@ impl Session {
     /// A WebSocket connection closed: what it alone could continue is gone.
     pub(crate) fn close_socket(&self, connection: u32, code: Option<u16>, detail: String) {
         lock(&self.store).forget_connection(connection);
-        self.record_socket(connection, "closed", code, Some(detail));
+        self.record_socket(connection, SocketEventKind::Closed, code, Some(detail));
     }
 
     /// Handles a `response.create` that came over a WebSocket connection, as the
@@ -199,11 +200,7 @@ impl Session {
         connection: Option<u32>,
         error: ApiError,
     ) -> EngineReply {
-        let socket = connection.map(|connection| SocketCreate {
-            connection,
-            generate: true,
-        });
-        self.model_exchange(request, socket, |_, _| Err(error))
+        self.model_exchange(request, connection, |_, _| Err(error))
     }
 
     /// Handles one request, from HTTP or (`socket`) a WebSocket connection.
@@ -231,7 +228,8 @@ impl Session {
                 Err(ApiError::invalid_url(&request.method, &request.path))
             });
         }
-        self.model_exchange(request, socket, |store, request| {
+        let connection = socket.map(|socket| socket.connection);
+        self.model_exchange(request, connection, |store, request| {
             self.check_auth(request)?;
             let segments = Segments::of(&request.path);
             let route = match segments.as_slice() {
@@ -254,7 +252,7 @@ impl Session {
     fn model_exchange(
         &self,
         request: EngineRequest,
-        socket: Option<SocketCreate>,
+        connection: Option<u32>,
         handler: impl FnOnce(&mut Store, &EngineRequest) -> Result<Handled, ApiError>,
     ) -> EngineReply {
         let mut store = lock(&self.store);
@@ -307,7 +305,7 @@ impl Session {
             fault: handled.fault,
             stream,
             final_response: handled.final_response,
-            connection: socket.map(|socket| socket.connection),
+            connection,
             ..request.into_recorded_exchange(body_unparsed)
         });
         let scheduled = std::mem::take(&mut store.webhooks.outbox);

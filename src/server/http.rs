@@ -3,7 +3,7 @@
 //! without any answer, and a stream must go out event by event and break off midway.
 //! Every request's body is read here, within the server's [`HttpLimits`], before its
 //! handler sees it. A server of one session also takes the WebSocket upgrade of
-//! `/v1/responses`, whose connection [`super::websocket`] serves.
+//! `/v1/responses`, whose connection the `websocket` module serves.
 
 use std::borrow::Cow;
 use std::future::Future;

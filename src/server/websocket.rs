@@ -67,6 +67,7 @@ use super::engine::Session;
 use super::exchange::{EngineReply, EngineRequest, ReplyBody, SocketCreate};
 use super::limits::HttpLimits;
 use super::recorder::StreamProgress;
+use crate::transcript::SocketEventKind;
 use crate::wire::ApiError;
 
 /// Whether a request asks to become a WebSocket: `GET` with `Upgrade: websocket`.
@@ -261,7 +262,7 @@ impl Connection {
     fn refuse(&self, error: ApiError) -> Option<Message> {
         let detail = Some(error.message.clone());
         self.session
-            .record_socket(self.number, "refused", None, detail);
+            .record_socket(self.number, SocketEventKind::Refused, None, detail);
         Some(error_event(error.status, error.body(), None))
     }
 

@@ -33,6 +33,18 @@ pub struct Transcript {
     pub sockets: Vec<SocketEvent>,
 }
 
+/// What happened on a WebSocket connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SocketEventKind {
+    /// The upgrade was accepted.
+    Opened,
+    /// A message that is no client event the server takes, answered with an error event.
+    Refused,
+    /// The connection ended: a close frame either way, or the transport went.
+    Closed,
+}
+
 /// One thing that happened on a WebSocket connection that is not a model exchange.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SocketEvent {
@@ -42,13 +54,12 @@ pub struct SocketEvent {
     pub at_ms: u64,
     /// The connection's number in its session (from 1).
     pub connection: u32,
-    /// `opened`, `refused` (a message the server answered with an error event) or
-    /// `closed`.
-    pub kind: String,
+    /// What happened.
+    pub kind: SocketEventKind,
     /// The close code, for `closed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<u16>,
-    /// Why: the error sent for `refused`, the reason or who closed for `closed`.
+    /// Why: the error sent for a refused message; the reason, or who closed, for a close.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }

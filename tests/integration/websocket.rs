@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use loopcheck::scenario::StateMode;
 use loopcheck::server::{RunningServer, Session};
+use loopcheck::transcript::SocketEventKind;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -347,7 +348,7 @@ async fn a_client_gone_mid_stream_ends_its_record_and_the_server_goes_on() {
             .transcript()
             .sockets
             .iter()
-            .any(|s| s.kind == "closed")
+            .any(|s| s.kind == SocketEventKind::Closed)
         {
             break;
         }
@@ -360,7 +361,10 @@ async fn a_client_gone_mid_stream_ends_its_record_and_the_server_goes_on() {
         .expect("a stream record");
     assert!(stream.sent < stream.planned, "{stream:?}");
     assert!(stream.ended_seq.is_some());
-    let closed = transcript.sockets.iter().find(|s| s.kind == "closed");
+    let closed = transcript
+        .sockets
+        .iter()
+        .find(|s| s.kind == SocketEventKind::Closed);
     assert_eq!(closed.map(|s| s.connection), Some(1));
     let mut again = open(&server, &session).await;
     send(&mut again, question()).await;
@@ -442,7 +446,7 @@ async fn a_store_false_response_chains_only_on_its_own_connection() {
     while first_socket.next().await.is_some() {}
     for _ in 0..100 {
         let sockets = session.transcript().sockets;
-        if sockets.iter().any(|s| s.kind == "closed") {
+        if sockets.iter().any(|s| s.kind == SocketEventKind::Closed) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -454,7 +458,7 @@ async fn a_store_false_response_chains_only_on_its_own_connection() {
     let sockets = session.transcript().sockets;
     let closed = sockets
         .iter()
-        .find(|s| s.kind == "closed" && s.connection == 1)
+        .find(|s| s.kind == SocketEventKind::Closed && s.connection == 1)
         .expect("the close is recorded");
     assert_eq!(closed.code, Some(1000));
 }
@@ -496,8 +500,12 @@ async fn the_server_closes_a_connection_at_its_time_limit_with_1001() {
     assert_eq!(closed.code, CloseCode::Away);
     assert_eq!(u16::from(closed.code), 1001);
     let sockets = session.transcript().sockets;
-    let kinds: Vec<&str> = sockets.iter().map(|s| s.kind.as_str()).collect();
-    assert_eq!(kinds, ["opened", "closed"]);
+    let kinds: Vec<SocketEventKind> = sockets.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, [SocketEventKind::Opened, SocketEventKind::Closed]);
+    // As the transcript's JSON writes it.
+    let written = serde_json::to_value(&sockets[1]).expect("serializes");
+    assert_eq!(written["kind"], "closed");
+    assert_eq!(written["code"], 1001);
     assert_eq!(sockets[1].code, Some(1001));
 }
 
@@ -531,7 +539,7 @@ async fn bad_frames_get_error_events_and_never_end_the_server() {
         .transcript()
         .sockets
         .iter()
-        .filter(|s| s.kind == "refused")
+        .filter(|s| s.kind == SocketEventKind::Refused)
         .count();
     assert_eq!(refused, count);
 
