@@ -149,7 +149,8 @@ pub(crate) async fn serve(
 /// What goes out on a connection, from the tasks that stream its responses.
 enum Outgoing {
     Message(Message),
-    /// Drop the connection without a close frame (a stream the script cuts).
+    /// Drop the connection without a close frame (a stream the script cuts, an answer
+    /// it drops), as an HTTP connection breaks off.
     Break,
 }
 
@@ -199,7 +200,9 @@ impl Connection {
                             return (None, format!("sending failed: {err}"));
                         }
                     }
-                    Outgoing::Break => return (None, "stream cut by the script".to_owned()),
+                    Outgoing::Break => {
+                        return (None, "dropped by the script (a cut stream or a dropped answer)".to_owned());
+                    }
                 },
                 incoming = socket.next() => {
                     let reply = match incoming {
@@ -215,7 +218,7 @@ impl Connection {
                             return (code, "closed by the client".to_owned());
                         }
                         Some(Ok(_)) => {
-                            // A ping: tungstenite has queued its pong.
+                            // A ping or pong: tungstenite has queued the pong a ping asks for.
                             let _ = socket.flush().await;
                             continue;
                         }
