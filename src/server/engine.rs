@@ -3,6 +3,7 @@
 //! tool backend, records the exchange, and returns a reply for a front end to send.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::api::{self, Answer, Handled};
 use super::clock::Clock;
-use super::exchange::{EngineReply, EngineRequest, ReplyBody};
+use super::exchange::{EngineReply, EngineRequest, ReplyBody, SocketCreate};
 use super::recorder::{Observer, Recorder, StreamProgress, lock};
 use super::store::Store;
 use super::stream::{self, StreamFrames};
@@ -19,7 +20,8 @@ use super::webhook;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{BackendReply, ToolBackend};
 use crate::transcript::{
-    LazyJson, ModelExchange, StreamRecord, ToolExchange, ToolRequestKind, Transcript,
+    LazyJson, ModelExchange, SocketEvent, SocketEventKind, StreamRecord, ToolExchange,
+    ToolRequestKind, Transcript,
 };
 use crate::wire::{ApiError, IdGen};
 
@@ -46,7 +48,14 @@ pub struct Session {
     /// Where requests from async front ends wait their turn (see
     /// [`Session::handle_async`]).
     turns: tokio::sync::Mutex<()>,
+    /// How long a WebSocket connection may stay open before the server closes it.
+    socket_time_limit: Duration,
+    /// The WebSocket connections opened so far.
+    sockets_opened: AtomicU32,
 }
+
+/// How long the API keeps a WebSocket connection open: 60 minutes.
+pub const SOCKET_TIME_LIMIT: Duration = Duration::from_secs(60 * 60);
 
 impl Session {
     /// A fresh session for `scenario` in `state` mode, with seed 0.
@@ -77,7 +86,21 @@ impl Session {
             store: Mutex::new(Store::new(ids, Clock::seeded(options.seed))),
             recorder: Arc::new(Mutex::new(Recorder::new(options.observer))),
             turns: tokio::sync::Mutex::new(()),
+            socket_time_limit: SOCKET_TIME_LIMIT,
+            sockets_opened: AtomicU32::new(0),
         }
+    }
+
+    /// This session with WebSocket connections closed (code 1001) after `limit`
+    /// instead of [`SOCKET_TIME_LIMIT`].
+    pub fn with_socket_time_limit(mut self, limit: Duration) -> Self {
+        self.socket_time_limit = limit;
+        self
+    }
+
+    /// How long a WebSocket connection may stay open.
+    pub fn socket_time_limit(&self) -> Duration {
+        self.socket_time_limit
     }
 
     /// The API key controllers must send: random, this session's alone.
@@ -117,6 +140,71 @@ impl Session {
 
     /// Handles one request.
     pub fn handle(&self, request: EngineRequest) -> EngineReply {
+        self.handle_from(request, None)
+    }
+
+    /// The refusal of a WebSocket upgrade that lacks this session's key, recorded as
+    /// HTTP records it; `None` when the key is right.
+    pub(crate) fn refuse_upgrade(&self, request: &EngineRequest) -> Option<EngineReply> {
+        let error = self.check_auth(request).err()?;
+        Some(self.refuse(request.clone(), None, error))
+    }
+
+    /// Numbers a new WebSocket connection (from 1) and records that it opened.
+    pub(crate) fn open_socket(&self) -> u32 {
+        let connection = self.sockets_opened.fetch_add(1, Ordering::Relaxed) + 1;
+        self.record_socket(connection, SocketEventKind::Opened, None, None);
+        connection
+    }
+
+    /// Records what happened on a WebSocket connection besides its creates.
+    pub(crate) fn record_socket(
+        &self,
+        connection: u32,
+        kind: SocketEventKind,
+        code: Option<u16>,
+        detail: Option<String>,
+    ) {
+        lock(&self.recorder).socket(SocketEvent {
+            seq: 0,
+            at_ms: 0,
+            connection,
+            kind,
+            code,
+            detail,
+        });
+    }
+
+    /// A WebSocket connection closed: what it alone could continue is gone.
+    pub(crate) fn close_socket(&self, connection: u32, code: Option<u16>, detail: String) {
+        lock(&self.store).forget_connection(connection);
+        self.record_socket(connection, SocketEventKind::Closed, code, Some(detail));
+    }
+
+    /// Handles a `response.create` that came over a WebSocket connection, as the
+    /// streamed HTTP create `request` is, in turn with every other request.
+    pub(crate) async fn handle_socket(
+        &self,
+        request: EngineRequest,
+        socket: SocketCreate,
+    ) -> EngineReply {
+        let _turn = self.turns.lock().await;
+        self.handle_from(request, Some(socket))
+    }
+
+    /// Answers `request` with `error`, recorded as a rejected exchange (on WebSocket
+    /// connection `connection`, if it came on one).
+    pub(crate) fn refuse(
+        &self,
+        request: EngineRequest,
+        connection: Option<u32>,
+        error: ApiError,
+    ) -> EngineReply {
+        self.model_exchange(request, connection, |_, _| Err(error))
+    }
+
+    /// Handles one request, from HTTP or (`socket`) a WebSocket connection.
+    fn handle_from(&self, request: EngineRequest, socket: Option<SocketCreate>) -> EngineReply {
         // Only a path under `/tools` is split here: an API path is split once, below.
         if Segments::first(&request.path) == Some("tools") {
             match Segments::of(&request.path).as_slice() {
@@ -127,7 +215,7 @@ impl Session {
                     return self.tool_request(&request, None);
                 }
                 ["tools", "webhooks"] if request.method == "POST" => {
-                    return self.model_exchange(request, |store, request| {
+                    return self.model_exchange(request, None, |store, request| {
                         let now = store.clock.now();
                         (store.webhooks)
                             .register(&mut store.ids, now, &request.body)
@@ -136,17 +224,18 @@ impl Session {
                 }
                 _ => {}
             }
-            return self.model_exchange(request, |_, request| {
+            return self.model_exchange(request, None, |_, request| {
                 Err(ApiError::invalid_url(&request.method, &request.path))
             });
         }
-        self.model_exchange(request, |store, request| {
+        let connection = socket.map(|socket| socket.connection);
+        self.model_exchange(request, connection, |store, request| {
             self.check_auth(request)?;
             let segments = Segments::of(&request.path);
             let route = match segments.as_slice() {
                 ["v1", route @ ..] | route => route,
             };
-            api::route(&self.scenario, store, request, route)
+            api::route(&self.scenario, store, request, route, socket)
         })
     }
 
@@ -158,10 +247,12 @@ impl Session {
         }
     }
 
-    /// Runs `handler` under the store's lock and records the exchange.
+    /// Runs `handler` under the store's lock and records the exchange (with the
+    /// WebSocket connection it came on, if any).
     fn model_exchange(
         &self,
         request: EngineRequest,
+        connection: Option<u32>,
         handler: impl FnOnce(&mut Store, &EngineRequest) -> Result<Handled, ApiError>,
     ) -> EngineReply {
         let mut store = lock(&self.store);
@@ -214,6 +305,7 @@ impl Session {
             fault: handled.fault,
             stream,
             final_response: handled.final_response,
+            connection,
             ..request.into_recorded_exchange(body_unparsed)
         });
         let scheduled = std::mem::take(&mut store.webhooks.outbox);

@@ -67,6 +67,7 @@ impl EngineRequest {
             fault: None,
             stream: None,
             final_response: None,
+            connection: None,
         }
     }
 
@@ -114,6 +115,15 @@ impl EngineRequest {
             .find(|(key, _)| *key == name)
             .map(|(_, value)| value)
     }
+}
+
+/// A `response.create` that came over a WebSocket connection rather than HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SocketCreate {
+    /// The connection's number in its session (from 1).
+    pub connection: u32,
+    /// `generate: false` asks for a warm-up: a response without output or a turn.
+    pub generate: bool,
 }
 
 /// What a reply carries.

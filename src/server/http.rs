@@ -2,13 +2,14 @@
 //! hyper directly (not a framework) because a fault must be able to close a connection
 //! without any answer, and a stream must go out event by event and break off midway.
 //! Every request's body is read here, within the server's [`HttpLimits`], before its
-//! handler sees it.
+//! handler sees it. A server of one session also takes the WebSocket upgrade of
+//! `/v1/responses`, whose connection the `websocket` module serves.
 
 use std::borrow::Cow;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderName, HeaderValue, UPGRADE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
@@ -30,6 +31,7 @@ use super::exchange::{EngineReply, EngineRequest, ReplyBody};
 use super::limits::{Backoff, BodyBudget, HttpLimits, Reservation};
 use super::recorder::StreamProgress;
 use super::stream::StreamFrames;
+use super::websocket;
 use crate::wire::error::ApiError;
 
 /// A running server; dropping it (or calling [`RunningServer::shutdown`]) stops it and
@@ -52,11 +54,11 @@ pub(crate) type BoxFuture<'a, T> =
 
 impl RunningServer {
     /// Binds 127.0.0.1 on a free port and serves `session`.
+    /// WebSocket upgrades of `/v1/responses` open connections to the same session.
     pub async fn start(session: Arc<Session>) -> std::io::Result<Self> {
-        Self::serve(Arc::new(move |request| {
-            Box::pin(serve(session.clone(), request))
-        }))
-        .await
+        let sockets = session.clone();
+        let handler: Handler = Arc::new(move |request| Box::pin(serve(session.clone(), request)));
+        Self::listen(0, handler, Some(sockets), HttpLimits::default()).await
     }
 
     /// Binds 127.0.0.1 on a free port and answers every request with `handler`.
@@ -71,9 +73,19 @@ impl RunningServer {
         handler: Handler,
         limits: HttpLimits,
     ) -> std::io::Result<Self> {
+        Self::listen(port, handler, None, limits).await
+    }
+
+    /// [`RunningServer::serve_on`], with WebSocket upgrades served by `sockets`.
+    async fn listen(
+        port: u16,
+        handler: Handler,
+        sockets: Option<Arc<Session>>,
+        limits: HttpLimits,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
-        let task = tokio::spawn(accept_loop(listener, handler, limits));
+        let task = tokio::spawn(accept_loop(listener, handler, sockets, limits));
         Ok(Self {
             addr,
             task: Some(task),
@@ -107,7 +119,12 @@ impl Drop for RunningServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, handler: Handler, limits: HttpLimits) {
+async fn accept_loop(
+    listener: TcpListener,
+    handler: Handler,
+    sockets: Option<Arc<Session>>,
+    limits: HttpLimits,
+) {
     // Connections live in the set, so aborting this task closes them all.
     let mut connections = JoinSet::new();
     let open = Arc::new(Semaphore::new(limits.connections.max(1)));
@@ -129,12 +146,23 @@ async fn accept_loop(listener: TcpListener, handler: Handler, limits: HttpLimits
         // Without TCP_NODELAY a keep-alive client stalls ~40 ms per request (Nagle plus
         // delayed ACK).
         let _ = tcp.set_nodelay(true);
-        let (handler, budget) = (handler.clone(), budget.clone());
+        let (handler, budget, sockets) = (handler.clone(), budget.clone(), sockets.clone());
         connections.spawn(async move {
             let _permit = permit;
-            let service = service_fn(move |request| {
+            // An accepted upgrade's connection, served here once hyper lets go of it,
+            // so it holds its permit and closes with the server.
+            let upgraded: Arc<Mutex<Option<BoxFuture<'static, ()>>>> = Arc::default();
+            let upgrades = upgraded.clone();
+            let service = service_fn(move |request: Request<Incoming>| {
                 let (handler, budget) = (handler.clone(), budget.clone());
+                let (sockets, upgrades) = (sockets.clone(), upgrades.clone());
                 async move {
+                    if let Some(session) = sockets.filter(|_| {
+                        websocket::wants_upgrade(request.method().as_str(), request.headers())
+                            && websocket::is_socket_path(request.uri().path())
+                    }) {
+                        return upgrade(session, request, limits, &upgrades).await;
+                    }
                     match read_request(request, &limits, &budget).await {
                         // The body's bytes count against the budget until it is handled.
                         Ok((request, _held)) => handler(request).await,
@@ -146,10 +174,63 @@ async fn accept_loop(listener: TcpListener, handler: Handler, limits: HttpLimits
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_timeout)
                 .serve_connection(TokioIo::new(tcp), service)
+                .with_upgrades()
                 .await;
+            let socket = upgraded.lock().ok().and_then(|mut slot| slot.take());
+            if let Some(socket) = socket {
+                socket.await;
+            }
         });
         while connections.try_join_next().is_some() {}
     }
+}
+
+/// Answers a WebSocket upgrade of `/v1/responses`: refused as HTTP refuses a request
+/// without this session's key, 400 without a valid handshake, else 101 with the
+/// connection left in `slot` for the connection's task to serve.
+async fn upgrade(
+    session: Arc<Session>,
+    mut request: Request<Incoming>,
+    limits: HttpLimits,
+    slot: &Mutex<Option<BoxFuture<'static, ()>>>,
+) -> Result<Response<ReplyStream>, DropConnection> {
+    let head = EngineRequest {
+        method: request.method().as_str().to_owned(),
+        path: request.uri().path().to_owned(),
+        query: request.uri().query().map(str::to_owned),
+        headers: request.headers().clone(),
+        body: Bytes::new(),
+    };
+    if let Some(refusal) = session.refuse_upgrade(&head) {
+        return send(refusal).await;
+    }
+    let accept = match websocket::accept_key(&head.headers) {
+        Ok(accept) => accept,
+        Err(error) => {
+            return send(EngineReply {
+                status: error.status,
+                headers: Vec::new(),
+                body: ReplyBody::Json(error.body().to_string().into()),
+                delay: Duration::ZERO,
+            })
+            .await;
+        }
+    };
+    let on_upgrade = hyper::upgrade::on(&mut request);
+    if let Ok(mut slot) = slot.lock() {
+        *slot = Some(Box::pin(websocket::serve(
+            session, on_upgrade, head, limits,
+        )));
+    }
+    let mut response = Response::new(ReplyStream::full(Bytes::new()));
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
+    headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
+    if let Ok(accept) = HeaderValue::try_from(accept) {
+        headers.insert("sec-websocket-accept", accept);
+    }
+    Ok(response)
 }
 
 /// Returned to hyper to close the connection without an answer.

@@ -1,7 +1,8 @@
 //! The fake Responses API: a transport-free session engine (routing and recording), the
 //! store it keeps with its rules, the API handlers over that store, script playback
 //! (with the turns a session serves again compiled), strict emulation, server-sent
-//! events, and the hyper front that serves it within its limits.
+//! events, and the hyper front that serves it within its limits, with the WebSocket
+//! mode (`websocket`) on the same port.
 //!
 //! Data flows one way: a front end hands the engine a request; the engine routes it to
 //! a handler (`api`) or the tool backend, which read and change the `store`; the engine
@@ -21,8 +22,9 @@ mod store;
 pub mod stream;
 pub(crate) mod validate;
 mod webhook;
+mod websocket;
 
-pub use engine::{Session, SessionOptions};
+pub use engine::{SOCKET_TIME_LIMIT, Session, SessionOptions};
 pub use exchange::{EngineReply, EngineRequest, HeaderMap, ReplyBody};
 pub use http::RunningServer;
 pub use limits::HttpLimits;

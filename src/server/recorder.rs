@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use super::stream::StreamFrames;
 
-use crate::transcript::{ModelExchange, StreamRecord, ToolExchange, Transcript, WebhookDelivery};
+use crate::transcript::{
+    ModelExchange, SocketEvent, StreamRecord, ToolExchange, Transcript, WebhookDelivery,
+};
 
 /// Model exchanges per chunk of the recorder's list.
 const CHUNK: usize = 32;
@@ -92,6 +94,14 @@ impl Recorder {
         delivery.seq = self.next_seq();
         delivery.at_ms = self.elapsed_ms();
         self.transcript.webhooks.push(delivery);
+    }
+
+    /// Records what happened on a WebSocket connection (its `seq` and `at_ms` are set
+    /// here).
+    pub fn socket(&mut self, mut event: SocketEvent) {
+        event.seq = self.next_seq();
+        event.at_ms = self.elapsed_ms();
+        self.transcript.sockets.push(event);
     }
 
     /// Takes the next order number and updates the stream record of an exchange with it.

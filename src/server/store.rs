@@ -85,6 +85,15 @@ pub(super) struct Store {
     stored_items: HashMap<String, Value>,
     background: HashMap<String, Background>,
     conversations: HashMap<String, Conversation>,
+    /// Responses created with `store: false` over a WebSocket connection: the context
+    /// each continues, which only the connection that made it can chain to.
+    connection_cache: HashMap<String, Cached>,
+}
+
+/// A response only its own WebSocket connection can continue.
+struct Cached {
+    connection: u32,
+    context: Vec<Value>,
 }
 
 impl Store {
@@ -101,16 +110,42 @@ impl Store {
             stored_items: HashMap::new(),
             background: HashMap::new(),
             conversations: HashMap::new(),
+            connection_cache: HashMap::new(),
         }
     }
 
-    /// The context a request with `previous_response_id: id` continues (E1 when no
-    /// stored response has that id).
-    pub fn chain(&self, id: &str) -> Result<Vec<Value>, ApiError> {
+    /// The context a request with `previous_response_id: id` continues, from
+    /// WebSocket connection `connection` if it came on one (E1 when no stored response
+    /// has that id, nor one that connection cached).
+    pub fn chain(&self, id: &str, connection: Option<u32>) -> Result<Vec<Value>, ApiError> {
+        let cached = || {
+            self.connection_cache
+                .get(id)
+                .filter(|cached| Some(cached.connection) == connection)
+                .map(|cached| &cached.context)
+        };
         self.responses
             .get(id)
-            .map(|stored| stored.context.clone())
+            .map(|stored| &stored.context)
+            .or_else(cached)
+            .cloned()
             .ok_or_else(|| ApiError::previous_response_not_found(id))
+    }
+
+    /// Keeps the context of a response created with `store: false` on WebSocket
+    /// connection `connection`, for that connection alone to continue.
+    pub fn cache_on_connection(&mut self, id: &str, connection: u32, context: Vec<Value>) {
+        let cached = Cached {
+            connection,
+            context,
+        };
+        self.connection_cache.insert(id.to_owned(), cached);
+    }
+
+    /// A WebSocket connection closed: the responses it alone could continue are gone.
+    pub fn forget_connection(&mut self, connection: u32) {
+        self.connection_cache
+            .retain(|_, cached| cached.connection != connection);
     }
 
     /// Items retrievable by id (`item_reference`, replays without encrypted content).

@@ -12,6 +12,6 @@ pub use headers::RecordedHeaders;
 pub use lazy::LazyJson;
 pub(crate) use lazy::event_data;
 pub use model::{
-    FaultRecord, ModelExchange, ProcessRecord, StreamRecord, ToolExchange, ToolRequestKind,
-    Transcript, Unfinished, WebhookDelivery,
+    FaultRecord, ModelExchange, ProcessRecord, SocketEvent, SocketEventKind, StreamRecord,
+    ToolExchange, ToolRequestKind, Transcript, Unfinished, WebhookDelivery,
 };

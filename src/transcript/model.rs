@@ -27,6 +27,41 @@ pub struct Transcript {
     pub unfinished: Option<Unfinished>,
     /// What the process did (absent for in-process controllers).
     pub process: Option<ProcessRecord>,
+    /// What happened to WebSocket connections besides their creates: opened, refused
+    /// messages, closed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sockets: Vec<SocketEvent>,
+}
+
+/// What happened on a WebSocket connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SocketEventKind {
+    /// The upgrade was accepted.
+    Opened,
+    /// A message that is no client event the server takes, answered with an error event.
+    Refused,
+    /// The connection ended: a close frame either way, or the transport went.
+    Closed,
+}
+
+/// One thing that happened on a WebSocket connection that is not a model exchange.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SocketEvent {
+    /// Global order across every exchange.
+    pub seq: u64,
+    /// Milliseconds since the session started.
+    pub at_ms: u64,
+    /// The connection's number in its session (from 1).
+    pub connection: u32,
+    /// What happened.
+    pub kind: SocketEventKind,
+    /// The close code, for `closed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    /// Why: the error sent for a refused message; the reason, or who closed, for a close.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl Transcript {
@@ -118,6 +153,10 @@ pub struct ModelExchange {
     /// For a background create: the terminal response the turn will become.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_response: Option<LazyJson>,
+    /// The WebSocket connection (numbered from 1 in each session) a `response.create`
+    /// came on; absent for HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<u32>,
 }
 
 impl ModelExchange {

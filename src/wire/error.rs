@@ -450,6 +450,56 @@ impl ApiError {
         }
     }
 
+    /// A second `response.create` on a WebSocket connection (or lane) while its last
+    /// response is still streaming. Neither SDK's types nor the API's guide name a code
+    /// for it, so it is a plain `invalid_request_error` without one.
+    pub fn response_in_flight() -> Self {
+        Self::invalid(
+            400,
+            "socket",
+            "A response is already in progress on this connection: wait for its terminal event before sending another response.create, or send each on its own stream_id.".to_owned(),
+            None,
+            None,
+        )
+    }
+
+    /// A WebSocket message that is not a client event: not text, not JSON, not an
+    /// object with a string `type`.
+    pub fn invalid_socket_message(why: &str) -> Self {
+        Self::invalid(
+            400,
+            "socket",
+            format!("Invalid WebSocket message: {why}."),
+            None,
+            None,
+        )
+    }
+
+    /// A client event of a type the server does not take.
+    pub fn unknown_event_type(kind: &str) -> Self {
+        Self::invalid(
+            400,
+            "socket",
+            format!(
+                "Unsupported client event type '{kind}': this server takes 'response.create' events."
+            ),
+            Some("type"),
+            None,
+        )
+    }
+
+    /// A WebSocket upgrade without a valid handshake (`Sec-WebSocket-Key`, version 13).
+    pub fn bad_handshake() -> Self {
+        Self::invalid(
+            400,
+            "socket",
+            "A WebSocket upgrade needs a Sec-WebSocket-Key header and Sec-WebSocket-Version: 13."
+                .to_owned(),
+            None,
+            None,
+        )
+    }
+
     /// A request beyond the end of the scenario's script.
     pub fn script_exhausted(case: &str, turns: usize, recording: bool) -> Self {
         let message = if recording {

@@ -36,4 +36,5 @@ mod snapshot_runs;
 mod surface;
 mod upstream;
 mod vitest_helper;
+mod websocket;
 mod wiremock_plugin;

@@ -612,6 +612,7 @@ mod tests {
             fault: None,
             stream: None,
             final_response: None,
+            connection: None,
         }
     }
 

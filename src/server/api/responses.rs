@@ -1,6 +1,7 @@
 //! `POST /v1/responses` and the response endpoints: validation, script playback with
 //! scripted transport faults, storage, background runs, retrieval, cancel and delete.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -8,25 +9,27 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::{Answer, Handled, list_page};
-use crate::scenario::{Fault, Scenario, TurnStatus};
+use crate::scenario::{Fault, Scenario, StreamSpec, TurnStatus};
 use crate::server::compiled::{self, CompiledTurn};
-use crate::server::exchange::EngineRequest;
+use crate::server::exchange::{EngineRequest, SocketCreate};
 use crate::server::script;
 use crate::server::script::ExpandedTurn;
 use crate::server::store::{Background, Store, StoredResponse, skip_new_id, with_id};
 use crate::server::stream::{self, Prerendered, StreamFrames, StreamedResponse};
 use crate::server::validate;
 use crate::transcript::{FaultRecord, LazyJson};
-use crate::wire::response::{ResponseParts, WriteOutput};
+use crate::wire::response::{ResponseParts, ResponseStatus, WriteOutput};
 use crate::wire::{ApiError, CreateRequest, IdGen};
 
-/// `POST /v1/responses`: validates the request as the real API does, then answers the
-/// next scripted turn (or the fault scripted for this attempt).
+/// `POST /v1/responses` (or a WebSocket's `response.create`, `socket`): validates the
+/// request as the real API does, then answers the next scripted turn (or the fault
+/// scripted for this attempt).
 pub(super) fn create(
     scenario: &Scenario,
     store: &mut Store,
     raw: &Bytes,
     retry: bool,
+    socket: Option<SocketCreate>,
 ) -> Result<Handled, ApiError> {
     // An SDK retry (`x-stainless-retry-count` > 0) of the last served request, whose
     // answer the client lost, gets the same turn again, and so does the same request
@@ -71,7 +74,7 @@ pub(super) fn create(
         }
         (Some(id), None) => {
             validate::check_id_chars("previous_response_id", id)?;
-            store.chain(id)?
+            store.chain(id, socket.map(|socket| socket.connection))?
         }
         (None, Some(id)) => store.conversation(id)?.items.clone(),
         (None, None) => Vec::new(),
@@ -83,6 +86,14 @@ pub(super) fn create(
     let context = validate::Context::new(&chain, input.iter().map(|item| &**item));
     validate::check_context(&context, &store.issued)?;
     validate::check_programs(&context, &store.issued)?;
+    // Over a WebSocket, only the connection that made a `store: false` response can
+    // continue it.
+    let cached_on = socket
+        .map(|socket| socket.connection)
+        .filter(|_| !request.store);
+    if socket.is_some_and(|socket| !socket.generate) {
+        return warm_up(store, &request, chain, &input, conversation, cached_on);
+    }
 
     let script = &scenario.script;
     let (index, fault) = match &store.script.last_served {
@@ -192,42 +203,19 @@ pub(super) fn create(
     };
     let json = Bytes::from(json);
     let id = served.id();
-    // The input and output items, where a conversation or the stored context keeps them.
-    let kept = conversation.is_some() || request.store;
-    let output: Vec<Value> = match kept {
+    let kept = Kept {
+        id,
+        created_at,
+        tail: &tail,
+        json: &json,
+        conversation: conversation.as_deref(),
+        cached_on,
+    };
+    let output: Vec<Value> = match kept.anywhere(&request) {
         true => response.output().into_owned(),
         false => Vec::new(),
     };
-    let input_items: Vec<Value> = match kept {
-        true => input
-            .iter()
-            .map(|item| with_id(item, &mut store.ids, created_at, &tail))
-            .collect(),
-        false => {
-            for item in &input {
-                skip_new_id(item, &mut store.ids);
-            }
-            Vec::new()
-        }
-    };
-    if let Some(conversation) = &conversation {
-        let items = &mut store.conversation_mut(conversation)?.items;
-        items.extend(input_items.iter().cloned());
-        items.extend(output.iter().cloned());
-    }
-    if request.store {
-        let mut context = chain;
-        context.extend(input_items.iter().cloned());
-        context.extend(output);
-        store.store_response(
-            id,
-            StoredResponse {
-                response: LazyJson::json(json.clone()),
-                input_items,
-                context,
-            },
-        );
-    }
+    kept.keep(store, &request, chain, &input, output)?;
     if index == store.script.next_turn {
         store.script.next_turn += 1;
         store.script.attempts = 0;
@@ -314,6 +302,122 @@ pub(super) fn create(
         fault: None,
         final_response,
         request_id: None,
+    })
+}
+
+/// A response being kept, and where: its conversation, the store (`store: true`), or
+/// the cache of the WebSocket connection that made it (`store: false` over a socket).
+struct Kept<'a> {
+    id: &'a str,
+    created_at: u64,
+    tail: &'a str,
+    json: &'a Bytes,
+    conversation: Option<&'a str>,
+    cached_on: Option<u32>,
+}
+
+impl Kept<'_> {
+    /// Whether its items are kept anywhere.
+    fn anywhere(&self, request: &CreateRequest) -> bool {
+        self.conversation.is_some() || request.store || self.cached_on.is_some()
+    }
+
+    /// Keeps its input (given ids, which are drawn whether or not they are kept) and
+    /// `output` where later requests find them.
+    fn keep(
+        &self,
+        store: &mut Store,
+        request: &CreateRequest,
+        chain: Vec<Value>,
+        input: &[Cow<'_, Value>],
+        output: Vec<Value>,
+    ) -> Result<(), ApiError> {
+        let input_items: Vec<Value> = match self.anywhere(request) {
+            true => input
+                .iter()
+                .map(|item| with_id(item, &mut store.ids, self.created_at, self.tail))
+                .collect(),
+            false => {
+                for item in input {
+                    skip_new_id(item, &mut store.ids);
+                }
+                Vec::new()
+            }
+        };
+        if let Some(conversation) = self.conversation {
+            let items = &mut store.conversation_mut(conversation)?.items;
+            items.extend(input_items.iter().cloned());
+            items.extend(output.iter().cloned());
+        }
+        if request.store {
+            let mut context = chain;
+            context.extend(input_items.iter().cloned());
+            context.extend(output);
+            store.store_response(
+                self.id,
+                StoredResponse {
+                    response: LazyJson::json(self.json.clone()),
+                    input_items,
+                    context,
+                },
+            );
+        } else if let Some(connection) = self.cached_on {
+            let mut context = chain;
+            context.extend(input_items);
+            context.extend(output);
+            store.cache_on_connection(self.id, connection, context);
+        }
+        Ok(())
+    }
+}
+
+/// A WebSocket `response.create` with `generate: false`: a completed response without
+/// output, kept as any response is so a later create can chain to it, that serves no
+/// script turn.
+fn warm_up(
+    store: &mut Store,
+    request: &CreateRequest,
+    chain: Vec<Value>,
+    input: &[Cow<'_, Value>],
+    conversation: Option<String>,
+    cached_on: Option<u32>,
+) -> Result<Handled, ApiError> {
+    let created_at = store.clock.now();
+    let tail = store.ids.tail();
+    let id = store.ids.item_id("resp", created_at, &tail);
+    let parts = ResponseParts {
+        id: &id,
+        created_at,
+        status: ResponseStatus::Completed,
+        output: &[],
+        write_output: None,
+        request,
+        incomplete_reason: None,
+        error: None,
+        conversation: conversation.as_deref(),
+    };
+    let mut json = Vec::with_capacity(1024);
+    let layout = parts.write_spanned(&mut json);
+    let json = Bytes::from(json);
+    let kept = Kept {
+        id: &id,
+        created_at,
+        tail: &tail,
+        json: &json,
+        conversation: conversation.as_deref(),
+        cached_on,
+    };
+    kept.keep(store, request, chain, input, Vec::new())?;
+    let response = Prerendered {
+        response: &parts,
+        json: &json,
+        layout: Some(&layout),
+    };
+    let frames = stream::plan(&response, &StreamSpec::default(), &mut store.ids, true);
+    Ok(Handled {
+        body: Answer::Stream(frames),
+        final_response: Some(LazyJson::json(json)),
+        ..Handled::json(200, Value::Null)
     })
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{conversations, responses};
 use crate::scenario::Scenario;
-use crate::server::exchange::EngineRequest;
+use crate::server::exchange::{EngineRequest, SocketCreate};
 use crate::server::store::Store;
 use crate::server::stream::StreamFrames;
 use crate::transcript::{FaultRecord, LazyJson};
@@ -63,12 +63,14 @@ impl Handled {
 /// The OpenAI SDKs' count of the retries before this attempt.
 static RETRY_COUNT: HeaderName = HeaderName::from_static("x-stainless-retry-count");
 
-/// Routes an authenticated API request (`route` is its path below `/v1`).
+/// Routes an authenticated API request (`route` is its path below `/v1`); `socket`
+/// when it is a `response.create` from a WebSocket connection.
 pub(in crate::server) fn route(
     scenario: &Scenario,
     store: &mut Store,
     request: &EngineRequest,
     route: &[&str],
+    socket: Option<SocketCreate>,
 ) -> Result<Handled, ApiError> {
     let method = request.method.as_str();
     let body = || serde_json::from_slice::<Value>(&request.body).ok();
@@ -78,7 +80,7 @@ pub(in crate::server) fn route(
                 .header(&RETRY_COUNT)
                 .and_then(|n| n.trim().parse::<u32>().ok())
                 .is_some_and(|n| n > 0);
-            responses::create(scenario, store, &request.body, retry)
+            responses::create(scenario, store, &request.body, retry, socket)
         }
         ("GET", ["responses", id]) => responses::retrieve(store, id, request),
         ("DELETE", ["responses", id]) => responses::delete(store, id),
