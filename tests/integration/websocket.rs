@@ -18,7 +18,9 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 
 use crate::support::http::Api;
-use crate::support::{case, case_from_yaml, missing_sdk, python, root, serve};
+use crate::support::{
+    case, case_from_yaml, install_node_packages, missing_sdk, python, root, serve,
+};
 
 /// Turn 1 calls get_weather slowly (a pause before each event), turn 2 answers.
 const SLOW: &str = r#"
@@ -597,31 +599,32 @@ async fn a_cut_stream_drops_the_connection_without_a_close_frame() {
     assert!(stream.ended_seq.is_some());
 }
 
-/// The official Python SDK's `client.responses.connect()` runs the loop over one
-/// connection (`websocket_probe.py`): it needs `openai` and `websockets`
-/// (`harness/python/requirements.txt`); skipped with a note without them, except under CI.
-#[tokio::test]
-async fn the_official_python_sdk_runs_a_loop_over_one_connection() {
-    let python = python();
-    let importable = tokio::process::Command::new(&python)
-        .args(["-c", "import openai, websockets"])
+/// Whether `program args` runs in `dir` (the SDK and its WebSocket package import);
+/// why not.
+async fn importable(
+    program: &std::path::Path,
+    args: &[&str],
+    dir: &std::path::Path,
+) -> Result<(), String> {
+    let output = tokio::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
         .output()
         .await;
-    if let Err(why) = match &importable {
+    match output {
         Ok(output) if output.status.success() => Ok(()),
         Ok(output) => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
         Err(err) => Err(err.to_string()),
-    } {
-        let message = format!(
-            "{} cannot import openai and websockets ({why}); install harness/python/requirements.txt",
-            python.display()
-        );
-        missing_sdk("Python SDK's WebSocket client", &message);
-        return;
     }
+}
+
+/// Runs an official SDK's probe (`program probe`) against a fresh session and checks
+/// the loop it ran: two turns over one connection, each from `response.created` to
+/// `response.completed`, the second chained with only its new item.
+async fn assert_the_probe_runs_the_loop(program: &std::path::Path, probe: &str) {
     let (session, server) = start(None).await;
-    let output = tokio::process::Command::new(&python)
-        .arg(root().join("tests/integration/websocket_probe.py"))
+    let output = tokio::process::Command::new(program)
+        .arg(root().join(probe))
         .env("LOOPCHECK_BASE_URL", format!("{}/v1", server.base_url()))
         .env("OPENAI_API_KEY", session.api_key())
         .output()
@@ -630,7 +633,7 @@ async fn the_official_python_sdk_runs_a_loop_over_one_connection() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
-        "the probe failed: {}\n{stdout}",
+        "the probe {probe} failed: {}\n{stdout}",
         String::from_utf8_lossy(&output.stderr)
     );
     let result: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
@@ -659,6 +662,44 @@ async fn the_official_python_sdk_runs_a_loop_over_one_connection() {
         transcript.model[1].body["input"].as_array().unwrap().len(),
         1
     );
+}
+
+/// The official Python SDK's `client.responses.connect()` runs the loop over one
+/// connection (`websocket_probe.py`): it needs `openai` and `websockets`
+/// (`harness/python/requirements.txt`); skipped with a note without them, except under CI.
+#[tokio::test]
+async fn the_official_python_sdk_runs_a_loop_over_one_connection() {
+    let python = python();
+    if let Err(why) = importable(&python, &["-c", "import openai, websockets"], &root()).await {
+        let message = format!(
+            "{} cannot import openai and websockets ({why}); install harness/python/requirements.txt",
+            python.display()
+        );
+        missing_sdk("Python SDK's WebSocket client", &message);
+        return;
+    }
+    assert_the_probe_runs_the_loop(&python, "tests/integration/websocket_probe.py").await;
+}
+
+/// The official Node SDK's `ResponsesWS` (on the `ws` package) runs the same loop
+/// (`harness/node/probes/websocket.mjs`): it needs `harness/node`'s packages; skipped
+/// with a note without them, except under CI.
+#[tokio::test]
+async fn the_official_node_sdk_runs_a_loop_over_one_connection() {
+    install_node_packages();
+    let node = std::path::PathBuf::from("node");
+    // Bare imports resolve from the folder `-e` runs in: the package's own.
+    let check = "import('openai/resources/responses/ws').then(() => import('ws')).catch((e) => { console.error(e.message); process.exit(1) })";
+    let dir = root().join("harness/node");
+    if let Err(why) = importable(&node, &["--input-type=module", "-e", check], &dir).await {
+        let message = format!(
+            "node cannot load openai's ResponsesWS and ws from {} ({why}); install them with `npm ci --prefix harness/node`",
+            dir.join("node_modules").display()
+        );
+        missing_sdk("Node SDK's WebSocket client", &message);
+        return;
+    }
+    assert_the_probe_runs_the_loop(&node, "harness/node/probes/websocket.mjs").await;
 }
 
 #[tokio::test]
