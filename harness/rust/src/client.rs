@@ -124,7 +124,7 @@ async fn read_json(answer: reqwest::Response) -> Result<Value, Outcome> {
 }
 
 /// The `error.message` of an API error body, or the body itself when it is not one.
-fn error_message(body: &str) -> String {
+pub(crate) fn error_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     match parsed.as_ref().and_then(|v| v["error"]["message"].as_str()) {
         Some(message) => message.to_string(),

@@ -13,6 +13,9 @@
 //! - `stream`: the answer is read as server-sent events; the terminal event's response is
 //!   the round's response, and calls run only after it.
 //! - `background`: the created response is polled until it leaves `queued`/`in_progress`.
+//! - `websocket`: every create goes as a `response.create` event over one WebSocket
+//!   connection, opened at the first create and reopened when the server closed it
+//!   meanwhile; the answer is read as a stream's events (see `socket`).
 //! - Every request is retried like the official SDKs: connection errors, 408, 409, 429
 //!   and 5xx (or as `x-should-retry` says), twice at most, with the identical body.
 //!   A stream that broke after it started is not retried.
@@ -26,6 +29,7 @@
 mod client;
 mod response;
 mod retry;
+mod socket;
 mod sse;
 mod task;
 mod tools;
@@ -40,6 +44,7 @@ use tokio::time::Instant;
 pub use task::Task;
 
 use client::ResponsesClient;
+use socket::ResponsesSocket;
 use tools::Tools;
 
 const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -192,7 +197,30 @@ async fn tool_loop(
     let tools = Tools::new(task, http.clone(), &env.tools_url)
         .map_err(|detail| Outcome::failed("api_error", detail))?;
     let client = ResponsesClient::new(http, &env.base_url, &env.api_key);
+    if !task.websocket {
+        return rounds(task, &client, None, &tools, deadline).await;
+    }
+    if task.background {
+        return Err(Outcome::failed(
+            "unsupported",
+            "background responses are not served over a WebSocket",
+        ));
+    }
+    let mut socket = ResponsesSocket::new(&env.base_url, &env.api_key, HTTP_TIMEOUT)?;
+    let result = rounds(task, &client, Some(&mut socket), &tools, deadline).await;
+    socket.close().await;
+    result
+}
 
+/// The rounds of a case: model requests over HTTP, or over `socket` when given, and the
+/// tool calls between them.
+async fn rounds(
+    task: &Task,
+    client: &ResponsesClient,
+    mut socket: Option<&mut ResponsesSocket>,
+    tools: &Tools,
+    deadline: Option<Instant>,
+) -> Result<String, Outcome> {
     let mut state = match task.state.as_str() {
         "previous_response_id" => State::Chained(None),
         "stateless" if task.background => {
@@ -221,7 +249,10 @@ async fn tool_loop(
             _ => std::mem::take(&mut new_items),
         };
         let body = request_body(task, &state, input);
-        let mut response = before_deadline(deadline, client.create(&body)).await?;
+        let mut response = match socket.as_deref_mut() {
+            Some(socket) => before_deadline(deadline, socket.create(&body)).await?,
+            None => before_deadline(deadline, client.create(&body)).await?,
+        };
         if task.background {
             response = before_deadline(deadline, client.wait(response)).await?;
         }

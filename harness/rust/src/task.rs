@@ -27,6 +27,10 @@ pub struct Task {
     pub stream: bool,
     #[serde(default)]
     pub background: bool,
+    /// Every create goes over one WebSocket connection (the API's WebSocket mode); always
+    /// with `stream`, never with `background`.
+    #[serde(default)]
+    pub websocket: bool,
     /// The most `POST /responses` requests this case may make.
     pub max_rounds: u32,
     #[serde(default)]
