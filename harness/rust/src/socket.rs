@@ -133,7 +133,10 @@ impl ResponsesSocket {
         })?;
         request.headers_mut().insert("authorization", bearer);
         match tokio_tungstenite::connect_async(request).await {
-            Ok((connection, _)) => Ok(connection),
+            Ok((connection, _)) => {
+                eprintln!("connected to {}", self.url);
+                Ok(connection)
+            }
             Err(tokio_tungstenite::tungstenite::Error::Http(refused)) => {
                 let body = refused.body().as_deref().unwrap_or_default();
                 Err(Failure::Api {
@@ -242,23 +245,24 @@ async fn read_answer(connection: &mut Connection, deadline: Instant) -> Result<V
 /// `error` event with a status, before the answer started, is the API refusing the
 /// create as HTTP would; every other event is read as a streamed HTTP answer's.
 fn read_event(text: &str, started: bool) -> Result<Option<Value>, Failure> {
-    if !started && let Ok(event) = serde_json::from_str::<Value>(text) {
-        if let ("error", Some(status)) = (
-            event["type"].as_str().unwrap_or_default(),
-            event["status"].as_u64(),
-        ) {
-            let error = event
-                .get("error")
-                .filter(|e| e.is_object())
-                .unwrap_or(&event);
-            return Err(Failure::Api {
-                status: u16::try_from(status).unwrap_or(u16::MAX),
-                message: error["message"]
-                    .as_str()
-                    .unwrap_or("no message")
-                    .to_string(),
-            });
-        }
+    let refusal = (!started)
+        .then(|| serde_json::from_str::<Value>(text).ok())
+        .flatten()
+        .filter(|event| event["type"] == "error");
+    if let Some(event) = refusal
+        && let Some(status) = event["status"].as_u64()
+    {
+        let error = event
+            .get("error")
+            .filter(|e| e.is_object())
+            .unwrap_or(&event);
+        return Err(Failure::Api {
+            status: u16::try_from(status).unwrap_or(u16::MAX),
+            message: error["message"]
+                .as_str()
+                .unwrap_or("no message")
+                .to_string(),
+        });
     }
     sse::terminal_response(text).map_err(Failure::Fatal)
 }
@@ -287,5 +291,302 @@ fn closed(frame: Option<&CloseFrame>) -> String {
             frame.reason
         ),
         None => "the server closed the connection".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tokio::net::TcpListener;
+    use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+    use super::*;
+
+    #[test]
+    fn the_url_is_the_base_url_as_a_socket_plus_responses() {
+        assert_eq!(
+            socket_url("http://127.0.0.1:8080/v1").unwrap(),
+            "ws://127.0.0.1:8080/v1/responses"
+        );
+        assert_eq!(
+            socket_url("https://api.openai.com/v1/").unwrap(),
+            "wss://api.openai.com/v1/responses"
+        );
+        assert!(socket_url("ftp://example.com/v1").is_err());
+        assert!(socket_url("127.0.0.1:8080/v1").is_err());
+    }
+
+    #[test]
+    fn the_create_event_is_the_body_without_stream_and_background() {
+        let body = json!({"model": "gpt-5", "input": "hi", "store": false, "stream": true,
+                          "background": true, "previous_response_id": "resp_1"});
+        let event: Value = serde_json::from_str(&create_event(&body)).unwrap();
+        assert_eq!(
+            event,
+            json!({"type": "response.create", "model": "gpt-5", "input": "hi", "store": false,
+                   "previous_response_id": "resp_1"})
+        );
+    }
+
+    #[test]
+    fn an_error_event_before_the_answer_is_the_apis_refusal() {
+        let event = json!({"type": "error", "status": 429, "error": {"type": "rate_limit_error",
+                           "code": "rate_limit_exceeded", "message": "Slow down.", "param": null}});
+        assert_eq!(
+            read_event(&event.to_string(), false),
+            Err(Failure::Api {
+                status: 429,
+                message: "Slow down.".into()
+            })
+        );
+        // Once the answer started, an error event breaks the stream, as over HTTP.
+        assert_eq!(
+            read_event(&event.to_string(), true),
+            Err(Failure::Fatal(Outcome::failed(
+                "api_error",
+                "stream error rate_limit_exceeded: Slow down."
+            )))
+        );
+        // An error event without a status is a stream's.
+        let flat = json!({"type": "error", "code": "server_error", "message": "Boom"});
+        assert_eq!(
+            read_event(&flat.to_string(), false),
+            Err(Failure::Fatal(Outcome::failed(
+                "api_error",
+                "stream error server_error: Boom"
+            )))
+        );
+    }
+
+    #[test]
+    fn events_are_read_to_the_terminal_one() {
+        let created = json!({"type": "response.created", "response": {"id": "resp_1"}});
+        assert_eq!(read_event(&created.to_string(), false), Ok(None));
+        let completed = json!({"type": "response.completed", "response": {"id": "resp_1"}});
+        assert_eq!(
+            read_event(&completed.to_string(), true),
+            Ok(Some(json!({"id": "resp_1"})))
+        );
+        assert!(matches!(
+            read_event("{not json", true),
+            Err(Failure::Fatal(Outcome::Failed { reason, .. })) if reason == "api_error"
+        ));
+    }
+
+    #[test]
+    fn a_connection_lost_is_retried_before_the_answer_and_fails_the_case_after() {
+        assert!(matches!(lost(false, "reset"), Failure::Unanswered(_)));
+        assert_eq!(
+            lost(true, "reset"),
+            Failure::Fatal(Outcome::failed(
+                "api_error",
+                "stream ended before a terminal event"
+            ))
+        );
+    }
+
+    type ServerSide = WebSocketStream<TcpStream>;
+
+    async fn server() -> (TcpListener, ResponsesSocket) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        let socket = ResponsesSocket::new(&base, "sk-test", Duration::from_secs(5)).unwrap();
+        (listener, socket)
+    }
+
+    /// Accepts the next connection, checking its path and key.
+    async fn accept(listener: &TcpListener) -> ServerSide {
+        let (tcp, _) = listener.accept().await.unwrap();
+        // The handshake callback's signature is tungstenite's.
+        #[allow(clippy::result_large_err)]
+        let check = |request: &Request, response: Response| -> Result<Response, ErrorResponse> {
+            assert_eq!(request.uri().path(), "/v1/responses");
+            assert_eq!(request.headers()["authorization"], "Bearer sk-test");
+            Ok(response)
+        };
+        tokio_tungstenite::accept_hdr_async(tcp, check)
+            .await
+            .unwrap()
+    }
+
+    async fn next_create(server: &mut ServerSide) -> Value {
+        loop {
+            match server.next().await.unwrap().unwrap() {
+                Message::Text(text) => return serde_json::from_str(text.as_str()).unwrap(),
+                Message::Ping(_) | Message::Pong(_) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    async fn send(server: &mut ServerSide, event: Value) {
+        server.send(Message::text(event.to_string())).await.unwrap();
+    }
+
+    async fn answer(server: &mut ServerSide, id: &str) {
+        let response = json!({"id": id, "status": "completed", "output": []});
+        send(
+            server,
+            json!({"type": "response.created", "response": {"id": id, "status": "in_progress"}}),
+        )
+        .await;
+        send(
+            server,
+            json!({"type": "response.completed", "response": response}),
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_retryable_error_event_is_retried_on_the_same_connection() {
+        let (listener, mut socket) = server().await;
+        let fake = tokio::spawn(async move {
+            let mut server = accept(&listener).await;
+            let first = next_create(&mut server).await;
+            let error = json!({"type": "error", "status": 503, "error": {"type": "server_error",
+                               "code": null, "message": "Overloaded.", "param": null}});
+            send(&mut server, error).await;
+            let second = next_create(&mut server).await;
+            answer(&mut server, "resp_1").await;
+            // No other connection is opened.
+            let other = tokio::time::timeout(Duration::from_millis(100), listener.accept()).await;
+            (first, second, other.is_err())
+        });
+        let body = json!({"model": "gpt-5", "input": "hi", "stream": true});
+        let response = socket.create(&body).await.unwrap();
+        assert_eq!(response["id"], "resp_1");
+        socket.close().await;
+        let (first, second, one_connection) = fake.await.unwrap();
+        assert_eq!(
+            first,
+            json!({"type": "response.create", "model": "gpt-5", "input": "hi"})
+        );
+        assert_eq!(second, first, "the identical create is resent");
+        assert!(one_connection);
+    }
+
+    #[tokio::test]
+    async fn a_refusal_that_is_not_retryable_fails_with_the_apis_message() {
+        let (listener, mut socket) = server().await;
+        let fake = tokio::spawn(async move {
+            let mut server = accept(&listener).await;
+            next_create(&mut server).await;
+            let error = json!({"type": "error", "status": 400, "error": {"type": "invalid_request_error",
+                               "code": "previous_response_not_found",
+                               "message": "Previous response with id 'resp_x' not found.",
+                               "param": "previous_response_id"}});
+            send(&mut server, error).await;
+            // The connection stays open and nothing is resent.
+            tokio::time::timeout(Duration::from_secs(2), server.next())
+                .await
+                .is_err()
+        });
+        assert_eq!(
+            socket.create(&json!({"input": "hi"})).await,
+            Err(Outcome::failed(
+                "api_error",
+                "HTTP 400: Previous response with id 'resp_x' not found."
+            ))
+        );
+        assert!(fake.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_refused_upgrade_fails_as_its_http_answer() {
+        let (listener, mut socket) = server().await;
+        tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            #[allow(clippy::result_large_err)]
+            let refuse = |_: &Request, _: Response| -> Result<Response, ErrorResponse> {
+                let body = r#"{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key","param":null}}"#;
+                Err(tokio_tungstenite::tungstenite::http::Response::builder()
+                    .status(401)
+                    .body(Some(body.to_string()))
+                    .unwrap())
+            };
+            let _ = tokio_tungstenite::accept_hdr_async(tcp, refuse).await;
+        });
+        assert_eq!(
+            socket.create(&json!({"input": "hi"})).await,
+            Err(Outcome::failed(
+                "api_error",
+                "HTTP 401: Incorrect API key provided."
+            ))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_while_idle_is_reopened() {
+        let (listener, mut socket) = server().await;
+        let fake = tokio::spawn(async move {
+            let mut server = accept(&listener).await;
+            next_create(&mut server).await;
+            answer(&mut server, "resp_1").await;
+            let away = CloseFrame {
+                code: CloseCode::Away,
+                reason: "connection time limit reached".into(),
+            };
+            server.close(Some(away)).await.unwrap();
+            let mut server = accept(&listener).await;
+            let create = next_create(&mut server).await;
+            answer(&mut server, "resp_2").await;
+            create
+        });
+        assert_eq!(
+            socket.create(&json!({"input": "hi"})).await.unwrap()["id"],
+            "resp_1"
+        );
+        // The tools run meanwhile; the close arrives.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let chained = json!({"input": [], "previous_response_id": "resp_1"});
+        assert_eq!(socket.create(&chained).await.unwrap()["id"], "resp_2");
+        assert_eq!(fake.await.unwrap()["previous_response_id"], "resp_1");
+    }
+
+    #[tokio::test]
+    async fn a_connection_dropped_mid_answer_fails_without_a_retry() {
+        let (listener, mut socket) = server().await;
+        let fake = tokio::spawn(async move {
+            let mut server = accept(&listener).await;
+            next_create(&mut server).await;
+            send(
+                &mut server,
+                json!({"type": "response.created", "response": {"id": "resp_1"}}),
+            )
+            .await;
+            drop(server);
+            // Nothing is resent, on this connection or another.
+            tokio::time::timeout(Duration::from_secs(2), listener.accept())
+                .await
+                .is_err()
+        });
+        assert_eq!(
+            socket.create(&json!({"input": "hi"})).await,
+            Err(Outcome::failed(
+                "api_error",
+                "stream ended before a terminal event"
+            ))
+        );
+        assert!(fake.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_connection_dropped_before_the_answer_is_retried_on_a_new_one() {
+        let (listener, mut socket) = server().await;
+        tokio::spawn(async move {
+            let mut server = accept(&listener).await;
+            next_create(&mut server).await;
+            drop(server);
+            let mut server = accept(&listener).await;
+            next_create(&mut server).await;
+            answer(&mut server, "resp_1").await;
+            // Held open until the client is done.
+            let _ = server.next().await;
+        });
+        assert_eq!(
+            socket.create(&json!({"input": "hi"})).await.unwrap()["id"],
+            "resp_1"
+        );
     }
 }
