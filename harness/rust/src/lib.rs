@@ -462,6 +462,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn background_over_a_websocket_is_unsupported() {
+        let mut task = task("previous_response_id");
+        task.websocket = true;
+        task.stream = true;
+        task.background = true;
+        assert!(matches!(
+            run(&unreachable_env(), &task).await,
+            Outcome::Failed { reason, .. } if reason == "unsupported"
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_websocket_task_connects_to_the_socket_url() {
+        let mut task = task("stateless");
+        task.websocket = true;
+        task.stream = true;
+        // Nothing listens there: the connection fails, and says where it tried.
+        let Outcome::Failed { reason, detail } = run(&unreachable_env(), &task).await else {
+            panic!("completed without a server");
+        };
+        assert_eq!(reason, "api_error");
+        assert!(
+            detail.starts_with("connecting to ws://127.0.0.1:9/v1/responses"),
+            "{detail}"
+        );
+    }
+
+    #[tokio::test]
     async fn stateless_background_is_unsupported() {
         let mut task = task("stateless");
         task.background = true;
