@@ -109,8 +109,10 @@ impl ResponsesSocket {
                 .await
                 .unwrap_or_else(|_| Err(Failure::Unanswered("connecting timed out".into())))?,
         };
-        if let Err(e) = connection.send(Message::text(event)).await {
-            return Err(Failure::Unanswered(format!("sending the create: {e}")));
+        match tokio::time::timeout_at(deadline, connection.send(Message::text(event))).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(Failure::Unanswered(format!("sending the create: {e}"))),
+            Err(_) => return Err(Failure::Unanswered("sending the create timed out".into())),
         }
         let answer = read_answer(&mut connection, deadline).await;
         // An API error leaves the connection as it was; any other failure lost it.
