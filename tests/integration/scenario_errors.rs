@@ -181,18 +181,20 @@ fn a_background_case_cannot_run_over_the_socket() {
         "tools: [get_weather]",
         "tools: [get_weather]\n  background: true",
     );
-    let background = background.replace("level: must", "level: must\nstates: [previous_response_id]");
+    let background =
+        background.replace("level: must", "level: must\nstates: [previous_response_id]");
     let message = error_for(&background);
-    assert!(message.starts_with("case.yaml:13:1: "), "{message}");
+    assert!(message.starts_with("case.yaml:10:1: "), "{message}");
     assert!(
         message.contains("a `background` task cannot run over `websocket`"),
         "{message}"
     );
     // As written, without `deliveries`, likewise.
-    let message = error_for(&background.replace(
-        "deliveries: [websocket]\n",
-        "",
-    ).replace("background: true", "background: true\n  websocket: true"));
+    let message = error_for(
+        &background
+            .replace("deliveries: [websocket]\n", "")
+            .replace("background: true", "background: true\n  websocket: true"),
+    );
     assert!(message.starts_with("case.yaml:"), "{message}");
     assert!(message.contains("cannot run over `websocket`"), "{message}");
     // Background in JSON, as every background case runs, is still fine.
