@@ -333,9 +333,13 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
         .deliveries
         .as_ref()
         .is_some_and(|deliveries| deliveries.contains(&Delivery::WebSocket));
-    if scenario.task.background && (listed || scenario.task.websocket) {
-        let needle = if listed { "deliveries" } else { "websocket" };
-        return err(needle, "a `background` task cannot run over `websocket`: the API's WebSocket mode runs no background response; drop `websocket`".to_owned());
+    // A case runs over the socket only when its file says so where every delivery is
+    // chosen: `task.websocket` alone is what a run over the socket is given.
+    if scenario.task.websocket && !listed {
+        return err("websocket", "`task.websocket` is set by the `websocket` delivery: list `deliveries: [websocket]` instead".to_owned());
+    }
+    if scenario.task.background && listed {
+        return err("deliveries", "a `background` task cannot run over `websocket`: the API's WebSocket mode runs no background response; drop `websocket` from `deliveries`".to_owned());
     }
     if scenario.task.background && scenario.states.contains(&StateMode::Stateless) {
         return err("background", "a `background` task cannot run in the `stateless` state mode: background responses must be stored; list the other `states`".to_owned());

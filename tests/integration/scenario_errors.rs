@@ -189,14 +189,16 @@ fn a_background_case_cannot_run_over_the_socket() {
         message.contains("a `background` task cannot run over `websocket`"),
         "{message}"
     );
-    // As written, without `deliveries`, likewise.
-    let message = error_for(
-        &background
-            .replace("deliveries: [websocket]\n", "")
-            .replace("background: true", "background: true\n  websocket: true"),
+    // `task.websocket` alone does not make a case run over the socket.
+    let message = error_for(&GOOD.replace(
+        "tools: [get_weather]",
+        "tools: [get_weather]\n  websocket: true",
+    ));
+    assert!(message.starts_with("case.yaml:8:3: "), "{message}");
+    assert!(
+        message.contains("list `deliveries: [websocket]` instead"),
+        "{message}"
     );
-    assert!(message.starts_with("case.yaml:"), "{message}");
-    assert!(message.contains("cannot run over `websocket`"), "{message}");
     // Background in JSON, as every background case runs, is still fine.
     parse(
         Path::new("case.yaml"),
