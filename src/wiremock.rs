@@ -40,6 +40,9 @@
 //!   connection is);
 //! - delays (a slow answer, a slow tool) are kept, through [`ResponseTemplate::set_delay`].
 //!
+//! wiremock answers HTTP alone: a case run over the Responses API's WebSocket mode (the
+//! `websocket` delivery) is refused with [`FakeError::WebSocket`], by either constructor.
+//!
 //! The catalogue cases that need what wiremock lacks (`stream/02-cut-before-terminal`,
 //! `stream/03-delayed-call-executed-after-done`, `stream/07-parallel-hostile-deltas`,
 //! `transport/05-connection-dropped`) would be judged on something else than what they
@@ -61,7 +64,7 @@ use crate::oracle::{CaseVerdict, CheckVerdict};
 use crate::report::CaseReport;
 use crate::runner::{ControllerEnv, finish};
 use crate::scenario::task_json;
-use crate::scenario::{Scenario, StateMode};
+use crate::scenario::{Delivery, Scenario, StateMode};
 use crate::server::{EngineReply, EngineRequest, ReplyBody, Session};
 use crate::transcript::{ControllerResult, Unfinished};
 
@@ -169,6 +172,15 @@ pub enum FakeError {
         /// The state modes the case lists.
         listed: String,
     },
+    /// The case runs over the Responses API's WebSocket mode, which a wiremock server,
+    /// answering HTTP requests one by one, cannot serve.
+    #[error(
+        "case '{case}' runs over the WebSocket mode (delivery `websocket`), which wiremock cannot serve; it serves the deliveries json and stream; run it with `loopcheck run`"
+    )]
+    WebSocket {
+        /// The case id.
+        case: String,
+    },
     /// The case scripts what wiremock can only approximate; its verdict would judge
     /// something else (use [`LoopcheckFake::approximating`] to serve it anyway).
     #[error(
@@ -226,6 +238,17 @@ impl LoopcheckFake {
     /// The fake for `scenario` in `state`, serving what wiremock cannot do faithfully as
     /// best it can; every verdict's `detail` then names the approximations.
     pub fn approximating(scenario: Scenario, state: StateMode) -> Result<Self, FakeError> {
+        // Asked for as written: a socket-only case, or one delivered over the socket.
+        let over_socket = scenario.delivery() == Delivery::WebSocket
+            || scenario
+                .run_deliveries()
+                .iter()
+                .all(|delivery| *delivery == Delivery::WebSocket);
+        if over_socket {
+            return Err(FakeError::WebSocket {
+                case: scenario.id.clone(),
+            });
+        }
         let states = scenario.run_states();
         if !states.contains(&state) {
             return Err(FakeError::StateNotCovered {

@@ -269,7 +269,7 @@ fn parse_delivery(word: &str) -> Result<Delivery, UnknownWord> {
     Delivery::parse(word).ok_or_else(|| UnknownWord {
         what: "delivery",
         word: word.to_owned(),
-        expected: "json or stream",
+        expected: "json, stream or websocket",
     })
 }
 
@@ -340,7 +340,7 @@ pub(super) struct TaskArgs {
     /// The state mode (default: the case's first).
     #[arg(long, value_parser = parse_state)]
     pub(super) state: Option<StateMode>,
-    /// The delivery, `json` or `stream` (default: the case's first).
+    /// The delivery, `json`, `stream` or `websocket` (default: the case's first).
     #[arg(long, value_parser = parse_delivery)]
     pub(super) delivery: Option<Delivery>,
     /// Print only the task file's JSON (to save as $LOOPCHECK_TASK).

@@ -10,6 +10,7 @@ pub const CAPABILITIES: &[&str] = &[
     "conversation",
     "replay",
     "stream",
+    "websocket",
     "background",
     "programmatic",
     "approvals",

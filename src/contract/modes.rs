@@ -1,5 +1,5 @@
 //! The two axes a case run is named by: how the controller carries state (the task's
-//! `state`) and how responses reach it (the task's `stream`).
+//! `state`) and how responses reach it (the task's `stream` and `websocket`).
 
 use std::fmt;
 
@@ -55,8 +55,9 @@ impl fmt::Display for StateMode {
     }
 }
 
-/// How a case's responses reach the controller: whole JSON bodies, or server-sent events.
-/// A case runs in every delivery its script allows, as it runs in several state modes.
+/// How a case's responses reach the controller: whole JSON bodies, server-sent events, or
+/// events over the Responses API's WebSocket mode. A case runs in every delivery its
+/// script allows, as it runs in several state modes.
 #[derive(
     Debug,
     Clone,
@@ -78,6 +79,10 @@ pub enum Delivery {
     Json,
     /// `stream: true`: each response arrives as server-sent events.
     Stream,
+    /// `websocket: true`: each response is asked for with a `response.create` event on one
+    /// connection and arrives as that connection's events.
+    #[serde(rename = "websocket")]
+    WebSocket,
 }
 
 impl Delivery {
@@ -86,6 +91,7 @@ impl Delivery {
         match self {
             Self::Json => "json",
             Self::Stream => "stream",
+            Self::WebSocket => "websocket",
         }
     }
 
@@ -94,6 +100,7 @@ impl Delivery {
         match word {
             "json" => Some(Self::Json),
             "stream" => Some(Self::Stream),
+            "websocket" => Some(Self::WebSocket),
             _ => None,
         }
     }
@@ -106,10 +113,10 @@ impl fmt::Display for Delivery {
 }
 
 /// How a case run is named in reports: `stateless`, or `stateless, stream` for a
-/// streamed run.
+/// streamed run (`stateless, websocket` for one over the socket).
 pub fn run_label(state: StateMode, delivery: Delivery) -> String {
     match delivery {
         Delivery::Json => state.to_string(),
-        Delivery::Stream => format!("{state}, stream"),
+        Delivery::Stream | Delivery::WebSocket => format!("{state}, {delivery}"),
     }
 }

@@ -6,7 +6,7 @@
 //! [[expected]]
 //! case = "dispatch/06-near-miss-name"
 //! state = "stateless"                       # optional: every state mode
-//! delivery = "stream"                       # optional: JSON and streamed runs alike
+//! delivery = "stream"                       # optional: every delivery alike
 //! checks = ["dispatch/registered-only"]     # optional: any failure at all
 //! reason = "names are normalised upstream"  # optional
 //! ```
@@ -52,7 +52,7 @@ pub struct Entry {
     /// Only in this state mode (every mode when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<StateMode>,
-    /// Only in this delivery (`json` or `stream`; both when absent).
+    /// Only in this delivery (`json`, `stream` or `websocket`; every one when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
     /// Only these checks may fail (any failure, a crash included, when absent).

@@ -136,11 +136,12 @@ impl Snapshots {
     }
 
     /// The file of a case run: `<dir>/<area>/<name>.<state>.snap`, and
-    /// `<name>.<state>.stream.snap` for a streamed run.
+    /// `<name>.<state>.stream.snap` for a streamed run (`.websocket.snap` over the socket).
     pub fn path(&self, id: &str, state: StateMode, delivery: Delivery) -> PathBuf {
         let streamed = match delivery {
             Delivery::Json => "",
             Delivery::Stream => ".stream",
+            Delivery::WebSocket => ".websocket",
         };
         self.dir
             .join(format!("{id}.{}{streamed}.snap", state.as_str()))

@@ -398,6 +398,7 @@ impl Plan {
             },
             principal: "user-1".to_owned(),
             stream: self.stream.is_some(),
+            websocket: false,
             background: false,
             deadline_ms: None,
             max_tool_calls: None,

@@ -276,6 +276,7 @@ fn inferred_task(transcript: &Transcript, creates: usize) -> TaskSpec {
         max_rounds: (creates as u32).max(6),
         principal: "user-1".to_owned(),
         stream: first["stream"] == true,
+        websocket: false,
         background: first["background"] == true,
         deadline_ms: None,
         max_tool_calls: None,

@@ -189,6 +189,7 @@ fn recording_session(id: &str, task: Option<&TaskFile>, state: StateMode) -> Sce
                 max_rounds: 6,
                 principal: "user-1".to_owned(),
                 stream: false,
+                websocket: false,
                 background: false,
                 deadline_ms: None,
                 max_tool_calls: None,

@@ -13,7 +13,11 @@ use crate::transcript::Transcript;
 pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'static str> {
     let mut needed = vec![state.as_str()];
     let task = &scenario.task;
-    if task.stream {
+    // A run over the socket is asked for with `stream` set too, but it is the socket
+    // the controller must speak: its events are the socket's, not server-sent ones.
+    if task.websocket {
+        needed.push("websocket");
+    } else if task.stream {
         needed.push("stream");
     }
     if task.background {
@@ -87,9 +91,12 @@ pub(super) fn unsupported_by(
 
 /// Each case as it runs in each of its deliveries, for a controller that supports
 /// `supports`: a controller that does not declare `stream` gets only each case as its
-/// file asks, so its report gains no `unsupported` streamed runs.
+/// file asks, so its report gains no `unsupported` streamed runs. Runs over the socket
+/// are planned only for a controller that declares `websocket`, as `replay` runs are
+/// for one that declares `replay`: no other controller's report gains them.
 pub fn delivered(cases: &[Case], supports: &BTreeSet<String>) -> Vec<Case> {
     let streams = supports.contains("stream");
+    let sockets = supports.contains(Delivery::WebSocket.as_str());
     let mut runs = Vec::with_capacity(cases.len() * 2);
     for case in cases {
         let deliveries = case.scenario.run_deliveries();
@@ -97,11 +104,19 @@ pub fn delivered(cases: &[Case], supports: &BTreeSet<String>) -> Vec<Case> {
         let mut planned: Vec<Delivery> = deliveries
             .iter()
             .copied()
-            .filter(|delivery| streams || *delivery == as_written)
+            .filter(|delivery| match delivery {
+                Delivery::WebSocket => sockets,
+                _ => streams || *delivery == as_written,
+            })
             .collect();
         if planned.is_empty() {
             // Streamed only, for a controller that does not stream: reported unsupported.
-            planned.push(deliveries[0]);
+            // A case run over the socket only is left out instead.
+            planned.extend(
+                deliveries
+                    .iter()
+                    .find(|delivery| **delivery != Delivery::WebSocket),
+            );
         }
         runs.extend(planned.into_iter().map(|delivery| case.delivered(delivery)));
     }
@@ -172,6 +187,70 @@ mod tests {
             source: PathBuf::new(),
         }];
         assert_eq!(delivered(&cases, &supports(&["stream"])).len(), 1);
+    }
+
+    #[test]
+    fn a_socket_case_runs_only_for_a_controller_that_declares_websocket() {
+        let id = "websocket/01-single-call";
+        assert_eq!(
+            runs_of(id, &["stateless", "stream", "websocket"]),
+            [Delivery::WebSocket]
+        );
+        for words in [&["stateless", "stream"][..], &["stateless"], &[]] {
+            assert_eq!(runs_of(id, words), []);
+        }
+        // Nor does any other case gain a run over the socket.
+        assert_eq!(
+            runs_of("authz/03-approval-granted", &["stream", "websocket"]),
+            [Delivery::Json, Delivery::Stream]
+        );
+    }
+
+    #[test]
+    fn a_case_listing_every_delivery_keeps_its_others_for_a_controller_without_the_socket() {
+        let mut case = crate::scenario::catalogue_scenario("correlation/01-single-call");
+        case.deliveries = Some(vec![Delivery::Stream, Delivery::WebSocket]);
+        let cases = [Case {
+            scenario: case,
+            source: PathBuf::new(),
+        }];
+        let delivery_of = |words: &[&str]| -> Vec<Delivery> {
+            delivered(&cases, &supports(words))
+                .iter()
+                .map(|c| c.scenario.delivery())
+                .collect()
+        };
+        assert_eq!(
+            delivery_of(&["stream", "websocket"]),
+            [Delivery::Stream, Delivery::WebSocket]
+        );
+        assert_eq!(delivery_of(&["stream"]), [Delivery::Stream]);
+        // Streamed only, for a controller that streams not at all: reported unsupported.
+        assert_eq!(delivery_of(&[]), [Delivery::Stream]);
+    }
+
+    #[test]
+    fn a_socket_run_asks_the_controller_for_the_socket() {
+        let case = crate::scenario::catalogue_scenario("websocket/02-parallel-calls");
+        let over_socket = case.delivered(Delivery::WebSocket);
+        assert!(over_socket.task.websocket && over_socket.task.stream);
+        assert_eq!(over_socket.delivery(), Delivery::WebSocket);
+        let task = crate::scenario::task_json(&over_socket, StateMode::Stateless);
+        assert_eq!(task["websocket"], true);
+        assert_eq!(task["stream"], true);
+        let needed = required_capabilities(&over_socket, StateMode::Stateless);
+        assert!(needed.contains(&"websocket"), "{needed:?}");
+        assert_eq!(over_socket.script, case.script);
+        // Back to JSON or a stream, the task no longer asks for the socket.
+        for delivery in [Delivery::Json, Delivery::Stream] {
+            let again = over_socket.delivered(delivery);
+            assert!(!again.task.websocket);
+            assert_eq!(again.delivery(), delivery);
+            let task = crate::scenario::task_json(&again, StateMode::Stateless);
+            assert!(task.get("websocket").is_none(), "{task}");
+            let needed = required_capabilities(&again, StateMode::Stateless);
+            assert!(!needed.contains(&"websocket"), "{needed:?}");
+        }
     }
 
     #[test]

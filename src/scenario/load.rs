@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::model::{FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef};
-use crate::contract::StateMode;
+use crate::contract::{Delivery, StateMode};
 use crate::scenario::fixtures;
 
 /// A scenario file that could not be loaded, with where and what was expected.
@@ -183,7 +183,8 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
     if scenario.deliveries.as_ref().is_some_and(Vec::is_empty) {
         return err(
             "deliveries",
-            "empty `deliveries`: expected `json`, `stream` or both".to_owned(),
+            "empty `deliveries`: expected one or more of `json`, `stream` and `websocket`"
+                .to_owned(),
         );
     }
     if !(scenario.task.input.is_string() || scenario.task.input.is_array()) {
@@ -326,6 +327,19 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
             "script",
             "empty `script`: expected at least one model turn".to_owned(),
         );
+    }
+    // The API runs no background response over its WebSocket mode.
+    let listed = scenario
+        .deliveries
+        .as_ref()
+        .is_some_and(|deliveries| deliveries.contains(&Delivery::WebSocket));
+    // A case runs over the socket only when its file says so where every delivery is
+    // chosen: `task.websocket` alone is what a run over the socket is given.
+    if scenario.task.websocket && !listed {
+        return err("websocket", "`task.websocket` is set by the `websocket` delivery: list `deliveries: [websocket]` instead".to_owned());
+    }
+    if scenario.task.background && listed {
+        return err("deliveries", "a `background` task cannot run over `websocket`: the API's WebSocket mode runs no background response; drop `websocket` from `deliveries`".to_owned());
     }
     if scenario.task.background && scenario.states.contains(&StateMode::Stateless) {
         return err("background", "a `background` task cannot run in the `stateless` state mode: background responses must be stored; list the other `states`".to_owned());

@@ -92,7 +92,8 @@ pub struct Scenario {
     pub states: Vec<StateMode>,
     /// The deliveries the case runs in. By default a case runs with JSON responses and
     /// again streamed, for controllers that declare `stream`; a `task.stream: true` case
-    /// runs streamed only, and a background case or a recording as it is written.
+    /// runs streamed only, and a background case or a recording as it is written. A case
+    /// runs over the WebSocket mode only when it lists `websocket` here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliveries: Option<Vec<Delivery>>,
     /// Scripted behaviour of the fixture tools, by tool name.
@@ -132,9 +133,12 @@ impl Scenario {
         self.id.split('/').next().unwrap_or(&self.id)
     }
 
-    /// The delivery the file asks for: `stream` when `task.stream` is set.
+    /// The delivery the file asks for: `websocket` when `task.websocket` is set, `stream`
+    /// when `task.stream` is.
     pub fn delivery(&self) -> Delivery {
-        if self.task.stream {
+        if self.task.websocket {
+            Delivery::WebSocket
+        } else if self.task.stream {
             Delivery::Stream
         } else {
             Delivery::Json
@@ -149,6 +153,7 @@ impl Scenario {
             return deliveries.clone();
         }
         let as_written = self.task.stream
+            || self.task.websocket
             || self.task.background
             || self.script.iter().any(|turn| turn.recorded.is_some());
         if as_written {
@@ -159,10 +164,12 @@ impl Scenario {
     }
 
     /// The case as run with `delivery`: the same script, served as JSON bodies or as
-    /// events, and a task that asks for that delivery.
+    /// events, and a task that asks for that delivery. The socket carries events, so a
+    /// run over it is a streamed one too (a controller in socket mode ignores `stream`).
     pub fn delivered(&self, delivery: Delivery) -> Self {
         let mut scenario = self.clone();
-        scenario.task.stream = delivery == Delivery::Stream;
+        scenario.task.stream = matches!(delivery, Delivery::Stream | Delivery::WebSocket);
+        scenario.task.websocket = delivery == Delivery::WebSocket;
         scenario.deliveries = Some(vec![delivery]);
         scenario
     }
@@ -221,6 +228,11 @@ pub struct TaskSpec {
     /// The controller must stream (`stream: true`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub stream: bool,
+    /// The controller must use the Responses API's WebSocket mode: one connection to
+    /// `/responses`, a `response.create` event per request, each response's events read
+    /// to its terminal one. Set by a run over the `websocket` delivery.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub websocket: bool,
     /// The controller must run responses in the background and poll them.
     #[serde(default, skip_serializing_if = "is_default")]
     pub background: bool,

@@ -30,6 +30,10 @@ pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
         "max_rounds": scenario.task.max_rounds,
         "principal": scenario.task.principal,
     });
+    // Written only for a run over the socket, so every other task file stays as it was.
+    if scenario.task.websocket {
+        task["websocket"] = json!(true);
+    }
     if let Some(instructions) = &scenario.task.instructions {
         task["instructions"] = json!(instructions);
     }

@@ -156,6 +156,19 @@ fn chosen<T: Copy + PartialEq>(
     }
 }
 
+/// Serve mode answers over HTTP alone: its sessions share one port and one front that
+/// speaks no WebSocket upgrade.
+const NOT_OVER_THE_SOCKET: &str = "serve mode does not serve the WebSocket mode (delivery `websocket`); it serves the deliveries json and stream";
+
+/// The deliveries of a case serve mode offers: every one but `websocket`.
+fn served_deliveries(scenario: &crate::scenario::Scenario) -> Vec<Delivery> {
+    scenario
+        .run_deliveries()
+        .into_iter()
+        .filter(|delivery| *delivery != Delivery::WebSocket)
+        .collect()
+}
+
 fn session_error(err: SessionError) -> Answer {
     let status = match err {
         SessionError::Unknown(_) => 404,
@@ -255,10 +268,11 @@ impl Front {
         let cases: Vec<Value> = self
             .cases
             .iter()
+            // A case that runs over the socket only has nothing to offer here.
+            .filter(|case| !served_deliveries(&case.scenario).is_empty())
             .map(|case| {
                 let scenario = &case.scenario;
-                let runs: Vec<Value> = scenario
-                    .run_deliveries()
+                let runs: Vec<Value> = served_deliveries(scenario)
                     .into_iter()
                     .flat_map(|delivery| {
                         let delivered = scenario.delivered(delivery);
@@ -317,10 +331,20 @@ impl Front {
             Ok(state) => state,
             Err(listed) => return error(400, format!("case `{id}` runs in {listed}")),
         };
+        if request.get("delivery").and_then(Value::as_str) == Some(Delivery::WebSocket.as_str()) {
+            return error(400, NOT_OVER_THE_SOCKET);
+        }
+        let deliveries = served_deliveries(&case.scenario);
+        if deliveries.is_empty() {
+            return error(
+                400,
+                format!("case `{id}` runs only over websocket: {NOT_OVER_THE_SOCKET}"),
+            );
+        }
         let delivery = match chosen(
             &request,
             "delivery",
-            &case.scenario.run_deliveries(),
+            &deliveries,
             Delivery::parse,
             Delivery::as_str,
         ) {

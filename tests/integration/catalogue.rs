@@ -62,6 +62,7 @@ fn catalogue_ids_match_their_paths_and_cover_every_area() {
         "authz",
         "budget",
         "terminal",
+        "websocket",
     ] {
         assert!(areas.contains(area), "no case in area {area}");
     }

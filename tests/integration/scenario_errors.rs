@@ -172,3 +172,37 @@ fn an_endless_turn_repeats_calls_or_nothing_never_an_answer() {
     );
     parse(Path::new("case.yaml"), &endless_empty).unwrap();
 }
+
+#[test]
+fn a_background_case_cannot_run_over_the_socket() {
+    let over_socket = GOOD.replace("script:", "deliveries: [websocket]\nscript:");
+    parse(Path::new("case.yaml"), &over_socket).unwrap();
+    let background = over_socket.replace(
+        "tools: [get_weather]",
+        "tools: [get_weather]\n  background: true",
+    );
+    let background =
+        background.replace("level: must", "level: must\nstates: [previous_response_id]");
+    let message = error_for(&background);
+    assert!(message.starts_with("case.yaml:10:1: "), "{message}");
+    assert!(
+        message.contains("a `background` task cannot run over `websocket`"),
+        "{message}"
+    );
+    // `task.websocket` alone does not make a case run over the socket.
+    let message = error_for(&GOOD.replace(
+        "tools: [get_weather]",
+        "tools: [get_weather]\n  websocket: true",
+    ));
+    assert!(message.starts_with("case.yaml:8:3: "), "{message}");
+    assert!(
+        message.contains("list `deliveries: [websocket]` instead"),
+        "{message}"
+    );
+    // Background in JSON, as every background case runs, is still fine.
+    parse(
+        Path::new("case.yaml"),
+        &background.replace("deliveries: [websocket]", "deliveries: [json]"),
+    )
+    .unwrap();
+}

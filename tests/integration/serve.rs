@@ -458,3 +458,43 @@ async fn a_case_is_served_streamed_when_a_session_asks_for_its_stream_delivery()
     );
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn serve_mode_offers_no_run_over_the_socket_and_refuses_one_asked_for() {
+    let server = support::session_server(ServeOptions::default()).await;
+    let api = Api::new(&server.url(), None);
+    let listed = api.get("/loopcheck/cases").await.json();
+    let cases = listed["cases"].as_array().expect("a list");
+    assert!(
+        cases.iter().all(|case| case["area"] != "websocket"),
+        "a socket-only case is listed"
+    );
+    assert!(
+        !listed.to_string().contains("\"websocket\""),
+        "a run over the socket is offered"
+    );
+    for (body, case) in [
+        (
+            json!({"case": "correlation/01-single-call", "delivery": "websocket"}),
+            "correlation/01-single-call",
+        ),
+        (
+            json!({"case": "websocket/01-single-call"}),
+            "websocket/01-single-call",
+        ),
+        (
+            json!({"case": "websocket/01-single-call", "delivery": "websocket"}),
+            "websocket/01-single-call",
+        ),
+    ] {
+        let reply = api.post("/loopcheck/sessions", &body).await;
+        assert_eq!(reply.status, 400, "{case}");
+        let message = reply.json()["error"]["message"].to_string();
+        assert!(
+            message.contains("does not serve the WebSocket mode")
+                && message.contains("json and stream"),
+            "{case}: {message}"
+        );
+    }
+    server.shutdown().await;
+}

@@ -6,7 +6,7 @@
 use loopcheck::oracle::{CaseVerdict, CheckVerdict};
 use loopcheck::report::CaseReport;
 use loopcheck::runner::ControllerEnv;
-use loopcheck::scenario::StateMode;
+use loopcheck::scenario::{Delivery, StateMode};
 use loopcheck::transcript::Unfinished;
 use loopcheck::wiremock::{Approximation, FakeError, LoopcheckFake, approximations};
 use serde_json::{Value, json};
@@ -349,6 +349,37 @@ fn cases_wiremock_cannot_serve_faithfully_are_refused_by_name() {
         LoopcheckFake::from_catalogue("budget/05-deadline", StateMode::Stateless),
         Err(FakeError::StateNotCovered { .. })
     ));
+}
+
+#[test]
+fn a_run_over_the_socket_is_refused_by_name() {
+    for state in [StateMode::PreviousResponseId, StateMode::Stateless] {
+        let refused = LoopcheckFake::from_catalogue("websocket/01-single-call", state);
+        assert!(
+            matches!(&refused, Err(FakeError::WebSocket { case }) if case == "websocket/01-single-call"),
+            "{:?}",
+            refused.err()
+        );
+    }
+    let scenario = |id: &str| {
+        catalogue()
+            .into_iter()
+            .find(|case| case.scenario.id == id)
+            .map(|case| case.scenario)
+            .expect("a catalogue case")
+    };
+    let over_socket = scenario("correlation/01-single-call").delivered(Delivery::WebSocket);
+    let message = LoopcheckFake::approximating(over_socket, StateMode::Stateless)
+        .err()
+        .map(|err| err.to_string())
+        .unwrap_or_default();
+    assert!(
+        message.contains("WebSocket mode") && message.contains("json and stream"),
+        "{message}"
+    );
+    // The same case delivered as JSON or a stream is still served.
+    let streamed = scenario("correlation/01-single-call").delivered(Delivery::Stream);
+    assert!(LoopcheckFake::new(streamed, StateMode::Stateless).is_ok());
 }
 
 #[tokio::test]
