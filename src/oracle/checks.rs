@@ -137,6 +137,8 @@ checks! {
         "execute a streamed call only after its `output_item.done`";
     STREAM_BROKEN_NOT_ANSWER = "stream/broken-not-answer", Must,
         "never take a cut stream or an `error` event as an answer";
+    WEBSOCKET_OVER_THE_SOCKET = "websocket/over-the-socket", Must,
+        "send every model request of a WebSocket run as a `response.create` event over the socket";
     BACKGROUND_REQUESTED = "background/requested", Must,
         "send `background: true` when the task runs in the background";
     BACKGROUND_POLLED_TO_TERMINAL = "background/polled-to-terminal", Must,

@@ -4,7 +4,7 @@ use super::facts::Facts;
 use super::{CaseVerdict, CheckResult, CheckVerdict};
 use super::{
     authz, background, budget, checks, correlation, dispatch, effects, program, reached, reasoning,
-    state, stream, terminal, transport,
+    state, stream, terminal, transport, websocket,
 };
 use crate::scenario::{Scenario, StateMode};
 use crate::transcript::{Transcript, Unfinished};
@@ -61,6 +61,7 @@ fn judge_checks(
     checks.extend(budget::check(&facts));
     checks.extend(transport::check(&facts));
     checks.extend(stream::check(&facts));
+    checks.extend(websocket::check(&facts));
     checks.extend(background::check(&facts));
     checks.extend(program::check(&facts));
     checks.extend(terminal::check(&facts));

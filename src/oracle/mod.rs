@@ -22,6 +22,7 @@ mod terminal;
 mod test_support;
 mod transport;
 mod verdict;
+mod websocket;
 
 pub use judge::{Judgement, judge};
 pub use verdict::{CaseVerdict, CheckResult, CheckVerdict, Diff};

@@ -49,8 +49,6 @@ impl Controller {
             .iter()
             // It polls background runs: it registers no webhook endpoint.
             .filter(|c| !matches!(**c, "replay" | "webhook"))
-            // It does not speak the WebSocket mode yet: until it does, no runs over the socket.
-            .filter(|c| **c != "websocket")
             .map(|c| c.to_string())
             .collect();
         Self {
