@@ -266,7 +266,9 @@ impl Connection {
         let detail = Some(error.message.clone());
         self.session
             .record_socket(self.number, SocketEventKind::Refused, None, detail);
-        Some(error_event(error.status, error.body(), None))
+        Some(Message::text(
+            error_event(error.status, error.body(), None).to_string(),
+        ))
     }
 
     /// A `response.create`: queued on its lane, answered at once, or refused while
@@ -437,11 +439,27 @@ fn reply_event(reply: EngineReply, stream_id: Option<&str>) -> Option<Message> {
         }
         ReplyBody::Stream { .. } | ReplyBody::Drop => return None,
     };
-    Some(error_event(reply.status, body, stream_id))
+    let mut event = error_event(reply.status, body, stream_id);
+    let headers: Map<String, Value> = reply
+        .headers
+        .iter()
+        .filter(|(name, _)| !FRAMING_HEADERS.contains(name))
+        .map(|(name, value)| ((*name).to_owned(), Value::String(value.to_string())))
+        .collect();
+    if !headers.is_empty() {
+        event["error"]["headers"] = Value::Object(headers);
+    }
+    Some(Message::text(event.to_string()))
 }
 
-/// The socket `error` event for an API error's body (`{"error": {...}}`).
-fn error_event(status: u16, body: Value, stream_id: Option<&str>) -> Message {
+/// Headers of HTTP framing alone, which an error event does not repeat.
+const FRAMING_HEADERS: [&str; 3] = ["content-type", "content-length", "transfer-encoding"];
+
+/// The socket `error` event for an API error's body (`{"error": {...}}`). The SDK types
+/// give its `error` the `headers` the HTTP answer would have had
+/// (`responses_server_event.py`, `ResponseWsErrorError.headers`): [`reply_event`] adds
+/// them, so `x-should-retry` and `retry-after` reach a socket client too.
+fn error_event(status: u16, body: Value, stream_id: Option<&str>) -> Value {
     let error = match body {
         Value::Object(mut body) if body.contains_key("error") => {
             body.remove("error").unwrap_or_default()
@@ -452,7 +470,7 @@ fn error_event(status: u16, body: Value, stream_id: Option<&str>) -> Message {
     if let Some(id) = stream_id {
         event["stream_id"] = json!(id);
     }
-    Message::text(event.to_string())
+    event
 }
 
 /// The JSON of a stream event from its SSE frame (`event: <type>\ndata: <json>\n\n`),
@@ -510,15 +528,35 @@ mod tests {
     #[test]
     fn an_error_body_becomes_the_sdks_error_event() {
         let error = ApiError::previous_response_not_found("resp_x");
-        let Message::Text(text) = error_event(400, error.body(), Some("lane")) else {
-            panic!("a text message");
-        };
-        let event: Value = serde_json::from_str(text.as_str()).unwrap();
+        let event = error_event(400, error.body(), Some("lane"));
         assert_eq!(event["type"], "error");
         assert_eq!(event["status"], 400);
         assert_eq!(event["stream_id"], "lane");
         assert_eq!(event["error"]["code"], "previous_response_not_found");
         assert_eq!(event["error"]["param"], "previous_response_id");
         assert_eq!(event["error"]["type"], "invalid_request_error");
+    }
+
+    #[test]
+    fn an_error_reply_brings_its_headers_but_not_its_framing() {
+        let reply = EngineReply {
+            status: 500,
+            headers: vec![
+                ("content-type", "application/json".into()),
+                ("x-should-retry", "false".into()),
+                ("x-request-id", "req_1".into()),
+            ],
+            body: ReplyBody::Json(ApiError::for_status(500, "req_1").body().to_string().into()),
+            delay: std::time::Duration::ZERO,
+        };
+        let Some(Message::Text(text)) = reply_event(reply, None) else {
+            panic!("a text message");
+        };
+        let event: Value = serde_json::from_str(text.as_str()).unwrap();
+        assert_eq!(event["status"], 500);
+        assert_eq!(
+            event["error"]["headers"],
+            json!({"x-should-retry": "false", "x-request-id": "req_1"})
+        );
     }
 }

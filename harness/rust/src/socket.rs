@@ -46,8 +46,13 @@ pub(crate) struct ResponsesSocket {
 /// Why one attempt at a create gave no response.
 #[derive(Debug, PartialEq)]
 enum Failure {
-    /// The API refused it (an `error` event, or a refused upgrade) with this status.
-    Api { status: u16, message: String },
+    /// The API refused it (an `error` event, or a refused upgrade) with this status,
+    /// and the headers its answer had (an error event carries them in `error.headers`).
+    Api {
+        status: u16,
+        message: String,
+        headers: HeaderMap,
+    },
     /// No connection, or the connection was lost before the answer's first event.
     Unanswered(String),
     /// The case fails: the answer broke off after it started, or made no sense.
@@ -70,21 +75,25 @@ impl ResponsesSocket {
         let event = create_event(body);
         let mut retries = 0;
         loop {
-            let (detail, retryable) = match self.attempt(&event).await {
+            let (detail, retryable, headers) = match self.attempt(&event).await {
                 Ok(response) => return Ok(response),
                 Err(Failure::Fatal(outcome)) => return Err(outcome),
-                Err(Failure::Api { status, message }) => {
+                Err(Failure::Api {
+                    status,
+                    message,
+                    headers,
+                }) => {
                     let retryable = StatusCode::from_u16(status)
-                        .is_ok_and(|status| retry::should_retry(status, &HeaderMap::new()));
-                    (format!("HTTP {status}: {message}"), retryable)
+                        .is_ok_and(|status| retry::should_retry(status, &headers));
+                    (format!("HTTP {status}: {message}"), retryable, headers)
                 }
-                Err(Failure::Unanswered(detail)) => (detail, true),
+                Err(Failure::Unanswered(detail)) => (detail, true, HeaderMap::new()),
             };
             if !retryable || retries >= retry::MAX_RETRIES {
                 return Err(Outcome::failed("api_error", detail));
             }
-            // An error event has no headers to ask for a delay: the backoff applies.
-            let delay = retry::backoff(retries);
+            // `retry-after` from the answer's headers, else the backoff, as over HTTP.
+            let delay = retry::delay(&headers, retries);
             eprintln!("{detail}; retrying in {delay:?}");
             tokio::time::sleep(delay).await;
             retries += 1;
@@ -144,6 +153,7 @@ impl ResponsesSocket {
                 Err(Failure::Api {
                     status: refused.status().as_u16(),
                     message: error_message(&String::from_utf8_lossy(body)),
+                    headers: refused.headers().clone(),
                 })
             }
             Err(e) => Err(Failure::Unanswered(format!(
@@ -264,9 +274,24 @@ fn read_event(text: &str, started: bool) -> Result<Option<Value>, Failure> {
                 .as_str()
                 .unwrap_or("no message")
                 .to_string(),
+            headers: headers_of(&error["headers"]),
         });
     }
     sse::terminal_response(text).map_err(Failure::Fatal)
+}
+
+/// An error event's `error.headers` (name to text), as the HTTP answer's headers.
+fn headers_of(headers: &Value) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers.as_object().into_iter().flatten() {
+        if let (Ok(name), Some(Ok(value))) = (
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()),
+            value.as_str().map(reqwest::header::HeaderValue::from_str),
+        ) {
+            map.insert(name, value);
+        }
+    }
+    map
 }
 
 /// The failure of a connection lost during a create: retried before the answer's first
@@ -334,12 +359,17 @@ mod tests {
     #[test]
     fn an_error_event_before_the_answer_is_the_apis_refusal() {
         let event = json!({"type": "error", "status": 429, "error": {"type": "rate_limit_error",
-                           "code": "rate_limit_exceeded", "message": "Slow down.", "param": null}});
+                           "code": "rate_limit_exceeded", "message": "Slow down.", "param": null,
+                           "headers": {"retry-after": "2", "x-should-retry": "true"}}});
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", "2".parse().unwrap());
+        headers.insert("x-should-retry", "true".parse().unwrap());
         assert_eq!(
             read_event(&event.to_string(), false),
             Err(Failure::Api {
                 status: 429,
-                message: "Slow down.".into()
+                message: "Slow down.".into(),
+                headers,
             })
         );
         // Once the answer started, an error event breaks the stream, as over HTTP.
