@@ -206,15 +206,7 @@ async fn upgrade(
     }
     let accept = match websocket::accept_key(&head.headers) {
         Ok(accept) => accept,
-        Err(error) => {
-            return send(EngineReply {
-                status: error.status,
-                headers: Vec::new(),
-                body: ReplyBody::Json(error.body().to_string().into()),
-                delay: Duration::ZERO,
-            })
-            .await;
-        }
+        Err(error) => return send(front_refusal(&error)).await,
     };
     let on_upgrade = hyper::upgrade::on(&mut request);
     if let Ok(mut slot) = slot.lock() {
@@ -262,13 +254,18 @@ impl Refusal {
             Self::Busy => ApiError::overloaded(),
             Self::Broken => return Err(DropConnection),
         };
-        send(EngineReply {
-            status: error.status,
-            headers: Vec::new(),
-            body: ReplyBody::Json(error.body().to_string().into()),
-            delay: Duration::ZERO,
-        })
-        .await
+        send(front_refusal(&error)).await
+    }
+}
+
+/// An API error answered by the front itself, before any session sees the request: no
+/// session headers, no delay.
+fn front_refusal(error: &ApiError) -> EngineReply {
+    EngineReply {
+        status: error.status,
+        headers: Vec::new(),
+        body: ReplyBody::Json(error.body().to_string().into()),
+        delay: Duration::ZERO,
     }
 }
 
