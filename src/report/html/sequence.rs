@@ -613,6 +613,7 @@ mod tests {
             stream: None,
             final_response: None,
             connection: None,
+            warm_up: false,
         }
     }
 
