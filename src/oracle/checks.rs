@@ -139,6 +139,8 @@ checks! {
         "never take a cut stream or an `error` event as an answer";
     WEBSOCKET_OVER_THE_SOCKET = "websocket/over-the-socket", Must,
         "send every model request of a WebSocket run as a `response.create` event over the socket";
+    WEBSOCKET_CONNECTION_KEPT = "websocket/connection-kept", Should,
+        "keep one connection for the loop, opening a new one only when the last was lost";
     WEBSOCKET_RECONNECTS = "websocket/reconnects", Must,
         "open a new connection and carry on when the server closes one between turns";
     WEBSOCKET_CACHED_CHAIN = "websocket/cached-chain", Must,

@@ -4,6 +4,8 @@
 //! cache holds it, kept one response in flight per connection, and took no warm-up for
 //! a turn.
 
+use std::collections::BTreeSet;
+
 use serde_json::Value;
 
 use super::checks;
@@ -17,7 +19,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if !f.scenario.task.websocket || (f.requests.is_empty() && f.warm_ups.is_empty()) {
         return Vec::new();
     }
-    let mut out = vec![over_the_socket(f), one_in_flight(f)];
+    let mut out = vec![over_the_socket(f), connection_kept(f), one_in_flight(f)];
     out.extend(cached_chain(f));
     if f.sockets.iter().any(time_up) {
         out.push(reconnects(f));
@@ -106,6 +108,55 @@ fn ending(f: &Facts, connection: u32) -> String {
             _ => ", which closed".to_owned(),
         })
         .unwrap_or_default()
+}
+
+/// The socket is there to keep one connection for the whole loop: a loop that opens a
+/// new one per request while the last is still usable pays a handshake each turn, loses
+/// what a `store: false` chain had cached, and runs into the API's limit on connections.
+fn connection_kept(f: &Facts) -> CheckResult {
+    let all = creates(f);
+    let mut problems = Vec::new();
+    for pair in all.windows(2) {
+        let (before, create) = (pair[0], pair[1]);
+        let (Some(old), Some(new)) = (before.connection, create.connection) else {
+            continue;
+        };
+        if old == new {
+            continue;
+        }
+        let lost = f.sockets.iter().find(|e| {
+            e.connection == old && e.kind == SocketEventKind::Closed && e.seq < create.seq
+        });
+        // A connection the server ended (its time limit, a drop, a protocol error) or that
+        // broke is lost; one the controller closed itself, or left open, was not.
+        let by_client = lost.is_some_and(|closed| {
+            closed
+                .detail
+                .as_deref()
+                .is_some_and(|d| d.starts_with("closed by the client"))
+                && closed.code != Some(1006)
+        });
+        if lost.is_some() && !by_client {
+            continue;
+        }
+        let why = if by_client {
+            "closed by the controller itself"
+        } else {
+            "still open"
+        };
+        problems.push(format!(
+            "{} opened connection {new} while connection {old} was {why}: the WebSocket mode keeps one connection for the loop (each new one costs a handshake, drops what a `store: false` chain had cached, and counts against the API's connection limit); send the next response.create on the open connection and reconnect only when it is lost",
+            label(f, create)
+        ));
+    }
+    let connections: BTreeSet<u32> = all.iter().filter_map(|c| c.connection).collect();
+    checks::WEBSOCKET_CONNECTION_KEPT.judge(
+        problems,
+        format!(
+            "{} connection(s), each new one opened after the last was lost",
+            connections.len()
+        ),
+    )
 }
 
 /// Whether the server closed a connection because its time was up (or a turn's
