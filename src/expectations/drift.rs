@@ -14,7 +14,7 @@ use crate::redact::{self, Redactor};
 use crate::scenario::Recorded;
 use crate::transcript::Transcript;
 use crate::transcript::drift::{Change, Comparison, ComparisonStatus, changes, text_diff};
-use crate::transcript::normalize::{Normalized, Step, normalize, redact_steps};
+use crate::transcript::normalize::{Normalized, Step, normalize, redact_steps, with_connections};
 
 /// The redactor a replay of `recorded` is seen through: the installed rules plus the
 /// recording's own, so what the controller sends is redacted as the recording was.
@@ -28,9 +28,12 @@ pub fn redactor(recorded: &Recorded) -> Redactor {
 
 /// A run's transcript normalized and redacted as its recording was.
 pub(crate) fn comparable(recorded: &Recorded, transcript: &Transcript) -> Normalized {
-    let mut actual = normalize(
-        &recorded.transcript.case,
-        recorded.transcript.state,
+    let mut actual = with_connections(
+        normalize(
+            &recorded.transcript.case,
+            recorded.transcript.state,
+            transcript,
+        ),
         transcript,
     );
     // What the controller sent is compared; what it reported is the oracle's to judge.

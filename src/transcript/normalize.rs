@@ -32,7 +32,8 @@ use crate::redact::Redactor;
 ///   "body", "answer": {"status", "turn"?, "response_status"?, "fault"?, "rejected_by"?,
 ///   "streamed"?}}} | {"tool": {"kind", "name", "call_id"?, "arguments", "principal"?,
 ///   "approval"?, "status", "response"}}], "result"?, "unfinished"?}`; compatible
-///   addition: a tool step's `delay_ms` (a held answer of a slow tool), when not 0.
+///   additions: a tool step's `delay_ms` (a held answer of a slow tool), when not 0;
+///   a recording's model step's `connection` (see [`with_connections`]).
 pub const NORMALIZED_FORMAT: u32 = 1;
 
 /// One case run, normalized.
@@ -89,6 +90,10 @@ pub struct ModelStep {
     pub headers: BTreeMap<String, String>,
     /// The body as sent, normalized.
     pub body: Value,
+    /// The WebSocket connection (numbered from 1) it came on; recordings alone keep it
+    /// (see [`with_connections`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<u32>,
     /// How the fake server answered it.
     pub answer: Answer,
 }
@@ -318,6 +323,7 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
                     path,
                     headers,
                     body,
+                    connection: None,
                     answer: Answer {
                         status: m.status,
                         turn: m.turn,
@@ -382,6 +388,22 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
     }
 }
 
+/// `normalized` (made from `transcript`) with the WebSocket connection each model request
+/// came on. A recording keeps it, so a replay that posts over HTTP, or opens other
+/// connections, drifts; a snapshot does not, as the delivery a run was given already
+/// says how it talks.
+pub fn with_connections(mut normalized: Normalized, transcript: &Transcript) -> Normalized {
+    let steps = normalized.steps.iter_mut().filter_map(|step| match step {
+        Step::Model(model) => Some(model),
+        Step::Tool(_) => None,
+    });
+    // The canonical order keeps model exchanges in the transcript's order.
+    for (step, exchange) in steps.zip(&transcript.model) {
+        step.connection = exchange.connection;
+    }
+    normalized
+}
+
 /// The user's JSON pointers on the bodies of normalized steps.
 pub fn redact_steps(steps: &mut [Value], redactor: &Redactor) {
     for step in steps {
@@ -413,6 +435,7 @@ pub(crate) mod test_steps {
             path: "/v1/responses".to_owned(),
             headers: Default::default(),
             body,
+            connection: None,
             answer,
         })
     }
