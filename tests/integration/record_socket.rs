@@ -1,0 +1,272 @@
+//! Recording the WebSocket mode: the Rust reference, given a task with `websocket: true`,
+//! is recorded through the proxy against a fake that serves the socket; the cassette is a
+//! case of the `websocket` delivery whose requests keep their connection and hold no key;
+//! it replays offline to the same controller without drift, and to one that posts over
+//! HTTP or sends other instructions as drift naming the change. An upstream that refuses
+//! the upgrade gives the client its answer; a binary frame and a client's close are
+//! relayed and recorded.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use loopcheck::contract::Delivery;
+use loopcheck::record::proxy::{Proxy, Upstream};
+use loopcheck::scenario::StateMode;
+use loopcheck::server::{RunningServer, Session};
+use loopcheck::transcript::SocketEventKind;
+use serde_json::{Value, json};
+use tokio_tungstenite::connect_async;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+use crate::record::{bin, loopcheck, record, run_cassette, text};
+use crate::support::case;
+
+const CASE: &str = "websocket/01-single-call";
+
+/// The fake of the websocket case, serving its socket: the stand-in upstream.
+async fn socket_upstream() -> (Arc<Session>, RunningServer) {
+    let scenario = case(CASE).scenario.delivered(Delivery::WebSocket);
+    let session = Arc::new(Session::new(
+        Arc::new(scenario),
+        StateMode::PreviousResponseId,
+    ));
+    let server = RunningServer::start(session.clone())
+        .await
+        .expect("the upstream starts");
+    (session, server)
+}
+
+/// The case's task and tools, with `websocket: true`, as a task file.
+fn task_file(dir: &Path) -> std::path::PathBuf {
+    let scenario = case(CASE).scenario;
+    let mut task = serde_json::to_value(&scenario.task).unwrap();
+    task["websocket"] = json!(true);
+    let path = dir.join("task.json");
+    let file = json!({"task": task, "tools": scenario.tools});
+    std::fs::write(&path, file.to_string()).unwrap();
+    path
+}
+
+/// A controller that runs the Rust reference on a task file changed by `edit` (a
+/// Python statement on the task `t`, without single quotes).
+fn edited_reference(dir: &Path, name: &str, edit: &str) -> std::path::PathBuf {
+    let script = dir.join(name);
+    let body = format!(
+        "#!/bin/sh\npython3 -c 'import json, os\np = os.environ[\"LOOPCHECK_TASK\"]\nt = json.load(open(p))\n{edit}\njson.dump(t, open(p, \"w\"))' || exit 3\nexec {} reference-controller\n",
+        bin()
+    );
+    std::fs::write(&script, body).unwrap();
+    script
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_socket_recording_replays_over_the_socket_and_drifts_when_the_loop_changes() {
+    let (upstream, server) = socket_upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let task = task_file(dir.path());
+    let cassette = dir.path().join("socket.yaml");
+    let bin = bin();
+    let output = record(
+        &format!("{}/v1", server.base_url()),
+        &cassette,
+        &["--task", task.to_str().unwrap()],
+        &[&bin, "reference-controller"],
+        &[("OPENAI_API_KEY", upstream.api_key())],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output));
+
+    // The upstream saw both creates on one connection, opened and closed.
+    let seen = upstream.transcript();
+    assert_eq!(seen.model.len(), 2, "{:#?}", seen.model);
+    assert!(seen.model.iter().all(|m| m.connection == Some(1)));
+    let kinds: Vec<SocketEventKind> = seen.sockets.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, [SocketEventKind::Opened, SocketEventKind::Closed]);
+
+    // The cassette: a case of the websocket delivery, each request on connection 1.
+    let raw = std::fs::read_to_string(&cassette).unwrap();
+    assert!(
+        !raw.contains(upstream.api_key()),
+        "the key is on disk:\n{raw}"
+    );
+    let scenario = loopcheck::scenario::load_file(&cassette).expect("the cassette loads");
+    assert_eq!(scenario.deliveries, Some(vec![Delivery::WebSocket]));
+    assert!(scenario.task.websocket && scenario.task.stream);
+    assert_eq!(scenario.script.len(), 2);
+    for turn in &scenario.script {
+        let recorded = turn.recorded.as_ref().expect("a recorded turn");
+        assert_eq!(recorded.events[0].event["type"], "response.created");
+        assert!(
+            recorded
+                .events
+                .iter()
+                .all(|e| e.event.get("stream_id").is_none())
+        );
+        assert_eq!(recorded.response["status"], "completed");
+    }
+    let document = serde_json::to_value(&scenario).unwrap();
+    let steps = document["recorded"]["transcript"]["steps"]
+        .as_array()
+        .unwrap();
+    let connections: Vec<&Value> = steps
+        .iter()
+        .filter_map(|s| s.get("model"))
+        .map(|m| &m["connection"])
+        .collect();
+    assert_eq!(connections, [&json!(1), &json!(1)]);
+    let first = steps[0]["model"]["body"].as_object().unwrap();
+    assert_eq!(first["stream"], true);
+    assert!(!first.contains_key("type") && !first.contains_key("stream_id"));
+    let lint = loopcheck(&["lint", cassette.to_str().unwrap()], &[]).await;
+    assert!(lint.status.success(), "{}", text(&lint));
+    drop(server);
+
+    // Offline: the same controller sends what was recorded, over the fake's socket.
+    let path = cassette.to_str().unwrap();
+    let replay = loopcheck(&["replay", path, "--", &bin, "reference-controller"], &[]).await;
+    assert!(replay.status.success(), "{}", text(&replay));
+    assert!(
+        text(&replay).contains("the replay sent what"),
+        "{}",
+        text(&replay)
+    );
+    let (output, cases) = run_cassette(&cassette, &[]).await;
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(cases.len(), 1);
+    assert_eq!(cases[0]["verdict"], "pass", "{:#}", cases[0]);
+    assert_eq!(cases[0]["recording"]["status"], "matched");
+
+    // A loop that posts over HTTP instead drifts, and says so.
+    let over_http = edited_reference(dir.path(), "over-http.sh", r#"t.pop("websocket", None)"#);
+    let script = over_http.to_str().unwrap();
+    let replay = loopcheck(&["replay", path, "--", "sh", script], &[]).await;
+    assert!(!replay.status.success(), "{}", text(&replay));
+    assert!(
+        text(&replay).contains(
+            "request 1 (POST /v1/responses): came over HTTP instead of WebSocket connection 1"
+        ),
+        "{}",
+        text(&replay)
+    );
+
+    // One that sends other instructions drifts on that field.
+    let other = edited_reference(
+        dir.path(),
+        "instructions.sh",
+        r#"t["instructions"] = "Answer in French.""#,
+    );
+    let replay = loopcheck(&["replay", path, "--", "sh", other.to_str().unwrap()], &[]).await;
+    assert!(!replay.status.success(), "{}", text(&replay));
+    let report = text(&replay);
+    assert!(
+        report.contains("request 1 (POST /v1/responses): `instructions` is \"Answer in French.\""),
+        "{report}"
+    );
+    assert!(!report.contains("came over HTTP"), "{report}");
+}
+
+/// The proxy, recording into a session of the case, in front of `upstream`.
+async fn proxy_to(upstream: &RunningServer) -> (Arc<Session>, RunningServer) {
+    let session = Arc::new(Session::new(
+        Arc::new(case(CASE).scenario),
+        StateMode::PreviousResponseId,
+    ));
+    let base = format!("{}/v1", upstream.base_url());
+    let proxy = Proxy::new(Upstream::new(&base, None).unwrap(), session.clone());
+    let server = proxy.start().await.expect("the proxy starts");
+    (session, server)
+}
+
+fn socket_request(
+    server: &RunningServer,
+    key: &str,
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    let url = format!(
+        "{}/v1/responses",
+        server.base_url().replacen("http", "ws", 1)
+    );
+    let mut request = url.into_client_request().unwrap();
+    let bearer = format!("Bearer {key}").parse().unwrap();
+    request.headers_mut().insert("authorization", bearer);
+    request
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_that_refuses_the_upgrade_gives_the_client_its_answer() {
+    let (_upstream, server) = socket_upstream().await;
+    let (recorded, proxy) = proxy_to(&server).await;
+    let wrong = "sk-wrong-0123456789abcdef0123";
+    let refused = connect_async(socket_request(&proxy, wrong)).await;
+    let Err(WsError::Http(answer)) = refused else {
+        panic!("the upgrade is refused: {refused:?}");
+    };
+    assert_eq!(answer.status(), 401);
+    let body: Value = serde_json::from_slice(answer.body().as_deref().unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], "invalid_api_key", "{body:#}");
+
+    let transcript = recorded.transcript();
+    assert_eq!(transcript.model.len(), 1);
+    let exchange = &transcript.model[0];
+    assert_eq!((exchange.method.as_str(), exchange.status), ("GET", 401));
+    assert!(transcript.sockets.is_empty(), "no connection was opened");
+    let headers = serde_json::to_string(&exchange.headers).unwrap();
+    assert!(!headers.contains("0123456789abcdef"), "{headers}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_binary_frame_and_the_clients_close_are_relayed_and_recorded() {
+    let (upstream, server) = socket_upstream().await;
+    let (recorded, proxy) = proxy_to(&server).await;
+    let (mut socket, _) = connect_async(socket_request(&proxy, upstream.api_key()))
+        .await
+        .expect("the upgrade goes through");
+    socket
+        .send(Message::Binary(vec![1, 2, 3].into()))
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(5), socket.next())
+        .await
+        .expect("an answer")
+        .expect("a message")
+        .expect("no error");
+    let event: Value = serde_json::from_str(answer.to_text().unwrap()).unwrap();
+    assert_eq!(event["type"], "error", "{event:#}");
+    socket.close(None).await.unwrap();
+    // The close comes back, then the connection ends.
+    while let Ok(Some(Ok(_))) = tokio::time::timeout(Duration::from_secs(5), socket.next()).await {}
+    let mut sockets = Vec::new();
+    for _ in 0..100 {
+        sockets = recorded.transcript().sockets;
+        if sockets.len() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let kinds: Vec<SocketEventKind> = sockets.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            SocketEventKind::Opened,
+            SocketEventKind::Refused,
+            SocketEventKind::Closed
+        ],
+        "{sockets:#?}"
+    );
+    assert!(sockets.iter().all(|s| s.connection == 1));
+    assert_eq!(sockets[2].detail.as_deref(), Some("closed by the client"));
+    assert!(recorded.transcript().model.is_empty());
+    // The upstream saw the same: the frame refused, the close from the client.
+    let theirs: Vec<SocketEventKind> = upstream
+        .transcript()
+        .sockets
+        .iter()
+        .map(|s| s.kind)
+        .collect();
+    assert_eq!(
+        theirs[..2],
+        [SocketEventKind::Opened, SocketEventKind::Refused]
+    );
+}
