@@ -160,6 +160,9 @@ fn script(recording: &Recording<'_>, marked: &mut Transcript, old: &[Turn]) -> V
             continue; // the cassette's engine answered it: a fault its turn holds
         }
         let extra = recording.extras.get(&index);
+        if extra.is_some_and(|extra| extra.warm_up) {
+            continue; // the replay's engine answers it itself, as the upstream did
+        }
         let m = &marked.model[index];
         if !(200..300).contains(&m.status) {
             let (fault, record) = fault_of(m, extra);

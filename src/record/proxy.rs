@@ -177,6 +177,9 @@ pub struct Extra {
     pub headers: Vec<(String, String)>,
     /// For a stream: the wait before each event, in milliseconds.
     pub event_waits: Vec<u64>,
+    /// A WebSocket `response.create` with `generate: false`: a warm-up, which serves no
+    /// script turn.
+    pub warm_up: bool,
 }
 
 /// The proxy's shared state.
@@ -339,7 +342,7 @@ impl Proxy {
         }
         let extra = Extra {
             headers,
-            event_waits: Vec::new(),
+            ..Extra::default()
         };
         let mut upstream_body = answer.into_body();
         if !streamed {

@@ -8,7 +8,7 @@
 //! - each `response.create` as a streamed create on its connection: the event without
 //!   `type`, `stream_id`, `generate` and `background`, with `stream: true`, answered by
 //!   the events that follow it (on its lane, when it named one) up to a terminal one,
-//!   with the waits between them;
+//!   with the waits between them; a `generate: false` warm-up serves no script turn;
 //! - an `error` event that refuses a create before any of its events as the HTTP answer
 //!   of that status (its `error.headers` as the answer's headers), which a cassette
 //!   makes the same fault;
@@ -188,7 +188,7 @@ fn refused(
     }
     let extra = Extra {
         headers,
-        event_waits: Vec::new(),
+        ..Extra::default()
     };
     proxy.record(head, status, body, None, extra);
     Ok(response)
@@ -209,6 +209,8 @@ struct Pending {
     body: Value,
     /// Its `stream_id`, which the events answering it echo.
     lane: Option<String>,
+    /// `generate: false`: a warm-up.
+    warm_up: bool,
     /// When it was sent, then when its last event came.
     last: Instant,
     events: Vec<RecordedEvent>,
@@ -323,6 +325,7 @@ impl Relay {
             Some(Value::String(lane)) => Some(lane),
             _ => None,
         };
+        let warm_up = event.get("generate") == Some(&Value::Bool(false));
         for socket_only in ["type", "generate", "background"] {
             event.remove(socket_only);
         }
@@ -330,6 +333,7 @@ impl Relay {
         self.pending.push_back(Pending {
             body: Value::Object(event),
             lane,
+            warm_up,
             last: Instant::now(),
             events: Vec::new(),
         });
@@ -406,8 +410,9 @@ impl Relay {
         let waits = pending.events.iter().map(|e| e.after_ms).collect();
         let events = Value::Array(pending.events.into_iter().map(|e| e.event).collect());
         let extra = Extra {
-            headers: Vec::new(),
             event_waits: waits,
+            warm_up: pending.warm_up,
+            ..Extra::default()
         };
         self.record(pending.body, 200, events, Some(record), extra);
     }
@@ -440,7 +445,7 @@ impl Relay {
             .collect();
         let extra = Extra {
             headers,
-            event_waits: Vec::new(),
+            ..Extra::default()
         };
         self.record(pending.body, status, json!({ "error": error }), None, extra);
     }

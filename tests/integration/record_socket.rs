@@ -22,13 +22,41 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use crate::record::{bin, loopcheck, record, run_cassette, text};
-use crate::support::case;
+use crate::support::{case, case_from_yaml, missing_sdk, python, root};
 
 const CASE: &str = "websocket/01-single-call";
 
 /// The fake of the websocket case, serving its socket: the stand-in upstream.
 async fn socket_upstream() -> (Arc<Session>, RunningServer) {
-    let scenario = case(CASE).scenario.delivered(Delivery::WebSocket);
+    serve_socket(case(CASE)).await
+}
+
+/// A call, then a 429 for the create that sends its output.
+const THROTTLED: &str = r#"
+format: 1
+id: websocket/throttled
+summary: A call, then a 429 for the create that answers it.
+level: must
+task:
+  input:
+    - role: user
+      content: Is it warm enough in Lisbon for the beach today?
+  tools: [get_weather]
+deliveries: [websocket]
+script:
+  - output:
+      - call: {name: get_weather, arguments: {city: Lisbon}}
+  - faults:
+      - {status: 429, retry_after_ms: 20}
+    output:
+      - message: Sunny and warm.
+expect:
+  outcome: completed
+"#;
+
+/// The fake of `case` over its socket.
+async fn serve_socket(case: loopcheck::scenario::Case) -> (Arc<Session>, RunningServer) {
+    let scenario = case.scenario.delivered(Delivery::WebSocket);
     let session = Arc::new(Session::new(
         Arc::new(scenario),
         StateMode::PreviousResponseId,
@@ -268,5 +296,77 @@ async fn a_binary_frame_and_the_clients_close_are_relayed_and_recorded() {
     assert_eq!(
         theirs[..2],
         [SocketEventKind::Opened, SocketEventKind::Refused]
+    );
+}
+
+/// Whether `python` has the `websockets` package (the official SDK's socket client).
+fn websockets_importable(python: &Path) -> Result<(), String> {
+    let output = std::process::Command::new(python)
+        .args(["-c", "import websockets.sync.client"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|err| err.to_string())?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_warm_up_a_lane_and_a_throttled_create_are_recorded_as_the_fake_serves_them() {
+    let python = python();
+    if let Err(err) = websockets_importable(&python) {
+        return missing_sdk("websockets package", &err);
+    }
+    let (upstream, server) = serve_socket(case_from_yaml(THROTTLED)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("client.yaml");
+    let py = python.to_string_lossy().into_owned();
+    let client = root().join("tests/integration/socket_client.py");
+    let command = [py.as_str(), client.to_str().unwrap()];
+    let output = record(
+        &format!("{}/v1", server.base_url()),
+        &cassette,
+        &[],
+        &command,
+        &[("OPENAI_API_KEY", upstream.api_key())],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output));
+    let ends = r#"["response.completed", "response.completed", "lane-a", 429]"#;
+    assert!(text(&output).contains(ends), "{}", text(&output));
+
+    // The warm-up serves no turn; the refusal is a fault with its headers.
+    let scenario = loopcheck::scenario::load_file(&cassette).expect("the cassette loads");
+    assert!(scenario.task.websocket, "inferred from the requests");
+    assert_eq!(scenario.script.len(), 2, "{:#?}", scenario.script);
+    let first = scenario.script[0].recorded.as_ref().unwrap();
+    assert_eq!(first.response["output"][0]["type"], "function_call");
+    assert!(
+        first
+            .events
+            .iter()
+            .all(|e| e.event.get("stream_id").is_none())
+    );
+    let fault = &scenario.script[1].faults[0];
+    assert_eq!((fault.status, fault.retry_after_ms), (Some(429), Some(20)));
+    assert!(
+        fault
+            .body
+            .as_deref()
+            .is_some_and(|body| body.contains("rate_limit_exceeded")),
+        "{fault:?}"
+    );
+    drop(server);
+
+    let path = cassette.to_str().unwrap();
+    let replay = loopcheck(&[&["replay", path, "--"][..], &command].concat(), &[]).await;
+    assert!(replay.status.success(), "{}", text(&replay));
+    assert!(text(&replay).contains(ends), "{}", text(&replay));
+    assert!(
+        text(&replay).contains("the replay sent what"),
+        "{}",
+        text(&replay)
     );
 }
