@@ -272,6 +272,8 @@ impl Relay {
                 },
                 incoming = upstream.next() => match incoming {
                     Some(Ok(Message::Close(frame))) => {
+                        // tungstenite has queued the answering close frame.
+                        let _ = upstream.flush().await;
                         let code = frame.as_ref().map(|frame| u16::from(frame.code));
                         if gone.is_none() {
                             let _ = client.close(frame).await;

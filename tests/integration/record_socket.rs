@@ -2,9 +2,11 @@
 //! is recorded through the proxy against a fake that serves the socket; the cassette is a
 //! case of the `websocket` delivery whose requests keep their connection and hold no key;
 //! it replays offline to the same controller without drift, and to one that posts over
-//! HTTP or sends other instructions as drift naming the change. An upstream that refuses
-//! the upgrade gives the client its answer; a binary frame and a client's close are
-//! relayed and recorded.
+//! HTTP or sends other instructions as drift naming the change. Over TLS the upstream's
+//! certificate authority is trusted as over HTTP. A warm-up, a lane and a 429 are recorded
+//! as the fake serves them. An upstream that refuses the upgrade gives the client its
+//! answer, one that cannot be reached leaves no cassette; a binary frame and a client's
+//! close are relayed and recorded.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use crate::record::{bin, loopcheck, record, run_cassette, text};
 use crate::support::{case, case_from_yaml, missing_sdk, python, root};
+use crate::upstream::tls_front;
 
 const CASE: &str = "websocket/01-single-call";
 
@@ -369,4 +372,73 @@ async fn a_warm_up_a_lane_and_a_throttled_create_are_recorded_as_the_fake_serves
         "{}",
         text(&replay)
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_socket_that_cannot_reach_the_upstream_leaves_no_cassette() {
+    let python = python();
+    if let Err(err) = websockets_importable(&python) {
+        return missing_sdk("websockets package", &err);
+    }
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("unreached.yaml");
+    let py = python.to_string_lossy().into_owned();
+    let client = root().join("tests/integration/socket_client.py");
+    let output = record(
+        &format!("http://127.0.0.1:{port}/v1"),
+        &cassette,
+        &[],
+        &[&py, client.to_str().unwrap()],
+        &[("OPENAI_API_KEY", "sk-unused-0123456789abcdef0123")],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("no request reached the upstream"),
+        "{}",
+        text(&output)
+    );
+    assert!(!cassette.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_socket_is_recorded_over_tls_with_the_upstreams_certificate_authority() {
+    let (upstream, server) = socket_upstream().await;
+    let front = tls_front(server.addr()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &front.ca_pem).unwrap();
+    let task = task_file(dir.path());
+    let cassette = dir.path().join("tls.yaml");
+    let bin = bin();
+    let output = record(
+        &format!("{}/v1", front.url),
+        &cassette,
+        &[
+            "--task",
+            task.to_str().unwrap(),
+            "--upstream-ca",
+            ca.to_str().unwrap(),
+        ],
+        &[&bin, "reference-controller"],
+        &[("OPENAI_API_KEY", upstream.api_key())],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        upstream
+            .transcript()
+            .model
+            .iter()
+            .all(|m| m.connection == Some(1))
+    );
+    let scenario = loopcheck::scenario::load_file(&cassette).expect("the cassette loads");
+    assert_eq!(scenario.deliveries, Some(vec![Delivery::WebSocket]));
+    assert_eq!(scenario.script.len(), 2);
 }
