@@ -442,3 +442,51 @@ async fn a_socket_is_recorded_over_tls_with_the_upstreams_certificate_authority(
     assert_eq!(scenario.deliveries, Some(vec![Delivery::WebSocket]));
     assert_eq!(scenario.script.len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_gone_mid_answer_leaves_the_answer_read_to_its_end_and_recorded() {
+    // Each event 40 ms after the last: the client goes long before the terminal one.
+    let slow = THROTTLED.replace(
+        "      - call: {name: get_weather, arguments: {city: Lisbon}}\n",
+        "      - call: {name: get_weather, arguments: {city: Lisbon}}\n    stream: {delay_ms: 40}\n",
+    );
+    assert_ne!(slow, THROTTLED);
+    let (upstream, server) = serve_socket(case_from_yaml(&slow)).await;
+    let (recorded, proxy) = proxy_to(&server).await;
+    let (mut socket, _) = connect_async(socket_request(&proxy, upstream.api_key()))
+        .await
+        .expect("the upgrade goes through");
+    let create = json!({"type": "response.create", "model": "gpt-5",
+        "input": [{"role": "user", "content": "Is it warm enough in Lisbon for the beach today?"}]});
+    socket
+        .send(Message::text(create.to_string()))
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), socket.next())
+        .await
+        .expect("an event")
+        .expect("a message")
+        .expect("no error");
+    assert!(first.to_text().unwrap().contains("response.created"));
+    // Gone without a close frame, mid-answer.
+    drop(socket);
+    let mut transcript = recorded.transcript();
+    for _ in 0..100 {
+        if transcript.sockets.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        transcript = recorded.transcript();
+    }
+    assert_eq!(transcript.model.len(), 1, "{:#?}", transcript.model);
+    let exchange = &transcript.model[0];
+    assert_eq!((exchange.status, exchange.connection), (200, Some(1)));
+    let stream = exchange.stream.as_ref().expect("a stream");
+    assert!(!stream.cut, "read to its terminal event: {stream:?}");
+    assert_eq!(stream.last_type.as_deref(), Some("response.completed"));
+    assert_eq!(exchange.body["stream"], true);
+    assert!(stream.sent > 3, "{stream:?}");
+    let closed = &transcript.sockets[1];
+    assert_eq!(closed.kind, SocketEventKind::Closed);
+    assert!(closed.detail.is_some(), "{closed:?}");
+}
