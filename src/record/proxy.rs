@@ -4,7 +4,7 @@
 //! boundaries and the waits between them. Requests under `/tools/` go to the fixture
 //! tool backend instead, so a contract controller's tool calls are recorded too. A
 //! WebSocket upgrade of `/v1/responses` is relayed to the upstream's socket (see
-//! [`super::socket`]).
+//! the `socket` module, which also serves the proxy).
 //!
 //! The caller's key passes through to the upstream only: it is in the forwarded
 //! `Authorization` header, and the recorder keeps no secret header.
@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::redact;
 use crate::scenario::RecordedEvent;
-use crate::server::http::{DropConnection, ReplyStream, RunningServer, Upgrader, send};
+use crate::server::http::{DropConnection, ReplyStream, send};
 use crate::server::{EngineRequest, Session, stream};
 use crate::transcript::{ModelExchange, StreamRecord};
 
@@ -221,27 +221,6 @@ impl Proxy {
         while self.streaming.load(Ordering::SeqCst) > 0 && started.elapsed() < limit {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-    }
-
-    /// Serves the proxy on 127.0.0.1.
-    pub async fn start(self: &Arc<Self>) -> std::io::Result<RunningServer> {
-        let proxy = self.clone();
-        RunningServer::serve_with_upgrades(
-            Arc::new(move |request| {
-                let proxy = proxy.clone();
-                Box::pin(async move { proxy.answer(request).await })
-            }),
-            self.upgrader(),
-        )
-        .await
-    }
-
-    /// What takes a WebSocket upgrade: the relay to the upstream's socket.
-    pub(crate) fn upgrader(self: &Arc<Self>) -> Upgrader {
-        let proxy = self.clone();
-        Arc::new(move |request, slot| {
-            Box::pin(super::socket::upgrade(proxy.clone(), request, slot))
-        })
     }
 
     /// The upstream the proxy forwards to.

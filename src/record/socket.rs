@@ -40,7 +40,9 @@ use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 use super::proxy::{Extra, HOP_HEADERS, Proxy, Reading, chain, final_response, stream_record};
 use crate::scenario::RecordedEvent;
 use crate::server::EngineRequest;
-use crate::server::http::{DropConnection, ReplyStream, UpgradeSlot, front_refusal, send};
+use crate::server::http::{
+    DropConnection, ReplyStream, RunningServer, UpgradeSlot, Upgrader, front_refusal, send,
+};
 use crate::server::websocket::{HANDSHAKE_HEADERS, accept_key};
 use crate::transcript::{ModelExchange, SocketEventKind};
 
@@ -59,9 +61,31 @@ fn config() -> WebSocketConfig {
     WebSocketConfig::default()
 }
 
+impl Proxy {
+    /// Serves the proxy on 127.0.0.1: each request to [`Proxy::answer`], each upgrade of
+    /// `/v1/responses` to the relay.
+    pub async fn start(self: &Arc<Self>) -> std::io::Result<RunningServer> {
+        let proxy = self.clone();
+        RunningServer::serve_with_upgrades(
+            Arc::new(move |request| {
+                let proxy = proxy.clone();
+                Box::pin(async move { proxy.answer(request).await })
+            }),
+            self.upgrader(),
+        )
+        .await
+    }
+
+    /// What takes a WebSocket upgrade: the relay to the upstream's socket.
+    pub(crate) fn upgrader(self: &Arc<Self>) -> Upgrader {
+        let proxy = self.clone();
+        Arc::new(move |request, slot| Box::pin(upgrade(proxy.clone(), request, slot)))
+    }
+}
+
 /// Takes an upgrade of `/v1/responses`: opens the upstream's socket and answers `101`
 /// with the relay left in `slot`, or gives the client the upstream's refusal.
-pub(crate) async fn upgrade(
+async fn upgrade(
     proxy: Arc<Proxy>,
     mut request: Request<Incoming>,
     slot: UpgradeSlot,
