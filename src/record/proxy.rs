@@ -563,4 +563,18 @@ mod tests {
         );
         assert!(Upstream::new("api.example.com", None).is_err());
     }
+
+    #[test]
+    fn the_socket_goes_to_ws_for_http_and_wss_for_https() {
+        let secure = Upstream::new("https://api.example.com/v1", None).unwrap();
+        assert_eq!(
+            secure.socket_url("/v1/responses", None),
+            "wss://api.example.com/v1/responses"
+        );
+        let plain = Upstream::new("http://127.0.0.1:8080/v1?api-version=1", None).unwrap();
+        assert_eq!(
+            plain.socket_url("/responses", None),
+            "ws://127.0.0.1:8080/v1/responses?api-version=1"
+        );
+    }
 }

@@ -56,9 +56,13 @@ fn own_handshake_header(name: &str) -> bool {
         || (name.starts_with("sec-websocket-") && name != "sec-websocket-protocol")
 }
 
-/// Frames as large as the fake takes; neither side compresses.
+/// Messages and frames as large as the fake takes (its body cap); neither side
+/// compresses.
 fn config() -> WebSocketConfig {
+    let max = crate::server::HttpLimits::default().max_body;
     WebSocketConfig::default()
+        .max_message_size(Some(max))
+        .max_frame_size(Some(max))
 }
 
 impl Proxy {
