@@ -225,7 +225,8 @@ class CaseRun {
  * runs needing others are kept but marked `supported: false`, and `loopcheckSession`
  * skips them, so they show as skipped rather than vanish. A loop that does not stream
  * gets no streamed run of a case that also runs with JSON responses, and a loop that does
- * not declare `replay` no replay run.
+ * not declare `replay` no replay run, nor one that does not declare `websocket` a run over
+ * the socket.
  */
 export async function loopcheckCases({ filter = [], supports = DEFAULT_SUPPORTS } = {}) {
   const globs = (Array.isArray(filter) ? filter : [filter]).map(globToRegExp);
@@ -239,10 +240,11 @@ export async function loopcheckCases({ filter = [], supports = DEFAULT_SUPPORTS 
     for (const { state, delivery = 'json', requires } of entry.runs) {
       if (delivery === 'stream' && deliveries.has('json') && !capabilities.has('stream')) continue;
       if (state === 'replay' && !capabilities.has('replay')) continue;
+      if (delivery === 'websocket' && !capabilities.has('websocket')) continue;
       const missing = requires.filter((capability) => !capabilities.has(capability));
       runs.push(
         new CaseRun({
-          name: `${entry.id} [${state}${delivery === 'stream' ? ', stream' : ''}]`,
+          name: `${entry.id} [${state}${delivery === 'json' ? '' : `, ${delivery}`}]`,
           case: entry.id,
           state,
           delivery,
@@ -278,7 +280,7 @@ function oneLine(error) {
 export function describeVerdict(verdict, options = {}) {
   const { strict = false } = options;
   const failing = new Set(strict ? ['fail', 'non-strict'] : ['fail']);
-  const streamed = verdict.delivery === 'stream' ? ', stream' : '';
+  const streamed = verdict.delivery && verdict.delivery !== 'json' ? `, ${verdict.delivery}` : '';
   const lines = [`loopcheck: ${verdict.id} [${verdict.state}${streamed}]: ${verdict.verdict}`];
   // One line for the loop's error: its stack goes on the assertion's `cause`.
   if ('loopError' in options) lines.push(`  the loop threw: ${oneLine(options.loopError)}`);

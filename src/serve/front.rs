@@ -67,7 +67,19 @@ impl SessionServer {
                 Box::pin(async move { front.answer(request).await }) as http::BoxFuture<'static, _>
             })
         };
-        let server = RunningServer::serve_on(options.port, handler, options.http).await?;
+        let upgrades = {
+            let (front, limits) = (front.clone(), options.http);
+            http::Upgrades {
+                on_path: is_session_socket_path,
+                upgrader: Arc::new(move |request, slot| {
+                    let front = front.clone();
+                    Box::pin(async move { front.session_socket(request, limits, slot).await })
+                }),
+            }
+        };
+        let server =
+            RunningServer::serve_on_with_upgrades(options.port, handler, upgrades, options.http)
+                .await?;
         let _ = front.origin.set(server.base_url());
         let reaper = tokio::spawn(reap(Arc::downgrade(&registry)));
         Ok(Self {
@@ -156,17 +168,9 @@ fn chosen<T: Copy + PartialEq>(
     }
 }
 
-/// Serve mode answers over HTTP alone: its sessions share one port and one front that
-/// speaks no WebSocket upgrade.
-const NOT_OVER_THE_SOCKET: &str = "serve mode does not serve the WebSocket mode (delivery `websocket`); it serves the deliveries json and stream";
-
-/// The deliveries of a case serve mode offers: every one but `websocket`.
+/// The deliveries of a case serve mode offers: all of them, the socket too.
 fn served_deliveries(scenario: &crate::scenario::Scenario) -> Vec<Delivery> {
-    scenario
-        .run_deliveries()
-        .into_iter()
-        .filter(|delivery| *delivery != Delivery::WebSocket)
-        .collect()
+    scenario.run_deliveries()
 }
 
 fn session_error(err: SessionError) -> Answer {
@@ -239,6 +243,34 @@ impl Front {
         }
     }
 
+    /// A WebSocket upgrade of a session's `/s/{id}/v1/responses`: the session's own
+    /// socket, as a per-case server serves it.
+    async fn session_socket(
+        &self,
+        mut request: hyper::Request<hyper::body::Incoming>,
+        limits: HttpLimits,
+        slot: http::UpgradeSlot,
+    ) -> Result<hyper::Response<ReplyStream>, DropConnection> {
+        let path = request.uri().path().to_owned();
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let ["s", id, rest @ ..] = segments.as_slice() else {
+            let (status, body) = not_found("GET", &path);
+            return http::send(json_reply(status, body)).await;
+        };
+        let reply = match self.registry.admit(id, 0) {
+            Ok(Admission::Serve(session)) => {
+                // The session's own path, as its API sees every request.
+                if let Ok(uri) = format!("/{}", rest.join("/")).parse() {
+                    *request.uri_mut() = uri;
+                }
+                return http::upgrade(session, request, limits, slot).await;
+            }
+            Ok(Admission::Refuse(why)) => error(400, format!("loopcheck serve: {why}")),
+            Err(err) => session_error(err),
+        };
+        http::send(json_reply(reply.0, reply.1)).await
+    }
+
     /// A request to a session's fake API or tool backend, with the `/s/{id}` prefix
     /// taken off.
     async fn session_request(
@@ -268,8 +300,6 @@ impl Front {
         let cases: Vec<Value> = self
             .cases
             .iter()
-            // A case that runs over the socket only has nothing to offer here.
-            .filter(|case| !served_deliveries(&case.scenario).is_empty())
             .map(|case| {
                 let scenario = &case.scenario;
                 let runs: Vec<Value> = served_deliveries(scenario)
@@ -331,16 +361,7 @@ impl Front {
             Ok(state) => state,
             Err(listed) => return error(400, format!("case `{id}` runs in {listed}")),
         };
-        if request.get("delivery").and_then(Value::as_str) == Some(Delivery::WebSocket.as_str()) {
-            return error(400, NOT_OVER_THE_SOCKET);
-        }
         let deliveries = served_deliveries(&case.scenario);
-        if deliveries.is_empty() {
-            return error(
-                400,
-                format!("case `{id}` runs only over websocket: {NOT_OVER_THE_SOCKET}"),
-            );
-        }
         let delivery = match chosen(
             &request,
             "delivery",
@@ -429,6 +450,14 @@ fn not_found(method: &str, path: &str) -> Answer {
              and its tools under /s/{{id}}/tools"
         ),
     )
+}
+
+/// Whether `path` is a session's Responses path, `/s/{id}/v1/responses`, where its
+/// socket opens.
+fn is_session_socket_path(path: &str) -> bool {
+    let mut segments = path.split('/').filter(|s| !s.is_empty());
+    matches!((segments.next(), segments.next()), (Some("s"), Some(_)))
+        && crate::server::websocket::is_socket_path(&segments.collect::<Vec<_>>().join("/"))
 }
 
 fn json_reply(status: u16, body: Value) -> EngineReply {

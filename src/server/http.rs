@@ -67,6 +67,24 @@ pub(crate) type Upgrader = Arc<
 /// Where an [`Upgrader`] leaves the future that serves an accepted upgrade.
 pub(crate) type UpgradeSlot = Arc<Mutex<Option<BoxFuture<'static, ()>>>>;
 
+/// What takes a server's WebSocket upgrades: the paths it takes them on (an upgrade of
+/// any other path is answered as HTTP), and how.
+#[derive(Clone)]
+pub(crate) struct Upgrades {
+    pub on_path: fn(&str) -> bool,
+    pub upgrader: Upgrader,
+}
+
+impl Upgrades {
+    /// Upgrades of the Responses path (`/v1/responses`, `/responses`) taken by `upgrader`.
+    pub(crate) fn of_responses(upgrader: Upgrader) -> Self {
+        Self {
+            on_path: websocket::is_socket_path,
+            upgrader,
+        }
+    }
+}
+
 impl RunningServer {
     /// Binds 127.0.0.1 on a free port and serves `session`.
     /// WebSocket upgrades of `/v1/responses` open connections to the same session.
@@ -77,7 +95,7 @@ impl RunningServer {
             Box::pin(upgrade(sockets.clone(), request, limits, slot))
         });
         let handler: Handler = Arc::new(move |request| Box::pin(serve(session.clone(), request)));
-        Self::listen(0, handler, Some(upgrader), limits).await
+        Self::listen(0, handler, Some(Upgrades::of_responses(upgrader)), limits).await
     }
 
     /// Binds 127.0.0.1 on a free port, answers every request with `handler` and every
@@ -86,24 +104,26 @@ impl RunningServer {
         handler: Handler,
         upgrader: Upgrader,
     ) -> std::io::Result<Self> {
-        Self::listen(0, handler, Some(upgrader), HttpLimits::default()).await
+        let upgrades = Upgrades::of_responses(upgrader);
+        Self::listen(0, handler, Some(upgrades), HttpLimits::default()).await
     }
 
     /// Binds 127.0.0.1 on `port` (0: a free one) and answers every request with
-    /// `handler`, within `limits`.
-    pub(crate) async fn serve_on(
+    /// `handler`, and every WebSocket upgrade `upgrades` takes with it, within `limits`.
+    pub(crate) async fn serve_on_with_upgrades(
         port: u16,
         handler: Handler,
+        upgrades: Upgrades,
         limits: HttpLimits,
     ) -> std::io::Result<Self> {
-        Self::listen(port, handler, None, limits).await
+        Self::listen(port, handler, Some(upgrades), limits).await
     }
 
-    /// [`RunningServer::serve_on`], with WebSocket upgrades taken by `sockets`.
+    /// Binds and serves: requests with `handler`, upgrades `sockets` takes with it.
     async fn listen(
         port: u16,
         handler: Handler,
-        sockets: Option<Upgrader>,
+        sockets: Option<Upgrades>,
         limits: HttpLimits,
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
@@ -145,7 +165,7 @@ impl Drop for RunningServer {
 async fn accept_loop(
     listener: TcpListener,
     handler: Handler,
-    sockets: Option<Upgrader>,
+    sockets: Option<Upgrades>,
     limits: HttpLimits,
 ) {
     // Connections live in the set, so aborting this task closes them all.
@@ -180,11 +200,11 @@ async fn accept_loop(
                 let (handler, budget) = (handler.clone(), budget.clone());
                 let (sockets, upgrades) = (sockets.clone(), upgrades.clone());
                 async move {
-                    if let Some(upgrader) = sockets.filter(|_| {
+                    if let Some(sockets) = sockets.filter(|sockets| {
                         websocket::wants_upgrade(request.method().as_str(), request.headers())
-                            && websocket::is_socket_path(request.uri().path())
+                            && (sockets.on_path)(request.uri().path())
                     }) {
-                        return upgrader(request, upgrades).await;
+                        return (sockets.upgrader)(request, upgrades).await;
                     }
                     match read_request(request, &limits, &budget).await {
                         // The body's bytes count against the budget until it is handled.
@@ -211,7 +231,7 @@ async fn accept_loop(
 /// Answers a WebSocket upgrade of `/v1/responses`: refused as HTTP refuses a request
 /// without this session's key, 400 without a valid handshake, else 101 with the
 /// connection left in `slot` for the connection's task to serve.
-async fn upgrade(
+pub(crate) async fn upgrade(
     session: Arc<Session>,
     mut request: Request<Incoming>,
     limits: HttpLimits,

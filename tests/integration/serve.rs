@@ -460,41 +460,54 @@ async fn a_case_is_served_streamed_when_a_session_asks_for_its_stream_delivery()
 }
 
 #[tokio::test]
-async fn serve_mode_offers_no_run_over_the_socket_and_refuses_one_asked_for() {
+async fn a_sessions_socket_opens_under_its_own_path_and_is_judged_as_a_per_case_runs() {
     let server = support::session_server(ServeOptions::default()).await;
     let api = Api::new(&server.url(), None);
     let listed = api.get("/loopcheck/cases").await.json();
-    let cases = listed["cases"].as_array().expect("a list");
+    let reconnect = listed["cases"]
+        .as_array()
+        .and_then(|cases| {
+            cases
+                .iter()
+                .find(|c| c["id"] == "websocket/04-reconnect-chained")
+        })
+        .unwrap_or_else(|| panic!("no socket case in {listed}"));
+    assert_eq!(reconnect["runs"][0]["delivery"], "websocket");
     assert!(
-        cases.iter().all(|case| case["area"] != "websocket"),
-        "a socket-only case is listed"
+        reconnect["runs"][0]["requires"]
+            .to_string()
+            .contains("websocket")
     );
-    assert!(
-        !listed.to_string().contains("\"websocket\""),
-        "a run over the socket is offered"
-    );
-    for (body, case) in [
-        (
-            json!({"case": "correlation/01-single-call", "delivery": "websocket"}),
-            "correlation/01-single-call",
-        ),
-        (
-            json!({"case": "websocket/01-single-call"}),
-            "websocket/01-single-call",
-        ),
-        (
-            json!({"case": "websocket/01-single-call", "delivery": "websocket"}),
-            "websocket/01-single-call",
-        ),
-    ] {
-        let reply = api.post("/loopcheck/sessions", &body).await;
-        assert_eq!(reply.status, 400, "{case}");
-        let message = reply.json()["error"]["message"].to_string();
-        assert!(
-            message.contains("does not serve the WebSocket mode")
-                && message.contains("json and stream"),
-            "{case}: {message}"
-        );
-    }
+
+    // The reference, given the session's base URL, opens ws://.../s/{id}/v1/responses,
+    // is closed after the first turn, reconnects, and passes.
+    let client = reqwest::Client::new();
+    let run = run_session(
+        &client,
+        &server.url(),
+        "websocket/04-reconnect-chained",
+        "previous_response_id",
+    )
+    .await;
+    assert_eq!(run.verdict["verdict"], "pass", "{}", run.verdict);
+    let connections: Vec<&Value> = run.transcript["model"]
+        .as_array()
+        .expect("model exchanges")
+        .iter()
+        .map(|m| &m["connection"])
+        .collect();
+    assert_eq!(connections, [&json!(1), &json!(2)], "{}", run.transcript);
+
+    // An upgrade of a session that does not exist is refused as its HTTP requests are.
+    let unknown = reqwest::Client::new()
+        .get(format!("{}/s/nope/v1/responses", server.url()))
+        .header("connection", "upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(unknown.status(), 404);
     server.shutdown().await;
 }

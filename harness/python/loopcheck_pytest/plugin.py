@@ -86,7 +86,7 @@ def pytest_generate_tests(metafunc):
     params = [
         pytest.param(
             (case, state, delivery),
-            id=f"{case}:{state}" + (":stream" if delivery == "stream" else ""),
+            id=f"{case}:{state}" + ("" if delivery == "json" else f":{delivery}"),
             marks=[pytest.mark.skip(reason=f"the loop does not support: {', '.join(missing)}")]
             if missing
             else [],

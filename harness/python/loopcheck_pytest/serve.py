@@ -127,7 +127,8 @@ class Serve:
         """The case runs whose id matches one of `filters` (globs; none: every case), each
         as (case id, state, delivery, missing capabilities). A loop that does not stream
         gets no streamed run of a case that also runs with JSON responses, and a loop that
-        does not declare `replay` no replay run."""
+        does not declare `replay` no replay run, nor one that does not declare `websocket`
+        a run over the socket."""
         selected = []
         for case in self.cases():
             if filters and not any(fnmatch.fnmatchcase(case["id"], f) for f in filters):
@@ -139,13 +140,16 @@ class Serve:
                     continue
                 if run["state"] == "replay" and "replay" not in supports:
                     continue
+                if delivery == "websocket" and "websocket" not in supports:
+                    continue
                 missing = [word for word in run["requires"] if word not in supports]
                 selected.append((case["id"], run["state"], delivery, missing))
         return selected
 
     def session(self, case, state=None, seed=None, delivery=None):
         """A new session of `case` in `state` (default: the case's first state mode),
-        with `delivery` "json" or "stream" (default: the case's first delivery)."""
+        with `delivery` "json", "stream" or "websocket" (default: the case's first
+        delivery)."""
         body = {"case": case}
         if state is not None:
             body["state"] = state
