@@ -337,7 +337,8 @@ export function refusalOf(event) {
 }
 
 /** The SDK's error for a refusal, as it throws for the same HTTP answer. */
-const refusalError = ({ status, error, headers }) => OpenAI.APIError.generate(status, { error }, undefined, headers);
+const refusalError = ({ status, error, headers }) =>
+  OpenAI.APIError.generate(status, { error }, undefined, headers);
 
 /** One connection, opened at once; its events are read in order with `next`. */
 class SocketConnection {
@@ -399,11 +400,15 @@ class SocketConnection {
       if (value.type === 'close') {
         return { lost: `the connection closed (${value.code}${value.reason ? `: ${value.reason}` : ''})` };
       }
-      if (value.type === 'raw') throw new Stop('api_error', 'a message that is no JSON event, where an event was expected');
+      if (value.type === 'raw') {
+        throw new Stop('api_error', 'a message that is no JSON event, where an event was expected');
+      }
       if (value.type === 'error') {
         // The SDK gives an `error` event as a WebSocketError that carries the event.
         if (value.error.error) return { event: value.error.error };
-        if (this.unreadable.has(value.error)) throw new Stop('api_error', `unreadable event: ${value.error.message}`);
+        if (this.unreadable.has(value.error)) {
+          throw new Stop('api_error', `unreadable event: ${value.error.message}`);
+        }
         // The connection failed: its close follows.
       }
     }
@@ -434,12 +439,13 @@ const OPEN = 1;
 /** How long a close at the end of the case may take before the process just exits. */
 const CLOSE_TIMEOUT_MS = 1_000;
 
-/** `promise`'s value; null once `timeout` aborts; throws `deadline`'s reason once it aborts. */
-function untilAborted(promise, deadline, timeout) {
+/** `promise`'s value; null once `timeout` aborts; throws `deadline`'s reason once it aborts.
+ * Either signal may be missing. */
+function untilAborted(promise, deadline, timeout = null) {
   return new Promise((resolve, reject) => {
     const stop = () => {
       deadline?.removeEventListener('abort', onDeadline);
-      timeout.removeEventListener('abort', onTimeout);
+      timeout?.removeEventListener('abort', onTimeout);
     };
     const onDeadline = () => {
       stop();
@@ -450,9 +456,9 @@ function untilAborted(promise, deadline, timeout) {
       resolve(null);
     };
     if (deadline?.aborted) return onDeadline();
-    if (timeout.aborted) return onTimeout();
+    if (timeout?.aborted) return onTimeout();
     deadline?.addEventListener('abort', onDeadline);
-    timeout.addEventListener('abort', onTimeout);
+    timeout?.addEventListener('abort', onTimeout);
     promise.then(
       (value) => {
         stop();
@@ -543,11 +549,12 @@ export class ResponsesSocket {
       const { refusal } = unanswered;
       const retry = retriesRemaining > 0 && (refusal === null || (await this.client.shouldRetry(refusal)));
       if (!retry) {
-        throw refusal ? refusalError(refusal) : new OpenAI.APIConnectionError({ message: unanswered.message });
+        if (refusal) throw refusalError(refusal);
+        throw new OpenAI.APIConnectionError({ message: unanswered.message });
       }
       const wait = socketRetryDelay(this.client, refusal?.headers, retriesRemaining, maxRetries);
       log(`${unanswered.message}; retrying in ${Math.round(wait)} ms`);
-      await untilAborted(sleep(wait), options.signal, new AbortController().signal);
+      await untilAborted(sleep(wait), options.signal);
     }
   }
 
