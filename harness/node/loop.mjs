@@ -15,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
+import { ResponseStream } from 'openai/lib/responses/ResponseStream';
 
 export const TERMINAL_EVENTS = new Set(['response.completed', 'response.incomplete', 'response.failed']);
 
@@ -267,7 +268,12 @@ export async function streamResponse(client, body, options = {}) {
   // the params carry no tools, and the wire body (the same JSON, tools included) is given
   // as the request option `body`, which the SDK sends in place of the params.
   const { tools, ...params } = body;
-  const stream = client.responses.stream(params, { ...options, body: { ...body, stream: true } });
+  return terminalResponse(client.responses.stream(params, { ...options, body: { ...body, stream: true } }));
+}
+
+/** The response of the terminal event of a stream helper's events (an HTTP stream's, or a
+ * socket answer's). */
+async function terminalResponse(stream) {
   for await (const event of stream) {
     // Leaving the loop aborts the rest of the stream: nothing after the terminal event counts.
     if (TERMINAL_EVENTS.has(event.type)) return checked(event.response);
@@ -277,15 +283,330 @@ export async function streamResponse(client, body, options = {}) {
   throw new Stop('api_error', 'the stream ended before a terminal event');
 }
 
+// WebSocket mode (the task's `websocket`): every model request of the case goes as a
+// `response.create` event on one connection to `/responses`, which answers with the events
+// of a streamed HTTP create, one JSON message each. The connection is the SDK's
+// `ResponsesWS` (on the `ws` package, loaded only in this mode); it is never asked to
+// reconnect on its own: `ResponsesSocket` replaces a closed connection before a create,
+// and retries a create the API refused, or that was lost before its answer started,
+// exactly as the SDK retries an HTTP request.
+
+/** Milliseconds to wait before the next attempt, as the SDK's `retryRequest` computes them:
+ * `retry-after-ms`, else `retry-after` (seconds or a date), when within 60 s; else its
+ * backoff. */
+export function socketRetryDelay(client, headers, retriesRemaining, maxRetries) {
+  let wait;
+  const ms = Number.parseFloat(headers?.get('retry-after-ms') ?? '');
+  if (!Number.isNaN(ms)) wait = ms;
+  const after = headers?.get('retry-after');
+  if (after && wait === undefined) {
+    const seconds = Number.parseFloat(after);
+    wait = Number.isNaN(seconds) ? Date.parse(after) - Date.now() : seconds * 1000;
+  }
+  if (wait === undefined || !Number.isFinite(wait) || wait < 0 || wait > 60_000) {
+    return client.calculateDefaultRetryTimeoutMillis(retriesRemaining, maxRetries);
+  }
+  return wait;
+}
+
+/** A create that got no answer but may be retried, as an HTTP request would be: the API
+ * refused it (`refusal`: its status, error and headers), or the connection was lost, or
+ * never made, before the answer's first event (no refusal). */
+class Unanswered extends Error {
+  constructor(detail, refusal = null) {
+    super(detail);
+    this.refusal = refusal;
+  }
+}
+
+/** The refusal an `error` event with a status stands for: `{"type": "error", "status",
+ * "error": {"type", "code", "message", "param", "headers"}}`, the headers being those the
+ * HTTP answer would have had. */
+export function refusalOf(event) {
+  const nested = event.error !== null && typeof event.error === 'object' ? event.error : event;
+  const { headers: fields, ...error } = nested;
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(fields ?? {})) {
+    try {
+      if (typeof value === 'string') headers.set(name, value);
+    } catch {
+      // A name or value no HTTP answer could carry: an HTTP client would not see it either.
+    }
+  }
+  return { status: event.status, error, headers };
+}
+
+/** The SDK's error for a refusal, as it throws for the same HTTP answer. */
+const refusalError = ({ status, error, headers }) =>
+  OpenAI.APIError.generate(status, { error }, undefined, headers);
+
+/** One connection, opened at once; its events are read in order with `next`. */
+class SocketConnection {
+  constructor(ResponsesWS, client) {
+    this.ws = new ResponsesWS(client);
+    this.events = this.ws.stream();
+    this.closed = false;
+    /** The HTTP answer that refused the upgrade, if one did. */
+    this.refusal = null;
+    /** Errors that are a message the SDK could not read as an event, not a lost connection. */
+    this.unreadable = new WeakSet();
+    this.ws.on('close', (code, reason) => {
+      this.closed = true;
+      log(`the connection closed (${code}${reason ? `: ${reason}` : ''})`);
+    });
+    this.ws.on('error', (err) => {
+      if (err.error) return; // an `error` event: read in order with the others
+      // Without a cause and with the socket open, the SDK refused a message it received.
+      if (err.cause === undefined && this.ws.socket.readyState === OPEN) this.unreadable.add(err);
+      log(`socket: ${err.message}`);
+    });
+    // The upgrade refused (401, 429, ...): its answer is the API's, as over HTTP.
+    const raw = this.ws.socket.platformSocket;
+    raw.once('unexpected-response', (_request, answer) => {
+      const chunks = [];
+      answer.on('data', (chunk) => chunks.push(chunk));
+      answer.on('end', () => {
+        let body = null;
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          // Not the API's JSON error: the status alone says what happened.
+        }
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(answer.headers)) {
+          if (typeof value === 'string') headers.set(name, value);
+        }
+        const error = body?.error !== null && typeof body?.error === 'object' ? body.error : null;
+        this.refusal = { status: answer.statusCode, error, headers };
+        raw.terminate();
+      });
+    });
+  }
+
+  /** Whether the connection can carry no more creates. */
+  get ended() {
+    return this.closed || this.ws.socket.readyState > OPEN;
+  }
+
+  /** The next event (`{event}`), or `{lost: why}` when the connection ended or `timeout`
+   * aborted; throws when `deadline` aborts, or on a message that is no event. */
+  async next(deadline, timeout) {
+    for (;;) {
+      const item = await untilAborted(this.events.next(), deadline, timeout);
+      if (item === null) return { lost: 'the answer timed out' };
+      const { value, done } = item;
+      if (done) return { lost: 'the connection closed' };
+      if (value.type === 'message') return { event: value.message };
+      if (value.type === 'close') {
+        return { lost: `the connection closed (${value.code}${value.reason ? `: ${value.reason}` : ''})` };
+      }
+      if (value.type === 'raw') {
+        throw new Stop('api_error', 'a message that is no JSON event, where an event was expected');
+      }
+      if (value.type === 'error') {
+        // The SDK gives an `error` event as a WebSocketError that carries the event.
+        if (value.error.error) return { event: value.error.error };
+        if (this.unreadable.has(value.error)) {
+          throw new Stop('api_error', `unreadable event: ${value.error.message}`);
+        }
+        // The connection failed: its close follows.
+      }
+    }
+  }
+
+  /** Closes the connection as a client that is done, waiting (briefly) for the close. */
+  close() {
+    return new Promise((resolve) => {
+      if (this.closed) return resolve();
+      const timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
+      this.ws.on('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      try {
+        this.ws.close({ code: 1000, reason: 'done' });
+      } catch (err) {
+        log(`closing the connection: ${err.message}`);
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  }
+}
+
+/** WebSocket readyState OPEN; CLOSING and CLOSED come after it. */
+const OPEN = 1;
+/** How long a close at the end of the case may take before the process just exits. */
+const CLOSE_TIMEOUT_MS = 1_000;
+
+/** `promise`'s value; null once `timeout` aborts; throws `deadline`'s reason once it aborts.
+ * Either signal may be missing. */
+function untilAborted(promise, deadline, timeout = null) {
+  return new Promise((resolve, reject) => {
+    const stop = () => {
+      deadline?.removeEventListener('abort', onDeadline);
+      timeout?.removeEventListener('abort', onTimeout);
+    };
+    const onDeadline = () => {
+      stop();
+      reject(deadline.reason);
+    };
+    const onTimeout = () => {
+      stop();
+      resolve(null);
+    };
+    if (deadline?.aborted) return onDeadline();
+    if (timeout?.aborted) return onTimeout();
+    deadline?.addEventListener('abort', onDeadline);
+    timeout?.addEventListener('abort', onTimeout);
+    promise.then(
+      (value) => {
+        stop();
+        resolve(value);
+      },
+      (err) => {
+        stop();
+        reject(err);
+      },
+    );
+  });
+}
+
+/** Reads one answer on `connection`. Before its first event, an `error` event with a status
+ * is the API refusing the create, and a lost connection leaves it unanswered: both are
+ * thrown as Unanswered. From the first event on, the events go through the SDK's stream
+ * accumulator exactly as an HTTP stream's do (an `error` event, an event out of order, or
+ * the connection lost fails the case), and the response is the terminal event's. */
+export async function readAnswer(connection, deadline, timeout) {
+  const first = await connection.next(deadline, timeout);
+  if (first.lost) {
+    const { refusal } = connection;
+    if (refusal) throw new Unanswered(`upgrade refused: HTTP ${refusal.status}`, refusal);
+    throw new Unanswered(`the connection was lost before an answer: ${first.lost}`);
+  }
+  if (first.event.type === 'error' && typeof first.event.status === 'number') {
+    const refusal = refusalOf(first.event);
+    throw new Unanswered(`HTTP ${refusal.status}: ${refusal.error.message ?? 'no message'}`, refusal);
+  }
+  let pending = first.event;
+  let failure = null;
+  const encoder = new TextEncoder();
+  const events = new ReadableStream(
+    {
+      // Asked for one event at a time (highWaterMark 0), so nothing past the terminal
+      // event is read: the next create's answer stays on the connection.
+      async pull(controller) {
+        try {
+          const next = pending ? { event: pending } : await connection.next(deadline, timeout);
+          pending = null;
+          if (next.lost) {
+            log(`the event stream broke: ${next.lost}`);
+            controller.close();
+            return;
+          }
+          controller.enqueue(encoder.encode(`${JSON.stringify(next.event)}\n`));
+          if (TERMINAL_EVENTS.has(next.event.type) || next.event.type === 'error') controller.close();
+        } catch (err) {
+          failure = err;
+          controller.error(err);
+        }
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  try {
+    return await terminalResponse(ResponseStream.fromReadableStream(events));
+  } catch (err) {
+    throw failure ?? err;
+  }
+}
+
+/** The case's WebSocket: one connection, opened at the first create, replaced when the
+ * server closed it, and closed at the end of the case. */
+export class ResponsesSocket {
+  constructor(client) {
+    this.client = client;
+    this.connection = null;
+  }
+
+  /** One model request: `body` (a streamed create's) as a `response.create`, retried as the
+   * SDK retries an HTTP request (408, 409, 429, 5xx unless `x-should-retry` says otherwise,
+   * and a connection lost before the answer; at most `maxRetries` times, after the wait the
+   * refusal's headers ask for, else the SDK's backoff). `options.signal` is the deadline. */
+  async create(body, options = {}) {
+    // `stream` is implicit on a socket and `background` not served on one.
+    const { stream, background, ...fields } = body;
+    const event = { type: 'response.create', ...fields };
+    const { maxRetries } = this.client;
+    for (let retriesRemaining = maxRetries; ; retriesRemaining--) {
+      let unanswered;
+      try {
+        return await this.attempt(event, options.signal);
+      } catch (err) {
+        if (!(err instanceof Unanswered)) throw err;
+        unanswered = err;
+      }
+      const { refusal } = unanswered;
+      const retry = retriesRemaining > 0 && (refusal === null || (await this.client.shouldRetry(refusal)));
+      if (!retry) {
+        if (refusal) throw refusalError(refusal);
+        throw new OpenAI.APIConnectionError({ message: unanswered.message });
+      }
+      const wait = socketRetryDelay(this.client, refusal?.headers, retriesRemaining, maxRetries);
+      log(`${unanswered.message}; retrying in ${Math.round(wait)} ms`);
+      await untilAborted(sleep(wait), options.signal);
+    }
+  }
+
+  /** Sends the create once, on the open connection or a new one, and reads its answer
+   * within the client's request timeout. */
+  async attempt(event, deadline) {
+    if (this.connection?.ended) {
+      log('the server closed the connection since the last answer; reconnecting');
+      this.connection = null;
+    }
+    if (!this.connection) {
+      const { ResponsesWS } = await import('openai/resources/responses/ws');
+      this.connection = new SocketConnection(ResponsesWS, this.client);
+    }
+    const { connection } = this;
+    connection.ws.send(event);
+    try {
+      return await readAnswer(connection, deadline, AbortSignal.timeout(this.client.timeout));
+    } catch (err) {
+      // A refusal leaves the connection open; after anything else it is lost, or unusable.
+      if (!(err instanceof Unanswered && err.refusal && !connection.ended)) {
+        this.connection = null;
+        await connection.close();
+      }
+      throw err;
+    }
+  }
+
+  /** Closes the connection, if one is open. */
+  async close() {
+    await this.connection?.close();
+    this.connection = null;
+  }
+}
+
+/** A model request over the case's socket. */
+export async function socketResponse(socket, body, options = {}) {
+  return socket.create(body, options);
+}
+
 /** One model request. The SDK retries it (maxRetries 2) on connection errors, 408, 409,
  * 429 and 5xx, honouring retry-after(-ms) and x-should-retry, always with the same body;
  * a stream is never retried once it has started. Background responses are polled with
  * `retrieve` until they leave `queued`/`in_progress`. `options` are the SDK's request
- * options (the deadline's `signal`). */
-export async function send(client, body, options = {}) {
-  let response = body.stream
-    ? await impl.streamResponse(client, body, options)
-    : checked(await client.responses.create(body, options));
+ * options (the deadline's `signal`). With a `socket` (WebSocket mode) the request goes
+ * as a `response.create` on it instead. */
+export async function send(client, body, options = {}, socket = null) {
+  let response = socket
+    ? await impl.socketResponse(socket, body, options)
+    : body.stream
+      ? await impl.streamResponse(client, body, options)
+      : checked(await client.responses.create(body, options));
   while (body.background && (response.status === 'queued' || response.status === 'in_progress')) {
     await sleep(POLL_INTERVAL_MS);
     response = checked(await client.responses.retrieve(response.id, {}, options));
@@ -393,11 +714,21 @@ export function advance(state, response, outputs) {
 
 /** The loop; returns the answer text or throws Stop. `deadline` is startClock's. */
 export async function run(task, client, tools, deadline = null) {
+  const socket = task.websocket ? new ResponsesSocket(client) : null;
+  try {
+    return await rounds(task, client, tools, deadline, socket);
+  } finally {
+    await socket?.close();
+  }
+}
+
+/** The rounds of `run`, each model request on `socket` when there is one. */
+async function rounds(task, client, tools, deadline, socket) {
   const state = await beforeDeadline(deadline, (options) => impl.initialState(task, client, options));
   const maxRounds = task.max_rounds ?? 10;
   for (let round = 1; round <= maxRounds; round++) {
     const body = impl.requestBody(state);
-    const response = await beforeDeadline(deadline, (options) => impl.send(client, body, options));
+    const response = await beforeDeadline(deadline, (options) => impl.send(client, body, options, socket));
     impl.checkStatus(response);
     const calls = response.output.filter((item) => item.type === 'function_call');
     const kinds = [...new Set(response.output.map((item) => item.type))].sort();
@@ -444,7 +775,7 @@ export async function main() {
 
 /** Every piece the loop calls; replace one to inject a defect (see harness/mutants/). */
 export const impl = {
-  makeTools, handleCall, outputItem, answerCalls, streamResponse, send, checkStatus, isFinal,
+  makeTools, handleCall, outputItem, answerCalls, streamResponse, socketResponse, send, checkStatus, isFinal,
   finalAnswer, replayItems, initialState, requestBody, advance, run, makeClient, startClock,
 };
 

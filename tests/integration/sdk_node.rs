@@ -17,8 +17,10 @@ use crate::support::{
 
 /// Everything the controller supports (its README says the same); only `persistent` is
 /// left out.
-const CAPABILITIES: &str =
-    "previous_response_id,stateless,conversation,stream,background,programmatic,approvals,budgets";
+const CAPABILITIES: &str = concat!(
+    "previous_response_id,stateless,conversation,stream,background,programmatic,approvals,",
+    "budgets,websocket"
+);
 
 /// Runs a command in the repository; its stderr (or the spawn error) on failure.
 fn run(program: &str, args: &[&str]) -> Result<(), String> {
@@ -68,5 +70,33 @@ fn the_official_node_sdk_passes_the_catalogue() {
         CAPABILITIES,
         "the official Node SDK",
         "snapshots/node",
+    );
+}
+
+/// The WebSocket mode's own tests (`harness/node/socket.test.mjs`, `node --test`), against a
+/// scripted socket server: failures the catalogue cannot script all at once (a refused
+/// upgrade, retries running out, a close racing the next create).
+#[test]
+fn the_node_reference_reads_and_retries_socket_answers_as_over_http() {
+    let dir = root().join("harness/node");
+    install_node_packages();
+    if let Err(err) = sdk_importable(&dir) {
+        missing_sdk(
+            "Node SDK",
+            &format!("node cannot load openai and ajv: {err}"),
+        );
+        return;
+    }
+    let output = Command::new("node")
+        .args(["--test", "socket.test.mjs"])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("node starts");
+    assert!(
+        output.status.success(),
+        "harness/node/socket.test.mjs failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
     );
 }
