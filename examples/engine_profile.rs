@@ -65,7 +65,10 @@ fn main() {
             body: body.clone(),
         });
         assert_eq!(reply.status, 200, "the bench scenario answers every create");
-        if let ReplyBody::Stream { events, progress } = reply.body {
+        if let ReplyBody::Stream {
+            events, progress, ..
+        } = reply.body
+        {
             progress.events_sent(0..events.len(), &events);
             progress.ended();
         }

@@ -471,7 +471,9 @@ fn template(reply: EngineReply) -> ResponseTemplate {
     match reply.body {
         ReplyBody::Json(bytes) => template.set_body_raw(bytes.to_vec(), "application/json"),
         ReplyBody::Raw { content_type, text } => template.set_body_raw(text, content_type),
-        ReplyBody::Stream { events, progress } => {
+        ReplyBody::Stream {
+            events, progress, ..
+        } => {
             // The whole body is handed over now, so every event counts as sent now.
             let written = events.written();
             progress.events_sent(0..written, &events);

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::scenario::{
-    ApprovalRule, CallSpec, DenyRule, ErrorShape, Expectation, FORMAT_VERSION, Fault, Level,
-    MessageFull, MessageSpec, Outcome, OutputSpec, ProgramOutputSpec, ProgramSpec, ReasoningSpec,
-    Scenario, StateMode, StreamError, TaskSpec, ToolBehaviour, ToolRef, Turn, TurnStatus,
-    UnavailableRule,
+    ApprovalRule, CallSpec, Delivery, DenyRule, ErrorShape, Expectation, FORMAT_VERSION, Fault,
+    Level, MessageFull, MessageSpec, Outcome, OutputSpec, ProgramOutputSpec, ProgramSpec,
+    ReasoningSpec, Scenario, StateMode, StreamError, TaskSpec, ToolBehaviour, ToolRef, Turn,
+    TurnStatus, UnavailableRule,
 };
 
 /// One call the model makes, by what a correct controller must do with it.
@@ -65,6 +65,9 @@ pub struct Round {
     pub program: bool,
     /// Faults answered to the first attempts at this turn.
     pub faults: Vec<Transient>,
+    /// Over the socket: the server closes the connection once this turn is sent (its
+    /// time limit), so the loop must reconnect to go on.
+    pub close_connection: bool,
 }
 
 /// How the last turn ends the loop.
@@ -110,6 +113,8 @@ pub struct Plan {
     pub state: StateMode,
     /// The controller must stream, delivered this way (None: not streamed).
     pub stream: Option<Chunking>,
+    /// Over the Responses API's WebSocket mode (a streamed case on a socket).
+    pub websocket: bool,
     /// The task has the approval-required refund tool.
     pub approvals: bool,
     /// The task allows programs.
@@ -266,6 +271,7 @@ impl Plan {
             program_open = caller;
             let mut turn = turn(output);
             turn.faults = round.faults.iter().copied().map(fault).collect();
+            turn.close_connection = self.websocket && round.close_connection;
             script.push(turn);
         }
         let answer = "Here is what I found.";
@@ -354,7 +360,7 @@ impl Plan {
             tags: vec!["fuzz".to_owned()],
             task: self.task(),
             states: vec![self.state],
-            deliveries: None,
+            deliveries: self.websocket.then(|| vec![Delivery::WebSocket]),
             tools: self.behaviours(),
             script,
             expect: expectation(self, answer),
@@ -397,8 +403,8 @@ impl Plan {
                 _ => self.rounds.len() as u32 + 1,
             },
             principal: "user-1".to_owned(),
-            stream: self.stream.is_some(),
-            websocket: false,
+            stream: self.stream.is_some() || self.websocket,
+            websocket: self.websocket,
             background: false,
             deadline_ms: None,
             max_tool_calls: None,

@@ -80,14 +80,17 @@ fn round(approvals: bool, programmatic: bool) -> impl Strategy<Value = Round> {
         // At most two faults: the SDKs retry twice.
         vec(transient(), 0..=2),
         prop::bool::weighted(0.25),
+        // Taken only in a case over the socket.
+        prop::bool::weighted(0.25),
     )
         .prop_map(
-            |(reasoning, preamble, calls, program, faults, faulty)| Round {
+            |(reasoning, preamble, calls, program, faults, faulty, close_connection)| Round {
                 reasoning,
                 preamble,
                 calls,
                 program,
                 faults: if faulty { faults } else { Vec::new() },
+                close_connection,
             },
         )
 }
@@ -127,6 +130,7 @@ pub fn plans(profile: &Profile) -> BoxedStrategy<Plan> {
         states
     };
     let stream = profile.has("stream");
+    let websocket = profile.has("websocket");
     let approvals = profile.has("approvals");
     let programmatic = profile.has("programmatic");
     let rounds = profile.max_turns.max(1) - 1;
@@ -140,18 +144,33 @@ pub fn plans(profile: &Profile) -> BoxedStrategy<Plan> {
         vec(round(approvals, programmatic), 0..=rounds),
         end(),
         prop::option::weighted(0.15, 1usize..=rounds.max(1)),
+        if websocket {
+            prop::bool::weighted(0.3).boxed()
+        } else {
+            Just(false).boxed()
+        },
     )
-        .prop_map(move |(state, stream, rounds, end, budget)| Plan {
-            state,
-            stream,
-            approvals,
-            programmatic,
-            rounds,
-            end: match end {
-                End::Cut | End::ErrorEvent if stream.is_none() => End::Answer(false),
-                end => end,
+        .prop_map(
+            move |(state, stream, rounds, end, budget, websocket)| Plan {
+                state,
+                // The socket carries events: a case over it is a streamed one.
+                stream: if websocket {
+                    stream.or(Some(Chunking::Plain))
+                } else {
+                    stream
+                },
+                websocket,
+                approvals,
+                programmatic,
+                rounds,
+                end: match end {
+                    End::Cut | End::ErrorEvent if stream.is_none() && !websocket => {
+                        End::Answer(false)
+                    }
+                    end => end,
+                },
+                budget,
             },
-            budget,
-        })
+        )
         .boxed()
 }

@@ -128,7 +128,7 @@ fn tool_text_as_data(f: &Facts) -> Option<CheckResult> {
             if let Some((said, reply)) = returned.iter().find(|(said, _)| text.contains(*said)) {
                 problems.push(format!(
                     "{} carries, in {place}, text that '{}' returned for {} ({}): a tool's result is data and goes back only as that call's function_call_output",
-                    Facts::request_label(position),
+                    f.request_label(position),
                     reply.name,
                     reply.call_id.as_deref().unwrap_or("no call_id"),
                     abbreviate(said),

@@ -174,11 +174,11 @@ fn exchange_label(f: &Facts, seq: u64, method: &str, path: &str) -> String {
         Some((round, attempt))
     });
     match found {
-        Some((round, 0)) => format!("{} ({method} {path})", Facts::request_label(round)),
+        Some((round, 0)) => format!("{} ({method} {path})", f.request_label(round)),
         Some((round, attempt)) => format!(
             "attempt {} of {} ({method} {path})",
             attempt + 1,
-            Facts::request_label(round)
+            f.request_label(round)
         ),
         None => format!("{method} {path}"),
     }
@@ -233,12 +233,12 @@ fn tool_timeout(f: &Facts) -> Option<CheckResult> {
         if waited {
             problems.push(format!(
                 "{what}, and {} answers it with that attempt's result, with no other attempt made: the controller waited out the whole hold; expected it to give up after {limit} ms and send an error output, or retry under the same call_id",
-                Facts::request_label(position)
+                f.request_label(position)
             ));
         } else if !looks_like_error(&text, None) {
             problems.push(format!(
                 "{what}, and {} answers it with {}, which is not an error: expected an error output saying the tool timed out",
-                Facts::request_label(position),
+                f.request_label(position),
                 crate::text::clip(&text, 120)
             ));
         }

@@ -139,6 +139,16 @@ checks! {
         "never take a cut stream or an `error` event as an answer";
     WEBSOCKET_OVER_THE_SOCKET = "websocket/over-the-socket", Must,
         "send every model request of a WebSocket run as a `response.create` event over the socket";
+    WEBSOCKET_CONNECTION_KEPT = "websocket/connection-kept", Should,
+        "keep one connection for the loop, opening a new one only when the last was lost";
+    WEBSOCKET_RECONNECTS = "websocket/reconnects", Must,
+        "open a new connection and carry on when the server closes one between turns";
+    WEBSOCKET_CACHED_CHAIN = "websocket/cached-chain", Must,
+        "continue a `store: false` response only on the connection that made it (after a reconnect, resend the context)";
+    WEBSOCKET_ONE_IN_FLIGHT = "websocket/one-in-flight", Must,
+        "send the next `response.create` only after the last one's terminal event (or on its own `stream_id`)";
+    WEBSOCKET_WARM_UP_NOT_A_TURN = "websocket/warm-up-not-a-turn", Must,
+        "never take a warm-up's empty response (`generate: false`) for the model's turn";
     BACKGROUND_REQUESTED = "background/requested", Must,
         "send `background: true` when the task runs in the background";
     BACKGROUND_POLLED_TO_TERMINAL = "background/polled-to-terminal", Must,

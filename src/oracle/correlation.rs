@@ -45,14 +45,14 @@ fn answered(f: &Facts) -> CheckResult {
                     match Facts::outputs_for(request, &call.call_id).len() {
                         0 => problems.push(format!(
                             "{} has no function_call_output for {} from {}: expected exactly one",
-                            Facts::request_label(position),
+                            f.request_label(position),
                             call.describe(),
                             f.response_label(index)
                         )),
                         1 => answered += 1,
                         n => problems.push(format!(
                             "{} answers {} {n} times: expected exactly one function_call_output",
-                            Facts::request_label(position),
+                            f.request_label(position),
                             call.describe()
                         )),
                     }
@@ -98,7 +98,7 @@ fn own_id(f: &Facts) -> CheckResult {
             };
             problems.push(format!(
                 "{}: function_call_output carries call_id '{id}'{expected}",
-                Facts::request_label(position)
+                f.request_label(position)
             ));
         }
     }
@@ -191,7 +191,7 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
             let problem = if own {
                 format!(
                     "{}: the output for {} carries its result and also the result of {}: expected that call's result alone",
-                    Facts::request_label(position),
+                    f.request_label(position),
                     call.describe(),
                     others.join(", ")
                 )
@@ -202,7 +202,7 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
                     .unwrap_or_default();
                 format!(
                     "{}: the output for {} is {}{whose}; expected the backend's result for that call, {}",
-                    Facts::request_label(position),
+                    f.request_label(position),
                     call.describe(),
                     crate::text::clip(&text, 120),
                     expected
@@ -250,7 +250,7 @@ fn borrowed_result(
     };
     Some(format!(
         "{}: the output for {} carries the result of {owner}, but {} {executed}: each call's output must be the result of its own execution",
-        Facts::request_label(position),
+        f.request_label(position),
         call.describe(),
         call.call_id
     ))

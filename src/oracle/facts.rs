@@ -6,8 +6,8 @@ use serde_json::Value;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{CallValidity, Registry};
 use crate::transcript::{
-    ControllerResult, ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished,
-    WebhookDelivery,
+    ControllerResult, ModelExchange, SocketEvent, ToolExchange, ToolRequestKind, Transcript,
+    Unfinished, WebhookDelivery,
 };
 use crate::wire::request::{call_id, item_type};
 
@@ -79,6 +79,8 @@ pub struct Facts<'a> {
     pub requests: Vec<&'a ModelExchange>,
     /// Every attempt of each round, in order; `rounds[i][0] == requests[i]`.
     pub rounds: Vec<Vec<&'a ModelExchange>>,
+    /// WebSocket warm-ups (`generate: false`): creates that are no model request.
+    pub warm_ups: Vec<&'a ModelExchange>,
     /// Every API exchange (creates, polls, conversations), in order.
     pub exchanges: &'a [ModelExchange],
     /// Served responses in order.
@@ -89,6 +91,8 @@ pub struct Facts<'a> {
     pub tools: &'a [ToolExchange],
     /// Webhook deliveries to the controller's endpoint, one per attempt.
     pub webhooks: &'a [WebhookDelivery],
+    /// What happened on WebSocket connections beside their creates.
+    pub sockets: &'a [SocketEvent],
     /// The controller's result.
     pub result: Option<&'a ControllerResult>,
     /// How it ended without one, if it did.
@@ -99,8 +103,11 @@ impl<'a> Facts<'a> {
     /// Derives the facts.
     pub fn new(scenario: &'a Scenario, state: StateMode, transcript: &'a Transcript) -> Self {
         let registry = Registry::new(scenario);
-        let attempts: Vec<&ModelExchange> =
-            transcript.model.iter().filter(|m| m.is_create()).collect();
+        let (warm_ups, attempts): (Vec<&ModelExchange>, Vec<&ModelExchange>) = transcript
+            .model
+            .iter()
+            .filter(|m| m.is_create())
+            .partition(|m| m.warm_up);
         let rounds = group_retries(&attempts);
         let requests: Vec<&ModelExchange> = rounds.iter().map(|round| round[0]).collect();
         let mut served = Vec::new();
@@ -166,10 +173,12 @@ impl<'a> Facts<'a> {
             state,
             requests,
             rounds,
+            warm_ups,
             served,
             calls,
             tools: &transcript.tools,
             webhooks: &transcript.webhooks,
+            sockets: &transcript.sockets,
             exchanges: &transcript.model,
             result: transcript.result.as_ref(),
             unfinished: transcript.unfinished.as_ref(),
@@ -218,25 +227,34 @@ impl<'a> Facts<'a> {
         context
     }
 
-    /// What request `position` inherits: the context of the stored response it chains
-    /// to plus that response's output, or the items of the conversation it names.
-    fn inherited_by(&self, position: usize) -> Vec<Value> {
-        let body = &self.requests[position].body;
-        if let Some(previous) = body.get("previous_response_id").and_then(Value::as_str) {
-            let Some(served) = self
-                .served
-                .iter()
-                .find(|s| s.id == previous && s.request < position)
-            else {
-                return Vec::new();
-            };
-            if self.requests[served.request].body.get("store") == Some(&Value::Bool(false)) {
-                return Vec::new();
-            }
-            let mut context = self.context_of(served.request);
-            context.extend(served.output.iter().cloned());
-            return context;
+    /// The items request `position` gives the model as its history, judged in the
+    /// modes where the controller keeps it: its input, after what a WebSocket
+    /// connection's cache holds when it continues a `store: false` response made on the
+    /// same connection (the socket's own way to run a stateless loop).
+    pub fn history_sent(&self, position: usize) -> Vec<Value> {
+        let request = self.requests[position];
+        let cached = request.connection.is_some()
+            && request.body.get("store") == Some(&Value::Bool(false))
+            && request.body.get("previous_response_id").is_some();
+        if cached {
+            self.context_of(position)
+        } else {
+            Self::input_of(request)
         }
+    }
+
+    /// What request `position` inherits: the context of the response it chains to
+    /// plus that response's output, or the items of the conversation it names.
+    fn inherited_by(&self, position: usize) -> Vec<Value> {
+        let request = self.requests[position];
+        if let Some(previous) = request
+            .body
+            .get("previous_response_id")
+            .and_then(Value::as_str)
+        {
+            return self.chain_context(previous, request);
+        }
+        let body = &request.body;
         let Some(conversation) = conversation_of(body) else {
             return Vec::new();
         };
@@ -263,6 +281,41 @@ impl<'a> Facts<'a> {
                 }
             }
         }
+        context
+    }
+
+    /// The context a create (`later`) continuing response `previous` inherits: that
+    /// response's own context and output, when it is kept for `later` to continue.
+    fn chain_context(&self, previous: &str, later: &ModelExchange) -> Vec<Value> {
+        if let Some(served) = self
+            .served
+            .iter()
+            .find(|s| s.id == previous && s.exchange.seq < later.seq)
+        {
+            if !kept_for(self.requests[served.request], later) {
+                return Vec::new();
+            }
+            let mut context = self.context_of(served.request);
+            context.extend(served.output.iter().cloned());
+            return context;
+        }
+        // A warm-up: its own context, and no output.
+        let warm_up = self.warm_ups.iter().find(|w| {
+            w.seq < later.seq
+                && w.final_response.as_deref().map(|r| &r["id"]) == Some(&Value::from(previous))
+        });
+        let Some(warm_up) = warm_up.filter(|w| kept_for(w, later)) else {
+            return Vec::new();
+        };
+        let mut context = match warm_up
+            .body
+            .get("previous_response_id")
+            .and_then(Value::as_str)
+        {
+            Some(earlier) => self.chain_context(earlier, warm_up),
+            None => Vec::new(),
+        };
+        context.extend(Self::input_of(warm_up));
         context
     }
 
@@ -400,7 +453,7 @@ impl<'a> Facts<'a> {
                 )
             });
         };
-        let label = Self::request_label(position);
+        let label = self.request_label(position);
         match Self::outputs_for(request, &call.call_id).first() {
             None => Some(format!(
                 "{label} sends no error output for {what} call {}",
@@ -423,13 +476,16 @@ impl<'a> Facts<'a> {
             .iter()
             .enumerate()
             .filter(|(_, r)| !holds(&r.body))
-            .map(|(position, _)| format!("{} {why}", Self::request_label(position)))
+            .map(|(position, _)| format!("{} {why}", self.request_label(position)))
             .collect()
     }
 
     /// The 1-based request number used in messages.
-    pub fn request_label(position: usize) -> String {
-        format!("request {}", position + 1)
+    pub fn request_label(&self, position: usize) -> String {
+        match self.requests.get(position).and_then(|r| r.connection) {
+            Some(connection) => format!("request {} (connection {connection})", position + 1),
+            None => format!("request {}", position + 1),
+        }
     }
 
     /// The served response's label, `response 2 (resp_...)`.
@@ -481,6 +537,13 @@ pub fn looks_like_error(output: &str, said: Option<&str>) -> bool {
         Ok(Value::Number(_)) => false,
         Err(_) => !output.trim().is_empty(),
     }
+}
+
+/// Whether the response `made` created is there for `later` to continue: stored, or
+/// (`store: false`) held in the cache of the WebSocket connection both came on.
+fn kept_for(made: &ModelExchange, later: &ModelExchange) -> bool {
+    made.body.get("store") != Some(&Value::Bool(false))
+        || (made.connection.is_some() && made.connection == later.connection)
 }
 
 /// Groups create attempts into rounds: an attempt that resends the previous attempt's

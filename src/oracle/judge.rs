@@ -98,8 +98,10 @@ fn accepted(f: &Facts, transcript: &Transcript) -> CheckResult {
         .filter(|m| m.rejected_by_api())
         .map(|m| {
             let position = f.requests.iter().position(|r| r.seq == m.seq);
-            let label =
-                position.map_or_else(|| format!("{} {}", m.method, m.path), Facts::request_label);
+            let label = position.map_or_else(
+                || format!("{} {}", m.method, m.path),
+                |p| f.request_label(p),
+            );
             format!(
                 "{label} was rejected by the API ({}, HTTP {}): {}",
                 m.rejected_by.as_deref().unwrap_or_default(),

@@ -48,7 +48,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 if output.get("caller") != Some(caller) {
                     echoed.push(format!(
                         "{}: the output for {} carries caller {}; expected the call's caller {caller} unchanged",
-                        Facts::request_label(position),
+                        f.request_label(position),
                         call.describe(),
                         output.get("caller").map_or("(none)".to_owned(), Value::to_string)
                     ));
@@ -77,14 +77,14 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                 match input.iter().find(|i| item_type(i) == "program" && i.get("call_id") == program.get("call_id")) {
                     None => problems.push(format!(
                         "{} does not replay program {id} from {}: in {} mode the program item travels with its calls",
-                        Facts::request_label(position),
+                        f.request_label(position),
                         f.response_label(*served),
                         f.state
                     )),
                     Some(sent) if sent.get("fingerprint") != program.get("fingerprint") || sent.get("code") != program.get("code") => {
                         problems.push(format!(
                             "{} replays program {id} altered (code or fingerprint): expected it verbatim",
-                            Facts::request_label(position)
+                            f.request_label(position)
                         ))
                     }
                     Some(_) => {}

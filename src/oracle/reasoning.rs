@@ -23,8 +23,8 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     }
     let replays: Vec<Replay<'_>> = (1..f.requests.len())
         .map(|position| Replay {
-            position,
-            input: Facts::input_of(f.requests[position]),
+            label: f.request_label(position),
+            input: f.history_sent(position),
             prior: f
                 .served
                 .iter()
@@ -53,7 +53,8 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
 /// A request after the first: its input, and the output items served before it, each
 /// with the index of the response that served it.
 struct Replay<'f> {
-    position: usize,
+    /// How messages name the request.
+    label: String,
     input: Vec<Value>,
     prior: Vec<(usize, &'f Value)>,
 }
@@ -62,14 +63,14 @@ fn replayed(f: &Facts, replays: &[Replay<'_>]) -> CheckResult {
     let mut problems = Vec::new();
     let mut count = 0;
     for replay in replays {
-        let (position, input, prior) = (replay.position, &replay.input, &replay.prior);
+        let (input, prior) = (&replay.input, &replay.prior);
         for &(served, item) in prior {
             if item["type"] != "reasoning" {
                 continue;
             }
             count += 1;
             let id = item["id"].as_str().unwrap_or_default();
-            let label = Facts::request_label(position);
+            let label = replay.label.clone();
             let from = f.response_label(served);
             match input.iter().find(|i| item_type(i) == "reasoning" && item_id(i) == Some(id)) {
                 None => problems.push(format!(
@@ -104,12 +105,12 @@ fn replayed(f: &Facts, replays: &[Replay<'_>]) -> CheckResult {
 fn input_shape(replays: &[Replay<'_>]) -> CheckResult {
     let mut problems = Vec::new();
     for replay in replays {
-        let (position, input) = (replay.position, &replay.input);
+        let input = &replay.input;
         for (index, item) in input.iter().enumerate() {
             if item_type(item) == "reasoning" && item.get("status").is_some() {
                 problems.push(format!(
                     "{}: input[{index}] is a reasoning item with `status` ({}), an output-only field the API rejects in input, even as null",
-                    Facts::request_label(position),
+                    replay.label.clone(),
                     item["status"]
                 ));
             }
@@ -139,8 +140,8 @@ fn in_order(f: &Facts, replays: &[Replay<'_>]) -> CheckResult {
     let mut problems = Vec::new();
     let mut count = 0;
     for replay in replays {
-        let (position, input, items) = (replay.position, &replay.input, &replay.prior);
-        let label = Facts::request_label(position);
+        let (input, items) = (&replay.input, &replay.prior);
+        let label = replay.label.clone();
         let mut last: Option<(usize, String)> = None;
         for (k, (served, item)) in items.iter().enumerate() {
             let id = item["id"].as_str().unwrap_or_default();
@@ -217,7 +218,7 @@ fn call_ids_kept(replays: &[Replay<'_>]) -> Option<CheckResult> {
     let mut problems = Vec::new();
     let mut judged = 0;
     for replay in replays {
-        let (position, input, prior) = (replay.position, &replay.input, &replay.prior);
+        let (input, prior) = (&replay.input, &replay.prior);
         for pair in prior.windows(2) {
             let [(served, reasoning), (next_served, call)] = pair else {
                 continue;
@@ -236,7 +237,7 @@ fn call_ids_kept(replays: &[Replay<'_>]) -> Option<CheckResult> {
             if item_id(sent).is_none() {
                 problems.push(format!(
                     "{} replays function_call {} ({}) after reasoning item {} without its id {}: expected the call's `fc_` id back, as the model gave it (a call replayed without it after its reasoning is publicly reported to meet the API's 400 \"Item '{}' of type 'reasoning' was provided without its required following item.\")",
-                    Facts::request_label(position),
+                    replay.label.clone(),
                     call_id(call).unwrap_or_default(),
                     call["name"].as_str().unwrap_or_default(),
                     reasoning["id"].as_str().unwrap_or_default(),
@@ -302,7 +303,7 @@ fn unaltered(replays: &[Replay<'_>]) -> Option<CheckResult> {
     let mut problems = Vec::new();
     let mut judged = 0;
     for replay in replays {
-        let (position, input, prior) = (replay.position, &replay.input, &replay.prior);
+        let (input, prior) = (&replay.input, &replay.prior);
         for &(_, item) in prior {
             if !matches!(item_type(item), "function_call" | "message") {
                 continue;
@@ -314,7 +315,7 @@ fn unaltered(replays: &[Replay<'_>]) -> Option<CheckResult> {
             if let Some(change) = alteration(sent, item) {
                 problems.push(format!(
                     "{} replays {} {} with {change}: the model's own history must be sent back as the model produced it",
-                    Facts::request_label(position),
+                    replay.label.clone(),
                     item_type(item),
                     item_id(item).unwrap_or_default()
                 ));

@@ -55,7 +55,7 @@ fn config_resent(f: &Facts) -> CheckResult {
     let mut problems = Vec::new();
     let mut changed: BTreeMap<(String, String, String, String), Vec<usize>> = BTreeMap::new();
     for (position, request) in f.requests.iter().enumerate() {
-        let label = Facts::request_label(position);
+        let label = f.request_label(position);
         if let Some(instructions) = &task.instructions {
             problems.extend(instructions_problem(f, position, instructions));
         }
@@ -326,7 +326,7 @@ fn shown(value: Option<&Value>) -> String {
 /// sees (its input plus what its chain or conversation carries). The parameter is never
 /// inherited; an input item is.
 fn instructions_problem(f: &Facts, position: usize, expected: &str) -> Option<String> {
-    let label = Facts::request_label(position);
+    let label = f.request_label(position);
     let body = &f.requests[position].body;
     if let Some(sent) = body.get("instructions").and_then(Value::as_str) {
         return (sent.trim() != expected.trim()).then(|| {
@@ -381,7 +381,7 @@ fn chained(f: &Facts) -> CheckResult {
         let Some(latest) = f.latest_served_before(position) else {
             continue;
         };
-        let label = Facts::request_label(position);
+        let label = f.request_label(position);
         match f.requests[position]
             .body
             .get("previous_response_id")
@@ -437,7 +437,7 @@ fn no_resend(f: &Facts) -> CheckResult {
             if repeated_output || task_input.contains(item) {
                 problems.push(format!(
                     "{}: input[{index}] resends an item the server already holds ({}): with previous_response_id or a conversation send only the new items",
-                    Facts::request_label(position),
+                    f.request_label(position),
                     item_id(item).unwrap_or("the user's first message")
                 ));
             }
@@ -473,7 +473,7 @@ fn conversation(f: &Facts) -> CheckResult {
     let first = f.requests.first().and_then(|r| conversation_of(&r.body));
     let mut problems = Vec::new();
     for (position, request) in f.requests.iter().enumerate() {
-        let label = Facts::request_label(position);
+        let label = f.request_label(position);
         match conversation_of(&request.body) {
             None => problems.push(format!("{label} carries no `conversation`: in conversation mode every request names the conversation")),
             Some(id) if Some(&id) != first.as_ref() => {
@@ -522,15 +522,16 @@ fn input_replayed(f: &Facts) -> CheckResult {
     };
     let expected: Vec<String> = task_input.iter().filter_map(user_text).collect();
     let mut problems = Vec::new();
-    for (position, request) in f.requests.iter().enumerate().skip(1) {
-        let sent: Vec<String> = Facts::input_of(request)
+    for position in 1..f.requests.len() {
+        let sent: Vec<String> = f
+            .history_sent(position)
             .iter()
             .filter_map(user_text)
             .collect();
         for text in expected.iter().filter(|t| !sent.contains(t)) {
             problems.push(format!(
                 "{} does not replay the task's user input {:?}: in {} mode every request carries the whole conversation",
-                Facts::request_label(position),
+                f.request_label(position),
                 crate::text::clip(text, 60),
                 f.state
             ));

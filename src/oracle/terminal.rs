@@ -221,13 +221,13 @@ fn stopped(f: &Facts) -> Option<CheckResult> {
                 let (what, rule) = ending(f, index);
                 format!(
                     "{} came after {}, the last scripted turn, {what}: {rule}",
-                    Facts::request_label(position),
+                    f.request_label(position),
                     f.response_label(index),
                 )
             }
             None => format!(
                 "{} came after the last scripted turn",
-                Facts::request_label(position)
+                f.request_label(position)
             ),
         };
         return Some(checks::TERMINAL_STOPPED_AT_ANSWER.judge(vec![problem], ""));

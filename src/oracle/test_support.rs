@@ -143,7 +143,9 @@ expect: {outcome: completed}
         let body = match reply.body {
             ReplyBody::Json(bytes) => serde_json::from_slice(&bytes).expect("a JSON reply"),
             ReplyBody::Raw { text, .. } => Value::String(text),
-            ReplyBody::Stream { events, progress } => {
+            ReplyBody::Stream {
+                events, progress, ..
+            } => {
                 let written: Vec<Value> = (0..events.written()).map(|i| events.event(i)).collect();
                 for (index, event) in written.iter().enumerate() {
                     progress.events_sent(index..index + 1, &events);

@@ -106,7 +106,7 @@ fn rejected_and_resent(f: &Facts) -> Vec<String> {
             {
                 problems.push(format!(
                     "{} was rejected with HTTP {} ({}) and the controller sent the same request again: a client error fails again",
-                    Facts::request_label(position),
+                    f.request_label(position),
                     rejected.status,
                     rejected.rejected_by.as_deref().unwrap_or_default()
                 ));
@@ -125,7 +125,7 @@ fn unbounded(f: &Facts) -> Vec<String> {
         .map(|(position, round)| {
             format!(
                 "{} was attempted {} times: retries must be bounded (at most {MAX_ATTEMPTS} attempts)",
-                Facts::request_label(position),
+                f.request_label(position),
                 round.len()
             )
         })
@@ -158,7 +158,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     let mut waited = Vec::new();
     let mut waits = 0;
     for (position, round) in f.rounds.iter().enumerate() {
-        let label = Facts::request_label(position);
+        let label = f.request_label(position);
         for (k, attempt) in round.iter().enumerate() {
             let Some(fault) = &attempt.fault else {
                 continue;
@@ -175,7 +175,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
                     retried.push(format!(
                         "{label} met {} (transient) and the controller retried it with a different request ({}: {}): a retry must resend the same request",
                         describe(attempt),
-                        Facts::request_label(position + 1),
+                        f.request_label(position + 1),
                         body_difference(attempt, changed)
                     ));
                 } else if is_last_attempt && round.len() == 1 && f.result.is_some() {

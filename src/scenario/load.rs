@@ -338,6 +338,13 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
     if scenario.task.websocket && !listed {
         return err("websocket", "`task.websocket` is set by the `websocket` delivery: list `deliveries: [websocket]` instead".to_owned());
     }
+    if !listed && scenario.script.iter().any(|turn| turn.close_connection) {
+        return err(
+            "close_connection",
+            "`close_connection` closes a WebSocket connection: list `websocket` in `deliveries`"
+                .to_owned(),
+        );
+    }
     if scenario.task.background && listed {
         return err("deliveries", "a `background` task cannot run over `websocket`: the API's WebSocket mode runs no background response; drop `websocket` from `deliveries`".to_owned());
     }

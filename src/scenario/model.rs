@@ -447,6 +447,11 @@ pub struct Turn {
     /// A response recorded from a real API, served verbatim instead of `output`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded: Option<RecordedTurn>,
+    /// Over the WebSocket mode: once this turn's response is written whole, the server
+    /// closes the connection (1001, its time limit reached), as the API does when a
+    /// connection's 60 minutes are up, so the controller must reconnect mid-loop.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub close_connection: bool,
 }
 
 /// A response as a real API sent it.

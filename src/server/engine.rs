@@ -197,10 +197,10 @@ impl Session {
     pub(crate) fn refuse(
         &self,
         request: EngineRequest,
-        connection: Option<u32>,
+        socket: Option<SocketCreate>,
         error: ApiError,
     ) -> EngineReply {
-        self.model_exchange(request, connection, |_, _| Err(error))
+        self.model_exchange(request, socket, |_, _| Err(error))
     }
 
     /// Handles one request, from HTTP or (`socket`) a WebSocket connection.
@@ -228,8 +228,7 @@ impl Session {
                 Err(ApiError::invalid_url(&request.method, &request.path))
             });
         }
-        let connection = socket.map(|socket| socket.connection);
-        self.model_exchange(request, connection, |store, request| {
+        self.model_exchange(request, socket, |store, request| {
             self.check_auth(request)?;
             let segments = Segments::of(&request.path);
             let route = match segments.as_slice() {
@@ -248,11 +247,11 @@ impl Session {
     }
 
     /// Runs `handler` under the store's lock and records the exchange (with the
-    /// WebSocket connection it came on, if any).
+    /// WebSocket connection it came on, and whether it was a warm-up, if it came on one).
     fn model_exchange(
         &self,
         request: EngineRequest,
-        connection: Option<u32>,
+        socket: Option<SocketCreate>,
         handler: impl FnOnce(&mut Store, &EngineRequest) -> Result<Handled, ApiError>,
     ) -> EngineReply {
         let mut store = lock(&self.store);
@@ -295,6 +294,10 @@ impl Session {
             }
             Answer::Drop => (LazyJson::default(), None, Reply::Drop),
         };
+        let close_connection = handled
+            .turn
+            .and_then(|turn| self.scenario.script.get(turn))
+            .is_some_and(|turn| turn.close_connection);
         // Recorded before the store's lock is released, so order numbers follow the
         // order in which requests changed the store.
         let exchange = lock(&self.recorder).model(ModelExchange {
@@ -305,7 +308,8 @@ impl Session {
             fault: handled.fault,
             stream,
             final_response: handled.final_response,
-            connection,
+            connection: socket.map(|socket| socket.connection),
+            warm_up: socket.is_some_and(|socket| !socket.generate),
             ..request.into_recorded_exchange(body_unparsed)
         });
         let scheduled = std::mem::take(&mut store.webhooks.outbox);
@@ -326,6 +330,7 @@ impl Session {
             Reply::Stream(events) => ReplyBody::Stream {
                 events,
                 progress: StreamProgress::new(self.recorder.clone(), exchange),
+                close_connection,
             },
             Reply::Drop => ReplyBody::Drop,
         };

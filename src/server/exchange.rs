@@ -68,6 +68,7 @@ impl EngineRequest {
             stream: None,
             final_response: None,
             connection: None,
+            warm_up: false,
         }
     }
 
@@ -145,6 +146,9 @@ pub enum ReplyBody {
         events: StreamFrames,
         /// Where to report what was written.
         progress: StreamProgress,
+        /// Over a WebSocket: close the connection once the events are written whole
+        /// (the turn's `close_connection`).
+        close_connection: bool,
     },
     /// No answer: close the connection.
     Drop,

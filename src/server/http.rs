@@ -354,7 +354,9 @@ pub(crate) async fn send(reply: EngineReply) -> Result<Response<ReplyStream>, Dr
         ReplyBody::Drop => return Err(DropConnection),
         ReplyBody::Json(bytes) => ("application/json", ReplyStream::full(bytes)),
         ReplyBody::Raw { content_type, text } => (content_type, ReplyStream::full(text)),
-        ReplyBody::Stream { events, progress } => (
+        ReplyBody::Stream {
+            events, progress, ..
+        } => (
             "text/event-stream; charset=utf-8",
             ReplyStream::events(progress, events),
         ),

@@ -152,6 +152,8 @@ enum Outgoing {
     /// Drop the connection without a close frame (a stream the script cuts, an answer
     /// it drops), as an HTTP connection breaks off.
     Break,
+    /// Close the connection as its time limit does (a turn's `close_connection`).
+    TimeUp,
 }
 
 /// A `response.create`, made into the engine's request.
@@ -187,13 +189,11 @@ impl Connection {
         let deadline = tokio::time::sleep(self.session.socket_time_limit());
         tokio::pin!(deadline);
         loop {
+            // What is queued goes out before the next client event is read, so a close a
+            // turn asks for follows its last event at once.
             tokio::select! {
-                () = &mut deadline => {
-                    // 1001 (going away): the SDK reconnects on it.
-                    let reason = "connection time limit reached";
-                    close(&mut socket, CloseCode::Away, reason).await;
-                    return (Some(1001), reason.to_owned());
-                }
+                biased;
+                () = &mut deadline => return time_up(&mut socket, "").await,
                 Some(out) = queued.recv() => match out {
                     Outgoing::Message(message) => {
                         if let Err(err) = socket.send(message).await {
@@ -202,6 +202,9 @@ impl Connection {
                     }
                     Outgoing::Break => {
                         return (None, "dropped by the script (a cut stream or a dropped answer)".to_owned());
+                    }
+                    Outgoing::TimeUp => {
+                        return time_up(&mut socket, " (scripted after this turn)").await;
                     }
                 },
                 incoming = socket.next() => {
@@ -315,7 +318,7 @@ impl Connection {
             None if self.in_flight.swap(true, Ordering::AcqRel) => {
                 let reply = self.session.refuse(
                     create.request,
-                    Some(self.number),
+                    Some(create.socket),
                     ApiError::response_in_flight(),
                 );
                 reply_event(reply, None)
@@ -365,7 +368,11 @@ async fn answer(
     }
     let done = || in_flight.store(false, Ordering::Release);
     match reply.body {
-        ReplyBody::Stream { events, progress } => {
+        ReplyBody::Stream {
+            events,
+            progress,
+            close_connection,
+        } => {
             let mut ended = EndOnDrop(Some(progress.clone()));
             let written = events.written();
             for index in 0..written {
@@ -386,6 +393,8 @@ async fn answer(
             if events.cut_after.is_some() {
                 done();
                 let _ = outgoing.send(Outgoing::Break).await;
+            } else if close_connection {
+                let _ = outgoing.send(Outgoing::TimeUp).await;
             }
         }
         ReplyBody::Drop => {
@@ -490,6 +499,14 @@ fn event_text(frame: &[u8], stream_id: Option<&str>) -> String {
         }
         _ => data,
     }
+}
+
+/// Closes the connection as its time limit does: 1001 (going away), a code the SDK
+/// reconnects on; `scripted` says when a turn asked for it.
+async fn time_up(socket: &mut Socket, scripted: &str) -> Ended {
+    let reason = "connection time limit reached";
+    close(socket, CloseCode::Away, reason).await;
+    (Some(1001), format!("{reason}{scripted}"))
 }
 
 /// Sends a close frame, giving up if the client is gone.

@@ -157,6 +157,10 @@ pub struct ModelExchange {
     /// came on; absent for HTTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection: Option<u32>,
+    /// A WebSocket `response.create` with `generate: false`: a warm-up, answered with a
+    /// response without output that is no model turn.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm_up: bool,
 }
 
 impl ModelExchange {

@@ -32,7 +32,9 @@ use crate::redact::Redactor;
 ///   "body", "answer": {"status", "turn"?, "response_status"?, "fault"?, "rejected_by"?,
 ///   "streamed"?}}} | {"tool": {"kind", "name", "call_id"?, "arguments", "principal"?,
 ///   "approval"?, "status", "response"}}], "result"?, "unfinished"?}`; compatible
-///   addition: a tool step's `delay_ms` (a held answer of a slow tool), when not 0.
+///   addition: a tool step's `delay_ms` (a held answer of a slow tool), when not 0; a
+///   model step's `connection` (the WebSocket connection a `response.create` came on)
+///   and `warm_up` (one with `generate: false`), when set.
 pub const NORMALIZED_FORMAT: u32 = 1;
 
 /// One case run, normalized.
@@ -89,6 +91,12 @@ pub struct ModelStep {
     pub headers: BTreeMap<String, String>,
     /// The body as sent, normalized.
     pub body: Value,
+    /// The WebSocket connection it came on (numbered from 1 in each run), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<u32>,
+    /// A WebSocket warm-up (`generate: false`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm_up: bool,
     /// How the fake server answered it.
     pub answer: Answer,
 }
@@ -318,6 +326,8 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
                     path,
                     headers,
                     body,
+                    connection: m.connection,
+                    warm_up: m.warm_up,
                     answer: Answer {
                         status: m.status,
                         turn: m.turn,
@@ -413,6 +423,8 @@ pub(crate) mod test_steps {
             path: "/v1/responses".to_owned(),
             headers: Default::default(),
             body,
+            connection: None,
+            warm_up: false,
             answer,
         })
     }

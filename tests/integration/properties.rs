@@ -32,6 +32,7 @@ fn profile() -> Profile {
             "stateless",
             "conversation",
             "stream",
+            "websocket",
             "programmatic",
             "approvals",
         ]
@@ -90,6 +91,40 @@ fn the_reference_is_never_judged_fail_on_a_generated_case() {
             Ok(())
         })
         .unwrap();
+}
+
+/// Cases over the socket, with the server closing the connection between turns, are
+/// generated for a controller that declares `websocket`, and only for one.
+#[test]
+fn socket_cases_with_server_closes_are_generated_only_for_websocket_controllers() {
+    use proptest::strategy::ValueTree;
+    let count = |profile: &Profile| {
+        let mut runner = runner(1);
+        let strategy = plans(profile);
+        let (mut sockets, mut closes) = (0, 0);
+        for _ in 0..300 {
+            let scenario = strategy
+                .new_tree(&mut runner)
+                .unwrap()
+                .current()
+                .scenario("fuzz/count", "A generated case.");
+            sockets += usize::from(scenario.task.websocket);
+            closes += scenario
+                .script
+                .iter()
+                .filter(|turn| turn.close_connection)
+                .count();
+        }
+        (sockets, closes)
+    };
+    let (sockets, closes) = count(&profile());
+    assert!(
+        sockets > 30 && closes > 5,
+        "{sockets} socket cases, {closes} closes"
+    );
+    let mut http_only = profile();
+    http_only.supports.remove("websocket");
+    assert_eq!(count(&http_only), (0, 0));
 }
 
 #[test]

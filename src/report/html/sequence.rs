@@ -12,7 +12,10 @@ use serde_json::Value;
 use super::escape;
 use crate::oracle::{CheckResult, CheckVerdict};
 use crate::text::clip;
-use crate::transcript::{ModelExchange, ToolExchange, ToolRequestKind, Transcript, Unfinished};
+use crate::transcript::{
+    ModelExchange, SocketEvent, SocketEventKind, ToolExchange, ToolRequestKind, Transcript,
+    Unfinished,
+};
 
 /// Most steps drawn: a runaway controller can make thousands of requests, and the page
 /// must stay small enough to open.
@@ -39,6 +42,8 @@ enum Exchange<'a> {
         round: Option<(usize, usize)>,
     },
     Tool(&'a ToolExchange),
+    /// A WebSocket connection opening or closing, or a message refused on it.
+    Socket(&'a SocketEvent),
 }
 
 impl Exchange<'_> {
@@ -46,6 +51,7 @@ impl Exchange<'_> {
         match self {
             Self::Model { exchange, .. } => exchange.seq,
             Self::Tool(t) => t.seq,
+            Self::Socket(s) => s.seq,
         }
     }
 }
@@ -83,6 +89,7 @@ fn exchanges(transcript: &Transcript) -> Vec<Exchange<'_>> {
             round: rounds.get(&exchange.seq).copied(),
         })
         .chain(transcript.tools.iter().map(Exchange::Tool))
+        .chain(transcript.sockets.iter().map(Exchange::Socket))
         .collect();
     all.sort_by_key(Exchange::seq);
     all
@@ -141,6 +148,7 @@ fn marks(steps: &[Exchange<'_>], checks: &[CheckResult]) -> BTreeMap<u64, Vec<St
         match step {
             Exchange::Model { exchange, .. } => call_ids.extend(issued_call_ids(exchange)),
             Exchange::Tool(t) => call_ids.extend(t.call_id.as_deref()),
+            Exchange::Socket(_) => {}
         }
     }
     for check in failing(checks) {
@@ -280,11 +288,18 @@ struct Drawn {
 }
 
 fn draw_model(exchange: &ModelExchange, round: Option<(usize, usize)>) -> Drawn {
-    let path = clip(&exchange.path, 60);
+    // A create over a WebSocket is a `response.create` event on its connection.
+    let what = match exchange.connection {
+        Some(connection) if exchange.warm_up => {
+            format!("response.create (warm-up) · connection {connection}")
+        }
+        Some(connection) => format!("response.create · connection {connection}"),
+        None => format!("{} {}", exchange.method, clip(&exchange.path, 60)),
+    };
     let request = match round {
-        Some((n, 0)) => format!("{} {path} · request {n}", exchange.method),
-        Some((n, retry)) => format!("{} {path} · request {n} (retry {retry})", exchange.method),
-        None => format!("{} {path}", exchange.method),
+        Some((n, 0)) => format!("{what} · request {n}"),
+        Some((n, retry)) => format!("{what} · request {n} (retry {retry})"),
+        None => what,
     };
     let detail = if exchange.is_create() {
         create_detail(&exchange.body)
@@ -413,6 +428,42 @@ fn draw_tool(exchange: &ToolExchange) -> Drawn {
     }
 }
 
+/// A WebSocket connection's opening, its close, or a message the server refused on it.
+fn draw_socket(event: &SocketEvent) -> Drawn {
+    let connection = event.connection;
+    let detail = event.detail.clone().unwrap_or_default();
+    let (request, answer, kind) = match event.kind {
+        SocketEventKind::Opened => (
+            format!("GET /v1/responses (WebSocket upgrade) · connection {connection}"),
+            "101 switching protocols · connection open".to_owned(),
+            Answer::Ok,
+        ),
+        SocketEventKind::Refused => (
+            format!("a message on connection {connection}"),
+            format!("error event: {}", clip(&detail, LABEL)),
+            Answer::Rejected,
+        ),
+        SocketEventKind::Closed => (
+            format!("connection {connection} ends"),
+            match event.code {
+                Some(code) => format!("close {code} · {}", clip(&detail, LABEL)),
+                None => format!("no close frame · {}", clip(&detail, LABEL)),
+            },
+            Answer::Cut,
+        ),
+    };
+    Drawn {
+        seq: event.seq,
+        at_ms: event.at_ms,
+        to_x: X_SERVER,
+        tooltip: format!("{request}\n{answer}"),
+        request,
+        detail: String::new(),
+        answer,
+        kind,
+    }
+}
+
 /// The controller's ending, drawn under its lifeline.
 fn ending(transcript: &Transcript) -> String {
     match (&transcript.result, &transcript.unfinished) {
@@ -448,6 +499,7 @@ pub fn diagram(transcript: &Transcript, checks: &[CheckResult]) -> String {
         .map(|step| match step {
             Exchange::Model { exchange, round } => draw_model(exchange, *round),
             Exchange::Tool(t) => draw_tool(t),
+            Exchange::Socket(s) => draw_socket(s),
         })
         .collect();
     let hidden = steps.len() - drawn.len();
@@ -613,6 +665,7 @@ mod tests {
             stream: None,
             final_response: None,
             connection: None,
+            warm_up: false,
         }
     }
 
