@@ -37,6 +37,7 @@ import pydantic
 from openai.lib.streaming.responses import ResponseStreamState
 from openai.types.responses import Response
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+from websockets.protocol import State
 
 TERMINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed"}
 # Seconds between polls of a background response (the fake answers each poll at once).
@@ -342,7 +343,8 @@ def retry_after(headers):
             delay = float(value)
         except ValueError:
             continue
-        if math.isinf(delay) and value.strip().lower() not in ("inf", "+inf", "infinity", "+infinity"):
+        infinity = value.strip().lower().lstrip("+") in ("inf", "infinity")
+        if math.isinf(delay) and not infinity:
             return MAX_RETRY_AFTER + 1  # an overflowing wait is a long one, not a malformed one
         return delay / divisor
     try:
@@ -413,9 +415,10 @@ class SocketSession:
             try:
                 return self.attempt(event)
             except SocketRefused as refusal:
-                failure, retry, headers = refusal, should_retry(refusal.status, refusal.headers), refusal.headers
+                failure, headers = refusal, refusal.headers
+                retry = should_retry(refusal.status, headers)
             except SocketUnanswered as lost:
-                failure, retry, headers = lost, True, {}
+                failure, headers, retry = lost, {}, True
             if not retry or retries >= self.client.max_retries:
                 raise Stop("api_error", str(failure))
             wait = retry_delay(headers, retries)
@@ -477,16 +480,22 @@ class SocketSession:
             return
         while True:
             try:
-                # The SDK's recv() takes no timeout; its websockets connection's does, and
-                # 0 only looks at what arrived already.
-                stray = self.connection._connection.recv(timeout=0)
+                stray = self.transport().recv(timeout=0)  # only what arrived already
             except TimeoutError:
-                return  # open, and idle as it should be
+                break
             except ConnectionClosed as closed:
                 log(f"{describe_close(closed)} while idle; reconnecting")
                 self.close()
                 return
             log(f"ignored between answers: {str(stray)[:200]}")
+        if self.transport().state is not State.OPEN:  # the close is under way
+            log("the server is closing the connection; reconnecting")
+            self.close()
+
+    def transport(self):
+        """The SDK connection's websockets connection: the SDK's recv() takes no timeout,
+        this one's does."""
+        return self.connection._connection
 
     def read_answer(self, until):
         """The create's answer, read to its terminal event by `until`."""
@@ -494,7 +503,7 @@ class SocketSession:
         started = False
         while True:
             try:
-                message = self.connection._connection.recv(timeout=max(0.0, until - time.monotonic()))
+                message = self.transport().recv(timeout=max(0.0, until - time.monotonic()))
             except TimeoutError:
                 time_left(self.deadline)  # Stop("timeout") when it was the deadline
                 raise self.lost(started, "no answer in time")
