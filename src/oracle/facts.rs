@@ -488,9 +488,18 @@ impl<'a> Facts<'a> {
         }
     }
 
-    /// The served response's label, `response 2 (resp_...)`.
+    /// The served response's label, `response 2 (resp_...)`, with its WebSocket
+    /// connection when it came on one.
     pub fn response_label(&self, served: usize) -> String {
-        format!("response {} ({})", served + 1, self.served[served].id)
+        let response = &self.served[served];
+        match response.exchange.connection {
+            Some(connection) => format!(
+                "response {} ({}, on connection {connection})",
+                served + 1,
+                response.id
+            ),
+            None => format!("response {} ({})", served + 1, response.id),
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 //! script is the recorded responses (items, status, stream events with their waits,
 //! faults such as a 429 the upstream really sent), its `recorded` section the
 //! normalized requests the recording saw. `lint`, `run` and snapshots work on it; a
-//! replay is compared with `recorded`.
+//! replay is compared with `recorded`. A recording of the WebSocket mode is a case of the
+//! `websocket` delivery: it replays over the fake's socket, each request on the
+//! connection it came on.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -13,11 +15,11 @@ use serde_json::{Value, json};
 use super::proxy::Extra;
 use crate::redact::Redactor;
 use crate::scenario::{
-    Expectation, FORMAT_VERSION, Fault, Level, Outcome, Recorded, RecordedEvent, RecordedTurn,
-    Scenario, StateMode, TaskSpec, ToolBehaviour, ToolRef, Turn,
+    Delivery, Expectation, FORMAT_VERSION, Fault, Level, Outcome, Recorded, RecordedEvent,
+    RecordedTurn, Scenario, StateMode, TaskSpec, ToolBehaviour, ToolRef, Turn,
 };
 use crate::transcript::normalize::{normalize, redact_steps};
-use crate::transcript::{FaultRecord, ModelExchange, Transcript};
+use crate::transcript::{FaultRecord, ModelExchange, SocketEventKind, Transcript};
 
 /// The part of a scenario file `--task` reads: the task and the fixture tools'
 /// behaviour (a whole scenario file works too; its other sections are ignored).
@@ -158,6 +160,9 @@ fn script(recording: &Recording<'_>, marked: &mut Transcript, old: &[Turn]) -> V
             continue; // the cassette's engine answered it: a fault its turn holds
         }
         let extra = recording.extras.get(&index);
+        if extra.is_some_and(|extra| extra.warm_up) {
+            continue; // the replay's engine answers it itself, as the upstream did
+        }
         let m = &marked.model[index];
         if !(200..300).contains(&m.status) {
             let (fault, record) = fault_of(m, extra);
@@ -339,23 +344,42 @@ pub fn build(
     let state = state_of(&marked);
     let creates = marked.model.iter().filter(|m| m.is_create()).count();
     let expect = expectation(&script);
+    // Requests that came over the socket replay over it: the task asks for the mode, as
+    // a run of the `websocket` delivery gives it (streamed, as the socket is).
+    let socket = marked
+        .model
+        .iter()
+        .any(|m| m.is_create() && m.connection.is_some());
+    let mut spec = match task {
+        Some(file) => file.task.clone(),
+        None => inferred_task(&marked, creates),
+    };
+    spec.websocket = socket;
+    spec.stream |= socket;
+    let connections = marked
+        .sockets
+        .iter()
+        .filter(|s| s.kind == SocketEventKind::Opened)
+        .count();
+    let over = if socket {
+        format!(" over {connections} WebSocket connection(s)")
+    } else {
+        String::new()
+    };
     // Credentials and secret query parameters in the URL are redacted.
     let upstream = redactor.text(recording.upstream).into_owned();
     let scenario = Scenario {
         format: FORMAT_VERSION,
         id: id.to_owned(),
         summary: format!(
-            "Recorded from {upstream} by `loopcheck record`: {creates} model request(s)."
+            "Recorded from {upstream} by `loopcheck record`: {creates} model request(s){over}."
         ),
         level: Level::Must,
         origin: None,
         tags: vec!["recorded".to_owned()],
-        task: match task {
-            Some(file) => file.task.clone(),
-            None => inferred_task(&marked, creates),
-        },
+        task: spec,
         states: vec![state],
-        deliveries: None,
+        deliveries: socket.then(|| vec![Delivery::WebSocket]),
         tools: task.map(|f| f.tools.clone()).unwrap_or_default(),
         script,
         expect,

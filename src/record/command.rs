@@ -370,7 +370,9 @@ pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
     let transcript = session.transcript();
     let creates: Vec<_> = transcript.model.iter().filter(|m| m.is_create()).collect();
     let unreachable = proxy.unreachable();
-    if !creates.is_empty() && creates.iter().all(|m| m.status == 0) {
+    // Every create dropped, or none made because no socket could be opened upstream.
+    let reached = creates.iter().any(|m| m.status != 0);
+    if !reached && (!creates.is_empty() || !unreachable.is_empty()) {
         let why = unreachable
             .first()
             .map_or("connection failed".into(), |why| redactor.text(why));

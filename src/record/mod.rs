@@ -11,5 +11,6 @@ pub(crate) mod cassette;
 mod command;
 pub mod proxy;
 mod resume;
+mod socket;
 
 pub use command::{Finished, Mode, RecordError, RecordOptions, record, replay};

@@ -2,7 +2,9 @@
 //! upstream (TLS on that side only), streams every answer back unchanged, a server-sent
 //! event stream chunk by chunk as it arrives, and records each exchange with the event
 //! boundaries and the waits between them. Requests under `/tools/` go to the fixture
-//! tool backend instead, so a contract controller's tool calls are recorded too.
+//! tool backend instead, so a contract controller's tool calls are recorded too. A
+//! WebSocket upgrade of `/v1/responses` is relayed to the upstream's socket (see
+//! the `socket` module, which also serves the proxy).
 //!
 //! The caller's key passes through to the upstream only: it is in the forwarded
 //! `Authorization` header, and the recorder keeps no secret header.
@@ -21,12 +23,12 @@ use serde_json::Value;
 
 use crate::redact;
 use crate::scenario::RecordedEvent;
-use crate::server::http::{DropConnection, ReplyStream, RunningServer, send};
+use crate::server::http::{DropConnection, ReplyStream, send};
 use crate::server::{EngineRequest, Session, stream};
 use crate::transcript::{ModelExchange, StreamRecord};
 
 /// Headers that belong to one hop (or that the proxy sets itself) and are not forwarded.
-const HOP_HEADERS: &[&str] = &[
+pub(super) const HOP_HEADERS: &[&str] = &[
     "host",
     "connection",
     "keep-alive",
@@ -76,6 +78,9 @@ pub struct Upstream {
     /// The base URL's own query (`?api-version=...`), sent with every request.
     base_query: Option<String>,
     client: Client,
+    /// The TLS configuration of both clients, before the HTTP one adds its ALPN: the
+    /// socket's handshake is HTTP/1.1.
+    tls: Arc<rustls::ClientConfig>,
 }
 
 impl Upstream {
@@ -113,7 +118,7 @@ impl Upstream {
             .with_root_certificates(roots)
             .with_no_client_auth();
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
+            .with_tls_config(tls.clone())
             .https_or_http()
             .enable_http1()
             .build();
@@ -128,7 +133,23 @@ impl Upstream {
             base: base.trim_end_matches('/').to_owned(),
             base_query,
             client,
+            tls: Arc::new(tls),
         })
+    }
+
+    /// The TLS configuration for the upstream (its roots and `--upstream-ca`).
+    pub(super) fn tls(&self) -> Arc<rustls::ClientConfig> {
+        self.tls.clone()
+    }
+
+    /// The upstream's WebSocket URL for an upgrade the client sent to the proxy: the
+    /// HTTP URL with `ws` for `http` and `wss` for `https`.
+    pub(super) fn socket_url(&self, path: &str, query: Option<&str>) -> String {
+        let url = self.url(path, query);
+        match url.strip_prefix("https://") {
+            Some(rest) => format!("wss://{rest}"),
+            None => format!("ws://{}", url.strip_prefix("http://").unwrap_or(&url)),
+        }
     }
 
     /// The upstream URL for a request the client sent to the proxy's `/v1` base: the
@@ -156,6 +177,9 @@ pub struct Extra {
     pub headers: Vec<(String, String)>,
     /// For a stream: the wait before each event, in milliseconds.
     pub event_waits: Vec<u64>,
+    /// A WebSocket `response.create` with `generate: false`: a warm-up, which serves no
+    /// script turn.
+    pub warm_up: bool,
 }
 
 /// The proxy's shared state.
@@ -199,14 +223,33 @@ impl Proxy {
         }
     }
 
-    /// Serves the proxy on 127.0.0.1.
-    pub async fn start(self: &Arc<Self>) -> std::io::Result<RunningServer> {
-        let proxy = self.clone();
-        RunningServer::serve(Arc::new(move |request| {
-            let proxy = proxy.clone();
-            Box::pin(async move { proxy.answer(request).await })
-        }))
-        .await
+    /// The upstream the proxy forwards to.
+    pub(super) fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
+    /// The session the proxy records into.
+    pub(super) fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// Counts a stream or a connection still being read from the upstream, until the
+    /// guard is dropped: [`Proxy::settle`] waits for it.
+    pub(super) fn reading(self: &Arc<Self>) -> Reading {
+        self.streaming.fetch_add(1, Ordering::SeqCst);
+        Reading(self.clone())
+    }
+
+    /// Notes (once per reason, redacted) that a request could not reach the upstream.
+    pub(super) fn unreached(&self, url: &str, why: String) {
+        if let Ok(mut unreachable) = self.unreachable.lock()
+            && !unreachable.contains(&why)
+        {
+            // The URL may carry a password or a key (`?api-key=`).
+            let message = format!("failed to reach the upstream at {url}: {why}");
+            eprintln!("loopcheck: {}", redact::installed().text(&message));
+            unreachable.push(why);
+        }
     }
 
     /// What each recorded exchange carried beyond the transcript, by exchange index.
@@ -247,14 +290,7 @@ impl Proxy {
                 // The upstream could not be reached: the client sees a dropped connection,
                 // as from the real API, and the recording keeps it.
                 self.record(&request, 0, Value::Null, None, Extra::default());
-                if let Ok(mut unreachable) = self.unreachable.lock()
-                    && !unreachable.contains(&why)
-                {
-                    // The URL may carry a password or a key (`?api-key=`).
-                    let message = format!("failed to reach the upstream at {url}: {why}");
-                    eprintln!("loopcheck: {}", redact::installed().text(&message));
-                    unreachable.push(why);
-                }
+                self.unreached(&url, why);
                 return Err(DropConnection);
             }
         };
@@ -285,7 +321,7 @@ impl Proxy {
         }
         let extra = Extra {
             headers,
-            event_waits: Vec::new(),
+            ..Extra::default()
         };
         let mut upstream_body = answer.into_body();
         if !streamed {
@@ -302,7 +338,7 @@ impl Proxy {
         }
         let (sender, body) = ReplyStream::channel();
         *response.body_mut() = body;
-        self.streaming.fetch_add(1, Ordering::SeqCst);
+        let reading = self.reading();
         tokio::spawn(async move {
             let mut events = EventReader::new(started);
             loop {
@@ -328,21 +364,7 @@ impl Proxy {
             }
             let (recorded, broken) = (events.events, events.broken);
             let waits = recorded.iter().map(|e| e.after_ms).collect();
-            let last_type = recorded
-                .last()
-                .and_then(|e| e.event["type"].as_str())
-                .map(stream::recorded_type);
-            let terminal = last_type
-                .as_deref()
-                .and_then(stream::terminal_type)
-                .is_some();
-            let record = StreamRecord {
-                planned: recorded.len(),
-                sent: recorded.len(),
-                cut: broken || !terminal,
-                last_type,
-                ..StreamRecord::default()
-            };
+            let record = stream_record(&recorded, broken);
             let body = Value::Array(recorded.into_iter().map(|e| e.event).collect());
             self.record(
                 &request,
@@ -354,12 +376,13 @@ impl Proxy {
                     ..extra
                 },
             );
-            self.streaming.fetch_sub(1, Ordering::SeqCst);
+            drop(reading);
         });
         Ok(response)
     }
 
-    fn record(
+    /// Records a model exchange of `request`.
+    pub(super) fn record(
         &self,
         request: &EngineRequest,
         status: u16,
@@ -376,27 +399,67 @@ impl Proxy {
                 true,
             ),
         };
-        let final_response = stream.as_ref().and_then(|_| {
-            response
-                .as_array()
-                .and_then(|events| events.iter().rev().find_map(|e| e.get("response")))
-                .cloned()
-        });
-        let index = self.session.record_model(ModelExchange {
-            status,
-            response: response.into(),
-            stream,
-            final_response: final_response.map(Into::into),
-            ..request.exchange(body, body_unparsed)
-        });
+        let final_response = stream.as_ref().and_then(|_| final_response(&response));
+        self.record_exchange(
+            ModelExchange {
+                status,
+                response: response.into(),
+                stream,
+                final_response: final_response.map(Into::into),
+                ..request.exchange(body, body_unparsed)
+            },
+            extra,
+        );
+    }
+
+    /// Records a model exchange and what it carried beyond the transcript.
+    pub(super) fn record_exchange(&self, exchange: ModelExchange, extra: Extra) {
+        let index = self.session.record_model(exchange);
         if let Ok(mut extras) = self.extras.lock() {
             extras.insert(index, extra);
         }
     }
 }
 
+/// A stream or connection the upstream is still sending: counted until dropped.
+pub(super) struct Reading(Arc<Proxy>);
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.0.streaming.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What a recorded stream sent: every event that came, cut when the connection broke
+/// or the last event is no terminal one.
+pub(super) fn stream_record(events: &[RecordedEvent], broken: bool) -> StreamRecord {
+    let last_type = events
+        .last()
+        .and_then(|e| e.event["type"].as_str())
+        .map(stream::recorded_type);
+    let terminal = last_type
+        .as_deref()
+        .and_then(stream::terminal_type)
+        .is_some();
+    StreamRecord {
+        planned: events.len(),
+        sent: events.len(),
+        cut: broken || !terminal,
+        last_type,
+        ..StreamRecord::default()
+    }
+}
+
+/// The response a stream's events end with (the last event that carries one).
+pub(super) fn final_response(events: &Value) -> Option<Value> {
+    events
+        .as_array()
+        .and_then(|events| events.iter().rev().find_map(|e| e.get("response")))
+        .cloned()
+}
+
 /// An error with its causes: a TLS failure lies a few sources deep.
-fn chain(err: &dyn std::error::Error) -> String {
+pub(super) fn chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {
@@ -499,5 +562,19 @@ mod tests {
             "https://x.example.com/openai/v1/responses?api-version=1&stream=true"
         );
         assert!(Upstream::new("api.example.com", None).is_err());
+    }
+
+    #[test]
+    fn the_socket_goes_to_ws_for_http_and_wss_for_https() {
+        let secure = Upstream::new("https://api.example.com/v1", None).unwrap();
+        assert_eq!(
+            secure.socket_url("/v1/responses", None),
+            "wss://api.example.com/v1/responses"
+        );
+        let plain = Upstream::new("http://127.0.0.1:8080/v1?api-version=1", None).unwrap();
+        assert_eq!(
+            plain.socket_url("/responses", None),
+            "ws://127.0.0.1:8080/v1/responses?api-version=1"
+        );
     }
 }

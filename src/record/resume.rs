@@ -4,7 +4,7 @@
 //! recorded. The engine and the proxy record into one session, so the cassette written
 //! afterwards is one consistent transcript: the matched interactions, then the new ones.
 //! (Recorded interactions after the first mismatch no longer fit the conversation and
-//! are dropped.)
+//! are dropped.) A WebSocket connection goes to the upstream from its upgrade on.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,13 +42,25 @@ impl Resume {
         })
     }
 
-    /// Serves on 127.0.0.1.
+    /// Serves on 127.0.0.1. A WebSocket connection is not served from the cassette:
+    /// its creates are recorded from the upstream, and so is everything after it.
     pub async fn start(self: &Arc<Self>) -> std::io::Result<RunningServer> {
         let resume = self.clone();
-        RunningServer::serve(Arc::new(move |request| {
-            let resume = resume.clone();
-            Box::pin(async move { resume.answer(request).await })
-        }))
+        let (socket, proxy) = (self.clone(), self.proxy.upgrader());
+        RunningServer::serve_with_upgrades(
+            Arc::new(move |request| {
+                let resume = resume.clone();
+                Box::pin(async move { resume.answer(request).await })
+            }),
+            Arc::new(move |request, slot| {
+                if socket.replaying.swap(false, Ordering::SeqCst) {
+                    eprintln!(
+                        "loopcheck: a WebSocket connection is not replayed from the cassette: recording from here on"
+                    );
+                }
+                proxy(request, slot)
+            }),
+        )
         .await
     }
 

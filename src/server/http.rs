@@ -52,18 +52,41 @@ pub(crate) type Handler = Arc<
 pub(crate) type BoxFuture<'a, T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
+/// What takes a WebSocket upgrade of `/v1/responses`: it answers the handshake, and on
+/// a `101` leaves in the slot the future that serves the connection once hyper lets go
+/// of it (the fake's socket, or the record proxy's relay).
+pub(crate) type Upgrader = Arc<
+    dyn Fn(
+            Request<Incoming>,
+            UpgradeSlot,
+        ) -> BoxFuture<'static, Result<Response<ReplyStream>, DropConnection>>
+        + Send
+        + Sync,
+>;
+
+/// Where an [`Upgrader`] leaves the future that serves an accepted upgrade.
+pub(crate) type UpgradeSlot = Arc<Mutex<Option<BoxFuture<'static, ()>>>>;
+
 impl RunningServer {
     /// Binds 127.0.0.1 on a free port and serves `session`.
     /// WebSocket upgrades of `/v1/responses` open connections to the same session.
     pub async fn start(session: Arc<Session>) -> std::io::Result<Self> {
+        let limits = HttpLimits::default();
         let sockets = session.clone();
+        let upgrader: Upgrader = Arc::new(move |request, slot| {
+            Box::pin(upgrade(sockets.clone(), request, limits, slot))
+        });
         let handler: Handler = Arc::new(move |request| Box::pin(serve(session.clone(), request)));
-        Self::listen(0, handler, Some(sockets), HttpLimits::default()).await
+        Self::listen(0, handler, Some(upgrader), limits).await
     }
 
-    /// Binds 127.0.0.1 on a free port and answers every request with `handler`.
-    pub(crate) async fn serve(handler: Handler) -> std::io::Result<Self> {
-        Self::serve_on(0, handler, HttpLimits::default()).await
+    /// Binds 127.0.0.1 on a free port, answers every request with `handler` and every
+    /// WebSocket upgrade of `/v1/responses` with `upgrader`.
+    pub(crate) async fn serve_with_upgrades(
+        handler: Handler,
+        upgrader: Upgrader,
+    ) -> std::io::Result<Self> {
+        Self::listen(0, handler, Some(upgrader), HttpLimits::default()).await
     }
 
     /// Binds 127.0.0.1 on `port` (0: a free one) and answers every request with
@@ -76,11 +99,11 @@ impl RunningServer {
         Self::listen(port, handler, None, limits).await
     }
 
-    /// [`RunningServer::serve_on`], with WebSocket upgrades served by `sockets`.
+    /// [`RunningServer::serve_on`], with WebSocket upgrades taken by `sockets`.
     async fn listen(
         port: u16,
         handler: Handler,
-        sockets: Option<Arc<Session>>,
+        sockets: Option<Upgrader>,
         limits: HttpLimits,
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
@@ -122,7 +145,7 @@ impl Drop for RunningServer {
 async fn accept_loop(
     listener: TcpListener,
     handler: Handler,
-    sockets: Option<Arc<Session>>,
+    sockets: Option<Upgrader>,
     limits: HttpLimits,
 ) {
     // Connections live in the set, so aborting this task closes them all.
@@ -151,17 +174,17 @@ async fn accept_loop(
             let _permit = permit;
             // An accepted upgrade's connection, served here once hyper lets go of it,
             // so it holds its permit and closes with the server.
-            let upgraded: Arc<Mutex<Option<BoxFuture<'static, ()>>>> = Arc::default();
+            let upgraded: UpgradeSlot = Arc::default();
             let upgrades = upgraded.clone();
             let service = service_fn(move |request: Request<Incoming>| {
                 let (handler, budget) = (handler.clone(), budget.clone());
                 let (sockets, upgrades) = (sockets.clone(), upgrades.clone());
                 async move {
-                    if let Some(session) = sockets.filter(|_| {
+                    if let Some(upgrader) = sockets.filter(|_| {
                         websocket::wants_upgrade(request.method().as_str(), request.headers())
                             && websocket::is_socket_path(request.uri().path())
                     }) {
-                        return upgrade(session, request, limits, &upgrades).await;
+                        return upgrader(request, upgrades).await;
                     }
                     match read_request(request, &limits, &budget).await {
                         // The body's bytes count against the budget until it is handled.
@@ -192,7 +215,7 @@ async fn upgrade(
     session: Arc<Session>,
     mut request: Request<Incoming>,
     limits: HttpLimits,
-    slot: &Mutex<Option<BoxFuture<'static, ()>>>,
+    slot: UpgradeSlot,
 ) -> Result<Response<ReplyStream>, DropConnection> {
     let head = EngineRequest {
         method: request.method().as_str().to_owned(),
@@ -260,7 +283,7 @@ impl Refusal {
 
 /// An API error answered by the front itself, before any session sees the request: no
 /// session headers, no delay.
-fn front_refusal(error: &ApiError) -> EngineReply {
+pub(crate) fn front_refusal(error: &ApiError) -> EngineReply {
     EngineReply {
         status: error.status,
         headers: Vec::new(),

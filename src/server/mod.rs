@@ -22,7 +22,7 @@ mod store;
 pub mod stream;
 pub(crate) mod validate;
 mod webhook;
-mod websocket;
+pub(crate) mod websocket;
 
 pub use engine::{SOCKET_TIME_LIMIT, Session, SessionOptions};
 pub use exchange::{EngineReply, EngineRequest, HeaderMap, ReplyBody};

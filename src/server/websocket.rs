@@ -103,7 +103,7 @@ pub(crate) fn accept_key(headers: &HeaderMap) -> Result<String, ApiError> {
 }
 
 /// Headers of the handshake alone, not recorded with each create.
-const HANDSHAKE_HEADERS: [&str; 6] = [
+pub(crate) const HANDSHAKE_HEADERS: [&str; 6] = [
     "upgrade",
     "connection",
     "sec-websocket-key",

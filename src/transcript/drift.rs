@@ -151,6 +151,19 @@ fn model(at: &str, expected: &ModelStep, actual: &ModelStep, out: &mut Vec<Chang
             push(format!("header `{name}` is gone"));
         }
     }
+    match (expected.connection, actual.connection) {
+        (was, now) if was == now => {}
+        (Some(was), None) => push(format!(
+            "came over HTTP instead of WebSocket connection {was}"
+        )),
+        (None, Some(now)) => push(format!(
+            "came over WebSocket connection {now} instead of HTTP"
+        )),
+        (Some(was), Some(now)) => push(format!(
+            "came on WebSocket connection {now} instead of connection {was}"
+        )),
+        (None, None) => {}
+    }
     fields(&expected.body, &actual.body, &mut push);
     if expected.answer != actual.answer {
         push(format!(

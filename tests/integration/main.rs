@@ -22,6 +22,7 @@ mod process;
 mod properties;
 mod pytest_plugin;
 mod record;
+mod record_socket;
 mod reliability;
 mod rules;
 mod scenario_errors;

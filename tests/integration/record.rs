@@ -18,12 +18,12 @@ use crate::support::controllers::interpreted;
 use crate::support::{loopcheck_bin, missing_sdk, python, root, sdk_importable, shell_quote};
 use crate::upstream::{engine_upstream, tls_front};
 
-fn bin() -> String {
+pub(crate) fn bin() -> String {
     loopcheck_bin().to_string_lossy().into_owned()
 }
 
 /// `loopcheck ARGS` with `env`, from the repository root.
-async fn loopcheck(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) async fn loopcheck(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(loopcheck_bin());
     command.args(args).current_dir(root()).env_remove("CI");
     for (name, value) in env {
@@ -33,7 +33,7 @@ async fn loopcheck(args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 /// `loopcheck record --upstream UPSTREAM --out OUT OPTIONS -- COMMAND` with `env`.
-async fn record(
+pub(crate) async fn record(
     upstream: &str,
     out: &Path,
     options: &[&str],
@@ -51,7 +51,7 @@ async fn record(
     loopcheck(&args, env).await
 }
 
-fn text(output: &Output) -> String {
+pub(crate) fn text(output: &Output) -> String {
     format!(
         "exit {}\nstdout:\n{}\nstderr:\n{}",
         output.status,
@@ -79,7 +79,7 @@ async fn record_reference(upstream: &str, key: &str, id: &str, out: &Path, extra
 
 /// `loopcheck run CASSETTE OPTIONS` (the Rust reference unless OPTIONS name a controller)
 /// and its JSON report's cases.
-async fn run_cassette(cassette: &Path, options: &[&str]) -> (Output, Vec<Value>) {
+pub(crate) async fn run_cassette(cassette: &Path, options: &[&str]) -> (Output, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("r.json");
     let cassette = cassette.to_string_lossy();
