@@ -14,10 +14,18 @@ Each step of the loop is a module-level function (or a `Tools` method) that `run
 through the module, so a test can swap exactly one of them for a defective version
 (`loop.replay_items = ...`); harness/mutants/ does that to prove each check catches its
 defect.
+
+A task with `"websocket": true` (the Responses API's WebSocket mode) sends every model
+request of the case run as a `response.create` event on one connection
+(`SocketSession`, on the SDK's `client.responses.connect()`); `uses_socket` makes that
+choice per task, and everything else in the loop is the same.
 """
 
+import email.utils
 import json
+import math
 import os
+import random
 import sys
 import time
 import urllib.error
@@ -26,7 +34,10 @@ import urllib.request
 import jsonschema
 import openai
 import pydantic
+from openai.lib.streaming.responses import ResponseStreamState
 from openai.types.responses import Response
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+from websockets.protocol import State
 
 TERMINAL_EVENTS = {"response.completed", "response.incomplete", "response.failed"}
 # Seconds between polls of a background response (the fake answers each poll at once).
@@ -283,6 +294,284 @@ def create(client, kwargs, stream):
                 raise Stop("api_error", f"stream error {event.code}: {event.message}")
     raise Stop("api_error", "the stream ended before a terminal event")
 
+# The WebSocket mode. The SDK's connection reconnects by itself only when given an
+# `on_reconnecting` handler (close codes 1001, 1005, 1006, 1011-1013, 1015): it opens a new
+# connection and sends what was queued but never sent, not a create already sent, and
+# the new connection holds none of the old one's `store: false` responses, so a
+# `previous_response_id` to one of them would be refused there. No handler is given here:
+# SocketSession replaces a closed connection before the next create and resends a create
+# whose answer never started, whatever the state mode.
+
+# Seconds a graceful close may take at the end of a case run before the connection is
+# simply dropped: the outcome is settled by then.
+SOCKET_CLOSE_TIMEOUT = 1.0
+# The SDK's retry policy for an HTTP answer (`openai._base_client`, `_constants`), which
+# the socket's refusals follow: a server-directed wait of up to two minutes is honoured,
+# a longer one is not retried; otherwise an exponential backoff with jitter.
+MAX_RETRY_AFTER = 120.0
+INITIAL_RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 8.0
+
+
+def uses_socket(task):
+    """Whether the case run's model requests go over the WebSocket mode."""
+    return bool(task.get("websocket", False))
+
+
+class SocketRefused(Exception):
+    """The API refused a create as HTTP would: an `error` event with a status before the
+    answer's first event, or a refused upgrade."""
+
+    def __init__(self, status, message, headers):
+        super().__init__(f"HTTP {status}: {message}")
+        self.status, self.headers = status, headers
+
+
+class SocketUnanswered(Exception):
+    """No connection, or the connection was lost before the answer's first event: retried
+    as an HTTP connection error is."""
+
+
+def retry_after(headers):
+    """Seconds the answer asks to wait (`retry-after-ms`, `retry-after` in seconds or as
+    an HTTP date), or None, as the SDK reads them."""
+    for name, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            delay = float(value)
+        except ValueError:
+            continue
+        infinity = value.strip().lower().lstrip("+") in ("inf", "infinity")
+        if math.isinf(delay) and not infinity:
+            return MAX_RETRY_AFTER + 1  # an overflowing wait is a long one, not a malformed one
+        return delay / divisor
+    try:
+        date = email.utils.parsedate_tz(headers.get("retry-after"))
+        return None if date is None else float(email.utils.mktime_tz(date) - time.time())
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def should_retry(status, headers):
+    """Whether the SDK would retry an HTTP answer with this status and these headers:
+    `x-should-retry` wins, then 408, 409, 429 and 5xx; never when asked to wait too long."""
+    wait = retry_after(headers)
+    if wait is not None and math.isfinite(wait) and wait > MAX_RETRY_AFTER:
+        return False
+    flag = headers.get("x-should-retry")
+    if flag in ("true", "false"):
+        return flag == "true"
+    return status in (408, 409, 429) or status >= 500
+
+
+def retry_delay(headers, retries):
+    """Seconds before retry number `retries + 1`: what the answer asks for, else the SDK's
+    backoff (0.5 s doubling, at most 8 s, less up to a quarter of jitter)."""
+    wait = retry_after(headers)
+    if wait is not None and math.isfinite(wait) and 0 < wait <= MAX_RETRY_AFTER:
+        return wait
+    return min(INITIAL_RETRY_DELAY * 2.0**retries, MAX_RETRY_DELAY) * (1 - 0.25 * random.random())
+
+
+def socket_event(body):
+    """The `response.create` event for a create's body: its fields, without `stream`
+    (implicit on a socket) and `background` (not served on one)."""
+    event = {key: value for key, value in body.items() if key not in ("stream", "background")}
+    return {"type": "response.create", **event}
+
+
+def stream_error(event):
+    """The failure of an `error` event in an answer: the documented flat shape, or the
+    nested one the socket sends."""
+    error = event.get("error") if isinstance(event.get("error"), dict) else event
+    return Stop("api_error", f"stream error {error.get('code')}: {error.get('message')}")
+
+
+class SocketSession:
+    """The WebSocket connection of one case run, to `/responses` on OPENAI_BASE_URL: opened
+    at the first create, replaced when the server closed it between creates, closed by
+    `close()` at the end of the run. One response is in flight at a time.
+
+    `create(body)` answers as `create()` does for a stream: the events are fed to the SDK's
+    stream accumulator (which raises on any out-of-order event), calls are read from the
+    terminal event only, and its response is `validated`. The API refusing a create (an
+    `error` event with a status before the answer's first event, or a refused upgrade) is
+    retried as the SDK retries that HTTP answer, on the same connection; a connection that
+    cannot be made or is lost before the answer's first event is retried on a new one, as
+    a connection error; both at most `client.max_retries` times. Once an answer started,
+    an `error` event or a lost connection is a broken stream, never retried."""
+
+    def __init__(self, client, deadline=None):
+        self.client = client
+        self.deadline = deadline
+        self.connection = None
+
+    def create(self, body):
+        event = socket_event(body)
+        retries = 0
+        while True:
+            try:
+                return self.attempt(event)
+            except SocketRefused as refusal:
+                failure, headers = refusal, refusal.headers
+                retry = should_retry(refusal.status, headers)
+            except SocketUnanswered as lost:
+                failure, headers, retry = lost, {}, True
+            if not retry or retries >= self.client.max_retries:
+                raise Stop("api_error", str(failure))
+            wait = retry_delay(headers, retries)
+            log(f"{failure}; retrying in {wait:.2f} s")
+            time.sleep(wait)
+            retries += 1
+
+    def close(self):
+        """Closes the connection, if one is open, as a client that is done closes it."""
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            try:
+                connection.close()
+            except (WebSocketException, OSError) as err:  # the outcome is settled already
+                log(f"closing the connection: {err}")
+
+    def attempt(self, event):
+        """Sends the create once, on the open connection or a new one, and reads its answer."""
+        limit = self.attempt_timeout()
+        until = time.monotonic() + limit
+        self.discard_if_closed()
+        if self.connection is None:
+            self.connection = self.connect(limit)
+        try:
+            self.connection.send(event)
+        except (WebSocketException, OSError) as err:
+            self.close()
+            raise SocketUnanswered(f"sending the create: {err!r}")
+        return self.read_answer(until)
+
+    def attempt_timeout(self):
+        """How long one attempt (connecting, sending, the whole answer) may take: the
+        client's read timeout, cut to the time left before the deadline (Stop("timeout")
+        once it has passed), as an HTTP attempt is bounded."""
+        timeout = self.client.timeout
+        limits = [getattr(timeout, "read", timeout), time_left(self.deadline)]
+        return min((t for t in limits if t is not None), default=600)
+
+    def connect(self, limit):
+        # The SDK's connect: the base URL as ws(s):// plus /responses, the bearer key and
+        # the SDK's headers on the upgrade.
+        options = {"open_timeout": limit, "close_timeout": SOCKET_CLOSE_TIMEOUT}
+        try:
+            connection = self.client.responses.connect(websocket_connection_options=options).enter()
+        except InvalidStatus as refused:  # the upgrade's HTTP answer: the API's refusal
+            answer = refused.response
+            text = answer.body.decode(errors="replace") if answer.body else ""
+            headers = {name.lower(): value for name, value in answer.headers.raw_items()}
+            raise SocketRefused(answer.status_code, error_message(text), headers)
+        except (WebSocketException, OSError) as err:  # TimeoutError is an OSError
+            raise SocketUnanswered(f"connecting: {err!r}")
+        log("connected over the WebSocket mode")
+        return connection
+
+    def discard_if_closed(self):
+        """Drops the connection if the server closed it, or it broke, while the loop was
+        busy elsewhere (the server's connection time limit closes with 1001)."""
+        if self.connection is None:
+            return
+        while True:
+            try:
+                stray = self.transport().recv(timeout=0)  # only what arrived already
+            except TimeoutError:
+                break
+            except ConnectionClosed as closed:
+                log(f"{describe_close(closed)} while idle; reconnecting")
+                self.close()
+                return
+            log(f"ignored between answers: {str(stray)[:200]}")
+        if self.transport().state is not State.OPEN:  # the close is under way
+            log("the server is closing the connection; reconnecting")
+            self.close()
+
+    def transport(self):
+        """The SDK connection's websockets connection: the SDK's recv() takes no timeout,
+        this one's does."""
+        return self.connection._connection
+
+    def read_answer(self, until):
+        """The create's answer, read to its terminal event by `until`."""
+        state = ResponseStreamState(input_tools=openai.omit, text_format=openai.omit)
+        started = False
+        while True:
+            try:
+                message = self.transport().recv(timeout=max(0.0, until - time.monotonic()))
+            except TimeoutError:
+                time_left(self.deadline)  # Stop("timeout") when it was the deadline
+                raise self.lost(started, "no answer in time")
+            except ConnectionClosed as closed:
+                raise self.lost(started, describe_close(closed))
+            if not isinstance(message, str):
+                raise Stop("api_error", "a binary message where an event was expected")
+            try:
+                event = json.loads(message)
+            except ValueError as err:
+                raise Stop("api_error", f"an event that is not JSON: {err}")
+            if not isinstance(event, dict):
+                raise Stop("api_error", f"an event that is not an object: {message[:200]}")
+            if event.get("type") == "error":
+                refusal = refused_create(event) if not started else None
+                raise refusal or stream_error(event)
+            started = True
+            state.handle_event(self.connection.parse_event(message))
+            # Calls are only read from the terminal event: items seen before it may still
+            # be cut short, and a response that never completes must run nothing.
+            if event.get("type") in TERMINAL_EVENTS:
+                return validated(json.dumps(event.get("response")))
+
+    def lost(self, started, detail):
+        """The failure of a connection lost during a create: retried before the answer's
+        first event, a broken stream after it."""
+        self.close()
+        if started:
+            log(f"the event stream broke: {detail}")
+            return Stop("api_error", "the stream ended before a terminal event")
+        return SocketUnanswered(f"the connection was lost before an answer: {detail}")
+
+
+def refused_create(event):
+    """The API's refusal an `error` event with a status carries, or None (a stream's error
+    event has no status)."""
+    status = event.get("status")
+    if not isinstance(status, int) or isinstance(status, bool):
+        return None
+    error = event.get("error") if isinstance(event.get("error"), dict) else {}
+    headers = error.get("headers") if isinstance(error.get("headers"), dict) else {}
+    headers = {str(name).lower(): str(value) for name, value in headers.items()}
+    return SocketRefused(status, error.get("message") or "no message", headers)
+
+
+def error_message(text):
+    """The message of an API error body, or the text itself."""
+    try:
+        return json.loads(text)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return text or "no message"
+
+
+def describe_close(closed):
+    frame = closed.rcvd
+    if frame is None:
+        return "the connection was lost"
+    return f"the server closed the connection ({frame.code}: {frame.reason})"
+
+
+
+def model_request(client, socket, kwargs, task):
+    """One model request: a `response.create` on the case run's socket when it has one,
+    else over HTTP (`create`, streamed when the task streams)."""
+    if socket is not None:
+        return socket.create(kwargs)
+    return create(client, kwargs, task.get("stream", False))
+
 
 def check_status(response):
     """Only a completed response continues the loop; anything else ends the case."""
@@ -463,22 +752,28 @@ def run(task, client, tools):
         raise Stop("unsupported", f"state mode {state!r} is not supported")
 
     max_rounds = round_budget(task)
-    for round_ in range(1, max_rounds + 1):
-        response = create(client, {**config, "input": sent}, task.get("stream", False))
-        if task.get("background", False):
-            response = poll(client, response)
-        check_status(response)
-        calls = pending_calls(response)
-        kinds = sorted({item.type for item in response.output})
-        log(f"round {round_}/{max_rounds}: {len(calls)} function call(s), items {kinds}")
-        if is_final(response, calls):
-            return final_answer(response)
-        if not has_room(round_, max_rounds):  # outputs (or a program's result) never sent
-            raise Stop("max_rounds", "model kept calling tools")
-        outputs = answer_calls(calls, tools)
-        sent = next_input(state, sent, response, outputs)
-        config = next_config(config, response, state)
-    raise Stop("max_rounds", "max_rounds allows no model request")
+    # One connection per case run in the WebSocket mode, never shared between cases.
+    socket = SocketSession(client, tools.deadline) if uses_socket(task) else None
+    try:
+        for round_ in range(1, max_rounds + 1):
+            response = model_request(client, socket, {**config, "input": sent}, task)
+            if task.get("background", False):
+                response = poll(client, response)
+            check_status(response)
+            calls = pending_calls(response)
+            kinds = sorted({item.type for item in response.output})
+            log(f"round {round_}/{max_rounds}: {len(calls)} function call(s), items {kinds}")
+            if is_final(response, calls):
+                return final_answer(response)
+            if not has_room(round_, max_rounds):  # outputs (or a program's result) never sent
+                raise Stop("max_rounds", "model kept calling tools")
+            outputs = answer_calls(calls, tools)
+            sent = next_input(state, sent, response, outputs)
+            config = next_config(config, response, state)
+        raise Stop("max_rounds", "max_rounds allows no model request")
+    finally:
+        if socket is not None:
+            socket.close()
 
 
 def run_case(task):
@@ -502,6 +797,7 @@ def warm_up():
     is read: the SDK loads them lazily, and on a loaded machine that cost would fall in
     the first case's timeout instead of the worker's start-up."""
     openai.OpenAI(api_key="warm-up", base_url="http://127.0.0.1:9/v1").responses
+    import websockets.sync.client  # noqa: F401 - the SDK's connect() imports it on first use
 
 
 def main():
