@@ -10,6 +10,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import loop  # noqa: E402
 
-# The reference ignores the task's `websocket` field: it streams over HTTP, as a loop that
+# The task's `websocket` field is ignored: every request streams over HTTP, as a loop that
 # was moved to the WebSocket mode only on paper would.
+loop.uses_socket = lambda task: False
 loop.main()

@@ -79,17 +79,20 @@ fn response_id(create: &ModelExchange) -> Option<&str> {
         .filter(|id| id.starts_with("resp_"))
 }
 
-/// How a create is named in a message: its request label (or `a warm-up`) and its
-/// connection.
+/// How a create is named in a message: its request label (which names its connection),
+/// or `a warm-up` on its connection.
 fn label(f: &Facts, create: &ModelExchange) -> String {
-    let what = match f
+    if let Some(position) = f
         .rounds
         .iter()
         .position(|round| round.iter().any(|m| m.seq == create.seq))
     {
-        Some(position) => f.request_label(position),
-        None if create.warm_up => "a warm-up `response.create`".to_owned(),
-        None => "a `response.create`".to_owned(),
+        return f.request_label(position);
+    }
+    let what = if create.warm_up {
+        "a warm-up `response.create`"
+    } else {
+        "a `response.create`"
     };
     match create.connection {
         Some(connection) => format!("{what} (connection {connection})"),
