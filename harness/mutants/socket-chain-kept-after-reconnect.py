@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: a stateless loop over the WebSocket mode that continues each store:false response by previous_response_id on the connection's cache, and keeps doing so after the server closed the connection, chaining to a response only the lost connection held
 # caught-by: websocket/cached-chain
-# cases: websocket/03-reconnect-stateless
+# cases: websocket/03-reconnect-stateless, websocket/08-dropped-mid-chain
 # supports: stateless,stream,websocket
 
 import os

@@ -9,6 +9,7 @@ use crate::transcript::{
     ControllerResult, ModelExchange, SocketEvent, ToolExchange, ToolRequestKind, Transcript,
     Unfinished, WebhookDelivery,
 };
+use crate::wire::replay::is_replay_of;
 use crate::wire::request::{call_id, item_type};
 
 /// A call the model issued.
@@ -81,6 +82,8 @@ pub struct Facts<'a> {
     pub rounds: Vec<Vec<&'a ModelExchange>>,
     /// WebSocket warm-ups (`generate: false`): creates that are no model request.
     pub warm_ups: Vec<&'a ModelExchange>,
+    /// Every create, attempts and warm-ups, in order.
+    pub creates: Vec<&'a ModelExchange>,
     /// Every API exchange (creates, polls, conversations), in order.
     pub exchanges: &'a [ModelExchange],
     /// Served responses in order.
@@ -103,12 +106,11 @@ impl<'a> Facts<'a> {
     /// Derives the facts.
     pub fn new(scenario: &'a Scenario, state: StateMode, transcript: &'a Transcript) -> Self {
         let registry = Registry::new(scenario);
-        let (warm_ups, attempts): (Vec<&ModelExchange>, Vec<&ModelExchange>) = transcript
-            .model
-            .iter()
-            .filter(|m| m.is_create())
-            .partition(|m| m.warm_up);
-        let rounds = group_retries(&attempts);
+        let creates: Vec<&ModelExchange> =
+            transcript.model.iter().filter(|m| m.is_create()).collect();
+        let (warm_ups, attempts): (Vec<&ModelExchange>, Vec<&ModelExchange>) =
+            creates.iter().partition(|m| m.warm_up);
+        let rounds = group_retries(&attempts, &creates);
         let requests: Vec<&ModelExchange> = rounds.iter().map(|round| round[0]).collect();
         let mut served = Vec::new();
         let mut calls = Vec::new();
@@ -174,6 +176,7 @@ impl<'a> Facts<'a> {
             requests,
             rounds,
             warm_ups,
+            creates,
             served,
             calls,
             tools: &transcript.tools,
@@ -247,12 +250,8 @@ impl<'a> Facts<'a> {
     /// plus that response's output, or the items of the conversation it names.
     fn inherited_by(&self, position: usize) -> Vec<Value> {
         let request = self.requests[position];
-        if let Some(previous) = request
-            .body
-            .get("previous_response_id")
-            .and_then(Value::as_str)
-        {
-            return self.chain_context(previous, request);
+        if request.body.get("previous_response_id").is_some() {
+            return chained_context(&self.creates, request);
         }
         let body = &request.body;
         let Some(conversation) = conversation_of(body) else {
@@ -281,41 +280,6 @@ impl<'a> Facts<'a> {
                 }
             }
         }
-        context
-    }
-
-    /// The context a create (`later`) continuing response `previous` inherits: that
-    /// response's own context and output, when it is kept for `later` to continue.
-    fn chain_context(&self, previous: &str, later: &ModelExchange) -> Vec<Value> {
-        if let Some(served) = self
-            .served
-            .iter()
-            .find(|s| s.id == previous && s.exchange.seq < later.seq)
-        {
-            if !kept_for(self.requests[served.request], later) {
-                return Vec::new();
-            }
-            let mut context = self.context_of(served.request);
-            context.extend(served.output.iter().cloned());
-            return context;
-        }
-        // A warm-up: its own context, and no output.
-        let warm_up = self.warm_ups.iter().find(|w| {
-            w.seq < later.seq
-                && w.final_response.as_deref().map(|r| &r["id"]) == Some(&Value::from(previous))
-        });
-        let Some(warm_up) = warm_up.filter(|w| kept_for(w, later)) else {
-            return Vec::new();
-        };
-        let mut context = match warm_up
-            .body
-            .get("previous_response_id")
-            .and_then(Value::as_str)
-        {
-            Some(earlier) => self.chain_context(earlier, warm_up),
-            None => Vec::new(),
-        };
-        context.extend(Self::input_of(warm_up));
         context
     }
 
@@ -555,18 +519,99 @@ fn kept_for(made: &ModelExchange, later: &ModelExchange) -> bool {
         || (made.connection.is_some() && made.connection == later.connection)
 }
 
+/// The response a create got that a later one may continue: its served turn's, or a
+/// warm-up's.
+fn response_made(create: &ModelExchange) -> Option<&Value> {
+    create.served().or_else(|| {
+        create
+            .warm_up
+            .then_some(create.final_response.as_deref())
+            .flatten()
+    })
+}
+
+/// The items a create inherits through `previous_response_id` (`creates`: every create
+/// of the run): the context of the response it continues and that response's output,
+/// when that response is kept for it (stored, or cached on the connection both came
+/// on); none otherwise.
+pub fn chained_context(creates: &[&ModelExchange], later: &ModelExchange) -> Vec<Value> {
+    let Some(previous) = later
+        .body
+        .get("previous_response_id")
+        .and_then(Value::as_str)
+    else {
+        return Vec::new();
+    };
+    let made = creates
+        .iter()
+        .filter(|m| m.seq < later.seq)
+        .find(|m| response_made(m).is_some_and(|r| r["id"] == previous));
+    let Some(made) = made.filter(|made| kept_for(made, later)) else {
+        return Vec::new();
+    };
+    let mut context = chained_context(creates, made);
+    context.extend(Facts::input_of(made));
+    let output = response_made(made).and_then(|r| r["output"].as_array());
+    context.extend(output.into_iter().flatten().cloned());
+    context
+}
+
+/// Whether `attempt` is `previous` sent again on a new connection with the whole
+/// context in place of the `store: false` chain the old connection cached: the only
+/// retry there is once that connection is lost.
+fn resent_whole(
+    creates: &[&ModelExchange],
+    previous: &ModelExchange,
+    attempt: &ModelExchange,
+) -> bool {
+    let moved = matches!(
+        (previous.connection, attempt.connection),
+        (Some(old), Some(new)) if old != new
+    );
+    if !moved || attempt.body.get("previous_response_id").is_some() {
+        return false;
+    }
+    let mut whole = chained_context(creates, previous);
+    if whole.is_empty() {
+        return false;
+    }
+    whole.extend(Facts::input_of(previous));
+    let sent = Facts::input_of(attempt);
+    let same_items = sent.len() == whole.len()
+        && sent
+            .iter()
+            .zip(&whole)
+            .all(|(sent, item)| sent == item || is_replay_of(sent, item));
+    let settings = |body: &Value| -> Vec<(String, Value)> {
+        let mut fields: Vec<(String, Value)> = body
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(key, _)| !matches!(key.as_str(), "input" | "previous_response_id"))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        fields
+    };
+    same_items && settings(&previous.body) == settings(&attempt.body)
+}
+
 /// Groups create attempts into rounds: an attempt that resends the previous attempt's
-/// body is a retry of it when that attempt got no turn or a failed response (whose
-/// message invites a retry), or when it says it is a retry (`x-stainless-retry-count`
-/// > 0).
-pub fn group_retries<'a>(attempts: &[&'a ModelExchange]) -> Vec<Vec<&'a ModelExchange>> {
+/// body (or, on a new WebSocket connection, its whole context in place of a chain the
+/// lost connection cached) is a retry of it when that attempt got no turn or a failed
+/// response (whose message invites a retry), or when it says it is a retry
+/// (`x-stainless-retry-count` > 0). `creates` is every create of the run.
+pub fn group_retries<'a>(
+    attempts: &[&'a ModelExchange],
+    creates: &[&ModelExchange],
+) -> Vec<Vec<&'a ModelExchange>> {
     let mut rounds: Vec<Vec<&ModelExchange>> = Vec::new();
     for attempt in attempts {
         let retry = rounds
             .last()
             .and_then(|round| round.last())
             .is_some_and(|previous| {
-                previous.body == attempt.body
+                (previous.body == attempt.body || resent_whole(creates, previous, attempt))
                     && (previous.turn.is_none()
                         || previous.served_failed()
                         || attempt.retry_count().is_some_and(|n| n > 0))

@@ -80,14 +80,22 @@ fn response_id(create: &ModelExchange) -> Option<&str> {
 }
 
 /// How a create is named in a message: its request label (which names its connection),
-/// or `a warm-up` on its connection.
+/// a retry of it with its own connection, or `a warm-up` on its connection.
 fn label(f: &Facts, create: &ModelExchange) -> String {
-    if let Some(position) = f
-        .rounds
-        .iter()
-        .position(|round| round.iter().any(|m| m.seq == create.seq))
-    {
-        return f.request_label(position);
+    let found = f.rounds.iter().enumerate().find_map(|(position, round)| {
+        let attempt = round.iter().position(|m| m.seq == create.seq)?;
+        Some((position, attempt))
+    });
+    match found {
+        Some((position, 0)) => return f.request_label(position),
+        Some((position, retry)) => {
+            let on = create
+                .connection
+                .map(|c| format!(", on connection {c}"))
+                .unwrap_or_default();
+            return format!("request {} (retry {retry}{on})", position + 1);
+        }
+        None => {}
     }
     let what = if create.warm_up {
         "a warm-up `response.create`"

@@ -201,7 +201,7 @@ impl Connection {
                         }
                     }
                     Outgoing::Break => {
-                        return (None, "dropped by the script (a cut stream or a dropped answer)".to_owned());
+                        return (None, "dropped by the server (a scripted cut stream or dropped answer)".to_owned());
                     }
                     Outgoing::TimeUp => {
                         return time_up(&mut socket, " (scripted after this turn)").await;

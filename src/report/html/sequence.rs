@@ -72,8 +72,10 @@ enum Answer {
 /// numbers them.
 fn exchanges(transcript: &Transcript) -> Vec<Exchange<'_>> {
     let creates: Vec<&ModelExchange> = transcript.model.iter().filter(|m| m.is_create()).collect();
+    // Warm-ups are no model requests: the oracle numbers the others.
+    let requests: Vec<&ModelExchange> = creates.iter().copied().filter(|m| !m.warm_up).collect();
     let mut rounds = BTreeMap::new();
-    for (round, attempts) in crate::oracle::facts::group_retries(&creates)
+    for (round, attempts) in crate::oracle::facts::group_retries(&requests, &creates)
         .iter()
         .enumerate()
     {
