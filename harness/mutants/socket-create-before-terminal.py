@@ -7,11 +7,9 @@
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import loop  # noqa: E402
-from websockets.exceptions import ConnectionClosed  # noqa: E402
 
 
 def read_answer(self, until):
@@ -19,15 +17,9 @@ def read_answer(self, until):
     response.created, with the output items done so far."""
     created, done, started = None, [], False
     while True:
-        try:
-            message = self.connection._connection.recv(timeout=max(0.0, until - time.monotonic()))
-        except (TimeoutError, ConnectionClosed) as err:
-            raise self.lost(started, repr(err))
-        event = json.loads(message)
-        kind = event.get("type")
-        if kind == "error":
-            raise (None if started else loop.refused_create(event)) or loop.stream_error(event)
+        _, event = self.next_event(until, started)
         started = True
+        kind = event.get("type")
         if kind == "response.created":
             created = event["response"]
         elif kind == "response.output_item.done":

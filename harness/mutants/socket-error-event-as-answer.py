@@ -7,11 +7,9 @@
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import loop  # noqa: E402
-from websockets.exceptions import ConnectionClosed  # noqa: E402
 
 
 class PartialAnswer(Exception):
@@ -24,19 +22,15 @@ def read_answer(self, until):
     text, started = "", False
     while True:
         try:
-            message = self.connection._connection.recv(timeout=max(0.0, until - time.monotonic()))
-        except (TimeoutError, ConnectionClosed) as err:
-            raise self.lost(started, repr(err))
-        event = json.loads(message)
-        kind = event.get("type")
-        if kind == "error":
-            if started:
+            _, event = self.next_event(until, started)
+        except loop.Stop as stop:
+            if started and stop.detail.startswith("stream error"):
                 raise PartialAnswer(text)
-            raise loop.refused_create(event) or loop.stream_error(event)
+            raise
         started = True
-        if kind == "response.output_text.delta":
+        if event.get("type") == "response.output_text.delta":
             text += event.get("delta", "")
-        if kind in loop.TERMINAL_EVENTS:
+        if event.get("type") in loop.TERMINAL_EVENTS:
             return loop.validated(json.dumps(event["response"]))
 
 

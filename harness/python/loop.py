@@ -502,30 +502,37 @@ class SocketSession:
         state = ResponseStreamState(input_tools=openai.omit, text_format=openai.omit)
         started = False
         while True:
-            try:
-                message = self.transport().recv(timeout=max(0.0, until - time.monotonic()))
-            except TimeoutError:
-                time_left(self.deadline)  # Stop("timeout") when it was the deadline
-                raise self.lost(started, "no answer in time")
-            except ConnectionClosed as closed:
-                raise self.lost(started, describe_close(closed))
-            if not isinstance(message, str):
-                raise Stop("api_error", "a binary message where an event was expected")
-            try:
-                event = json.loads(message)
-            except ValueError as err:
-                raise Stop("api_error", f"an event that is not JSON: {err}")
-            if not isinstance(event, dict):
-                raise Stop("api_error", f"an event that is not an object: {message[:200]}")
-            if event.get("type") == "error":
-                refusal = refused_create(event) if not started else None
-                raise refusal or stream_error(event)
+            message, event = self.next_event(until, started)
             started = True
             state.handle_event(self.connection.parse_event(message))
             # Calls are only read from the terminal event: items seen before it may still
             # be cut short, and a response that never completes must run nothing.
             if event.get("type") in TERMINAL_EVENTS:
                 return validated(json.dumps(event.get("response")))
+
+    def next_event(self, until, started):
+        """The answer's next event, as its text and its JSON object, read by `until`. An
+        `error` event raises: the API refusing the create before the answer `started`, a
+        broken stream after."""
+        try:
+            message = self.transport().recv(timeout=max(0.0, until - time.monotonic()))
+        except TimeoutError:
+            time_left(self.deadline)  # Stop("timeout") when it was the deadline
+            raise self.lost(started, "no answer in time")
+        except ConnectionClosed as closed:
+            raise self.lost(started, describe_close(closed))
+        if not isinstance(message, str):
+            raise Stop("api_error", "a binary message where an event was expected")
+        try:
+            event = json.loads(message)
+        except ValueError as err:
+            raise Stop("api_error", f"an event that is not JSON: {err}")
+        if not isinstance(event, dict):
+            raise Stop("api_error", f"an event that is not an object: {message[:200]}")
+        if event.get("type") == "error":
+            refusal = refused_create(event) if not started else None
+            raise refusal or stream_error(event)
+        return message, event
 
     def lost(self, started, detail):
         """The failure of a connection lost during a create: retried before the answer's

@@ -42,6 +42,7 @@ use crate::scenario::RecordedEvent;
 use crate::server::EngineRequest;
 use crate::server::http::{
     DropConnection, ReplyStream, RunningServer, UpgradeSlot, Upgrader, front_refusal, send,
+    upgrade_head,
 };
 use crate::server::websocket::{HANDSHAKE_HEADERS, accept_key};
 use crate::transcript::{ModelExchange, SocketEventKind};
@@ -94,13 +95,7 @@ async fn upgrade(
     mut request: Request<Incoming>,
     slot: UpgradeSlot,
 ) -> Result<Response<ReplyStream>, DropConnection> {
-    let head = EngineRequest {
-        method: request.method().as_str().to_owned(),
-        path: request.uri().path().to_owned(),
-        query: request.uri().query().map(str::to_owned),
-        headers: request.headers().clone(),
-        body: Bytes::new(),
-    };
+    let head = upgrade_head(&request);
     let accept = match accept_key(&head.headers) {
         Ok(accept) => accept,
         Err(error) => return send(front_refusal(&error)).await,

@@ -228,6 +228,18 @@ async fn accept_loop(
     }
 }
 
+/// An upgrade request as the engine sees a request: its method, path, query and
+/// headers (it has no body).
+pub(crate) fn upgrade_head(request: &Request<Incoming>) -> EngineRequest {
+    EngineRequest {
+        method: request.method().as_str().to_owned(),
+        path: request.uri().path().to_owned(),
+        query: request.uri().query().map(str::to_owned),
+        headers: request.headers().clone(),
+        body: Bytes::new(),
+    }
+}
+
 /// Answers a WebSocket upgrade of `/v1/responses`: refused as HTTP refuses a request
 /// without this session's key, 400 without a valid handshake, else 101 with the
 /// connection left in `slot` for the connection's task to serve.
@@ -237,13 +249,7 @@ pub(crate) async fn upgrade(
     limits: HttpLimits,
     slot: UpgradeSlot,
 ) -> Result<Response<ReplyStream>, DropConnection> {
-    let head = EngineRequest {
-        method: request.method().as_str().to_owned(),
-        path: request.uri().path().to_owned(),
-        query: request.uri().query().map(str::to_owned),
-        headers: request.headers().clone(),
-        body: Bytes::new(),
-    };
+    let head = upgrade_head(&request);
     if let Some(refusal) = session.refuse_upgrade(&head) {
         return send(refusal).await;
     }
