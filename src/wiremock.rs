@@ -142,7 +142,8 @@ pub fn approximations(scenario: &Scenario) -> Vec<Approximation> {
             .recorded
             .as_ref()
             .is_some_and(|recorded| recorded.events.iter().any(|event| event.after_ms > 0));
-        if turn.stream.delay_ms > 0 || recorded_pauses {
+        let held = turn.stream.done_delay_ms.is_some() || turn.stream.terminal_delay_ms.is_some();
+        if turn.stream.delay_ms > 0 || held || recorded_pauses {
             found.push(Approximation::PacedStream { turn: turn_number });
         }
         if turn.stream.chunk_bytes.is_some() {

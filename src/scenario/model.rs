@@ -22,7 +22,7 @@ use crate::contract::{Delivery, StateMode};
 ///   Compatible additions: a scenario's `origin`; a deny rule's `after`; a stream's
 ///   `interleave`; optional budgets `task.deadline_ms`, `task.max_tool_calls`,
 ///   `task.tool_timeout_ms`, and a tool's `slow` answers (`when`, `delay_ms`,
-///   `attempts`); a stream's `done_delay_ms`; a tool's `rate_limited` answers (`when`,
+///   `attempts`); a stream's `done_delay_ms` and `terminal_delay_ms`; a tool's `rate_limited` answers (`when`,
 ///   `attempts`, `retry_after`, `retry_after_ms`) and an `unavailable` rule without
 ///   `attempts` (a tool that stays down); a case's `deliveries`.
 pub const FORMAT_VERSION: u32 = 2;
@@ -536,6 +536,10 @@ pub struct StreamSpec {
     /// `delay_ms`: the call's arguments have all arrived, but the call is not done yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_delay_ms: Option<u64>,
+    /// Wait this long before the terminal event instead of `delay_ms`: the items are all
+    /// done, but the response is still in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_delay_ms: Option<u64>,
     /// Close the connection after this many events, before the terminal event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_after: Option<usize>,

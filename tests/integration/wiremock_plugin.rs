@@ -322,6 +322,7 @@ fn cases_wiremock_cannot_serve_faithfully_are_refused_by_name() {
             "stream/07-parallel-hostile-deltas",
             "stream/10-incomplete-after-whole-call",
             "transport/05-connection-dropped",
+            "websocket/08-dropped-mid-chain",
         ],
         "{approximated:?}"
     );

@@ -249,8 +249,13 @@ pub(super) fn create(
                     stream::plan(&response, &turn.stream, &mut store.ids, obfuscate)
                 }
             };
-            if let Some(ms) = turn.stream.done_delay_ms {
-                hold_calls_open(&mut frames, Duration::from_millis(ms));
+            let millis = |ms: Option<u64>| ms.map(Duration::from_millis);
+            let (calls, terminal) = (
+                millis(turn.stream.done_delay_ms),
+                millis(turn.stream.terminal_delay_ms),
+            );
+            if calls.is_some() || terminal.is_some() {
+                hold_open(&mut frames, calls, terminal);
             }
             frames
         }
@@ -442,17 +447,18 @@ impl Served<'_> {
     }
 }
 
-/// Waits `hold` before each function call's `output_item.done` (and `delay` before the
-/// other events): a call whose arguments have all been sent stays unfinished for a while,
-/// without slowing the whole stream down.
-fn hold_calls_open(frames: &mut StreamFrames, hold: Duration) {
+/// Holds a stream's events open: each function call's `output_item.done` by `calls`, the
+/// terminal event by `terminal`, when given; every other event waits the stream's delay.
+fn hold_open(frames: &mut StreamFrames, calls: Option<Duration>, terminal: Option<Duration>) {
+    let terminal_at = frames
+        .terminal_response
+        .as_ref()
+        .and_then(|_| frames.len().checked_sub(1));
     frames.pauses = (0..frames.len())
-        .map(|index| {
-            if frames.call_done(index).is_some() {
-                hold
-            } else {
-                frames.delay
-            }
+        .map(|index| match (calls, terminal) {
+            (Some(hold), _) if frames.call_done(index).is_some() => hold,
+            (_, Some(hold)) if Some(index) == terminal_at => hold,
+            _ => frames.delay,
         })
         .collect();
 }
@@ -619,7 +625,7 @@ mod tests {
             ..StreamSpec::default()
         };
         let mut planned = stream::plan(&response, &spec, &mut IdGen::new(1), false);
-        hold_calls_open(&mut planned, Duration::from_millis(150));
+        hold_open(&mut planned, Some(Duration::from_millis(150)), None);
         let events = planned.events();
         let held: Vec<&str> = (0..planned.len())
             .filter(|&i| planned.pause(i) == Duration::from_millis(150))
@@ -632,6 +638,21 @@ mod tests {
             } else {
                 assert_eq!(event["type"], "response.output_item.done");
             }
+        }
+    }
+
+    #[test]
+    fn terminal_delay_holds_only_the_terminal_event() {
+        let response =
+            json!({"id": "resp_1", "status": "completed", "background": false, "output": []});
+        let mut planned =
+            stream::plan(&response, &StreamSpec::default(), &mut IdGen::new(1), false);
+        hold_open(&mut planned, None, Some(Duration::from_millis(900)));
+        let last = planned.len() - 1;
+        assert_eq!(planned.events()[last]["type"], "response.completed");
+        for i in 0..planned.len() {
+            let want = if i == last { 900 } else { 0 };
+            assert_eq!(planned.pause(i), Duration::from_millis(want), "event {i}");
         }
     }
 }
