@@ -298,6 +298,7 @@ impl Plan {
                     text: "Here is what I fou".to_owned(),
                     status: Some("incomplete".to_owned()),
                     refusal: None,
+                    annotations: Vec::new(),
                 })));
             }
             End::IncompleteCall => {

@@ -199,14 +199,18 @@ fn ending(f: &Facts, index: usize) -> (String, &'static str) {
             "which was a refusal".to_owned(),
             "a refusal ends the loop, reported as failed with reason 'refusal'",
         ),
-        _ if served.has_message && served.calls.is_empty() => {
-            ("whose message was the final answer".to_owned(), "the loop ends there")
-        }
+        _ if served.has_message && served.calls.is_empty() => (
+            "whose message was the final answer".to_owned(),
+            "the loop ends there",
+        ),
         _ if !served.calls.is_empty() => (
             "whose calls the round budget left no request to answer".to_owned(),
             "the loop ends there",
         ),
-        _ => ("which had no message and no calls".to_owned(), "the loop ends there"),
+        _ => (
+            "which had no message and no calls".to_owned(),
+            "the loop ends there",
+        ),
     }
 }
 
@@ -337,12 +341,13 @@ fn refusal_text(f: &Facts, result: &crate::transcript::ControllerResult) -> Opti
 
 fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResult {
     let expect = &f.scenario.expect;
-    let last_status = f.served.last().map_or("none".to_owned(), |s| {
-        match incomplete_reason(f, s) {
-            Some(reason) => format!("{}', incomplete_details.reason '{reason}", s.status),
-            None => s.status.clone(),
-        }
-    });
+    let last_status =
+        f.served
+            .last()
+            .map_or("none".to_owned(), |s| match incomplete_reason(f, s) {
+                Some(reason) => format!("{}', incomplete_details.reason '{reason}", s.status),
+                None => s.status.clone(),
+            });
     let mut problems = Vec::new();
     let mut diff = None;
     let scripted = f.scenario.script.len();

@@ -758,6 +758,7 @@ mod tests {
                 id,
                 status: "completed",
                 text: text(0),
+                annotations: Vec::new(),
                 refusal: texts.refusal.as_deref(),
             },
             2 => OutputItem::Refusal { id, text: text(0) },

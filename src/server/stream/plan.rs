@@ -420,6 +420,15 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         for piece in pieces(text, size) {
                             b.delta("response.output_text.delta", piece, &mut at, true);
                         }
+                        // Each annotation once the text is out, at the next index: the
+                        // SDKs' accumulators append it to the part's annotations.
+                        for (a, annotation) in part.annotations.iter().enumerate() {
+                            let out = b.start("response.output_text.annotation.added");
+                            field(out, "annotation", annotation);
+                            field(out, "annotation_index", &a);
+                            at.write(out);
+                            b.end(false);
+                        }
                         let out = b.start("response.output_text.done");
                         field(out, "text", text);
                         raw_field(out, "logprobs", b"[]");
@@ -548,6 +557,40 @@ mod tests {
                 .map(|(_, call_id)| call_id.as_str()),
             Some("call_1")
         );
+    }
+
+    /// Each annotation of a text part is announced after the text's deltas and before
+    /// its `output_text.done`, at indices counting from zero, and the part written whole
+    /// at `content_part.done` carries them all.
+    #[test]
+    fn annotations_are_added_one_event_each_after_the_text() {
+        let url = json!({"type": "url_citation", "start_index": 0, "end_index": 5, "title": "T", "url": "https://example.com/"});
+        let file =
+            json!({"type": "file_citation", "file_id": "file-1", "filename": "a.md", "index": 11});
+        let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [
+            {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": [
+                {"type": "output_text", "annotations": [url, file], "logprobs": [], "text": "Ghent, cited"}
+            ]}
+        ]});
+        let frames = plan(&response, &StreamSpec::default(), &mut IdGen::new(1), false);
+        let events = frames.events();
+        let at = |kind: &str| events.iter().position(|e| e["type"] == kind).unwrap();
+        let added: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "response.output_text.annotation.added")
+            .collect();
+        assert_eq!(added.len(), 2);
+        for (index, (event, annotation)) in added.iter().zip([&url, &file]).enumerate() {
+            assert_eq!(event["annotation_index"], index);
+            assert_eq!(&event["annotation"], annotation);
+            assert_eq!(event["item_id"], "msg_1");
+            assert_eq!(event["content_index"], 0);
+        }
+        let first = at("response.output_text.annotation.added");
+        assert!(at("response.output_text.delta") < first);
+        assert!(first < at("response.output_text.done"));
+        let done = &events[at("response.content_part.done")];
+        assert_eq!(done["part"]["annotations"], json!([url, file]));
     }
 
     #[test]
