@@ -236,6 +236,7 @@ impl Plan {
             if round.reasoning {
                 output.push(OutputSpec::Reasoning(ReasoningSpec {
                     summary: Some(format!("Round {} of lookups.", index + 1)),
+                    text: None,
                 }));
             }
             if round.preamble {

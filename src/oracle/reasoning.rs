@@ -284,16 +284,74 @@ fn alteration(sent: &Value, item: &Value) -> Option<String> {
         }
         "message" => {
             let (text, sent_text) = (message_text(item), message_text(sent));
-            (text != sent_text).then(|| {
-                format!(
+            if text != sent_text {
+                return Some(format!(
                     "the text {:?} instead of {:?}",
                     crate::text::clip(&sent_text.unwrap_or_default(), 60),
                     crate::text::clip(&text.unwrap_or_default(), 60)
-                )
+                ));
+            }
+            annotations_changed(sent, item)
+        }
+        "reasoning" => {
+            let texts = |item: &Value| -> Vec<Value> {
+                item["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|part| part["type"] == "reasoning_text")
+                    .map(|part| part["text"].clone())
+                    .collect()
+            };
+            let (own, sent_texts) = (texts(item), texts(sent));
+            (own != sent_texts).then(|| {
+                if sent_texts.is_empty() {
+                    format!(
+                        "its reasoning_text content left out (the model produced {} part(s))",
+                        own.len()
+                    )
+                } else {
+                    format!(
+                        "its reasoning_text content changed ({} part(s) sent for the {} the model produced)",
+                        sent_texts.len(),
+                        own.len()
+                    )
+                }
             })
         }
         _ => None,
     }
+}
+
+/// A message replayed in parts form keeps each `output_text` part's annotations (its
+/// citations); the text-only form (`content` as a string) carries none and is the
+/// controller's choice.
+fn annotations_changed(sent: &Value, item: &Value) -> Option<String> {
+    let annotations = |item: &Value| -> Option<Vec<Value>> {
+        let parts = item["content"].as_array()?;
+        Some(
+            parts
+                .iter()
+                .filter(|part| part["type"] == "output_text")
+                .map(|part| {
+                    part.get("annotations")
+                        .cloned()
+                        .unwrap_or(Value::Array(Vec::new()))
+                })
+                .collect(),
+        )
+    };
+    let own = annotations(item)?;
+    let replayed = annotations(sent)?;
+    let count =
+        |all: &[Value]| -> usize { all.iter().filter_map(Value::as_array).map(Vec::len).sum() };
+    (own != replayed).then(|| {
+        format!(
+            "its output_text annotations changed ({} sent for the {} the model produced)",
+            count(&replayed),
+            count(&own)
+        )
+    })
 }
 
 /// The model's own calls and messages go back as it produced them: a replay that rewrites
@@ -305,7 +363,7 @@ fn unaltered(replays: &[Replay<'_>]) -> Option<CheckResult> {
     for replay in replays {
         let (input, prior) = (&replay.input, &replay.prior);
         for &(_, item) in prior {
-            if !matches!(item_type(item), "function_call" | "message") {
+            if !matches!(item_type(item), "function_call" | "message" | "reasoning") {
                 continue;
             }
             let Some(sent) = input.iter().find(|i| is_replay_of(i, item)) else {
@@ -325,7 +383,7 @@ fn unaltered(replays: &[Replay<'_>]) -> Option<CheckResult> {
     (judged > 0).then(|| {
         checks::REASONING_ITEMS_UNALTERED.judge(
             problems,
-            format!("{judged} replayed call(s) and message(s), each as the model produced it"),
+            format!("{judged} replayed item(s), each as the model produced it"),
         )
     })
 }
@@ -705,6 +763,68 @@ expect: {outcome: completed}
             &[
                 r#"replays message msg_"#,
                 r#"with the text "I'll check the Oslo " instead of "I'll check the Oslo forecast"#,
+            ],
+        );
+    }
+
+    #[test]
+    fn items_unaltered_passes_annotations_and_reasoning_text_replayed_as_given() {
+        for case in ["output/01-annotations", "output/03-reasoning-text"] {
+            let judgement = replay_with(case, Stateless, |_| {});
+            assert_passes(&judgement, "reasoning/items-unaltered");
+        }
+    }
+
+    #[test]
+    fn items_unaltered_accepts_a_cited_message_replayed_as_text_alone() {
+        let judgement = replay_with(
+            "output/01-annotations",
+            Stateless,
+            each("message", |item| {
+                let text = item["content"][0]["text"].clone();
+                item["content"] = text;
+            }),
+        );
+        assert_passes(&judgement, "reasoning/items-unaltered");
+    }
+
+    #[test]
+    fn items_unaltered_fails_a_message_replayed_without_its_annotations() {
+        let judgement = replay_with(
+            "output/01-annotations",
+            Stateless,
+            each("message", |item| {
+                item["content"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("annotations");
+            }),
+        );
+        assert_fails_with(
+            &judgement,
+            "reasoning/items-unaltered",
+            &[
+                "replays message msg_",
+                "with its output_text annotations changed (0 sent for the 1 the model produced)",
+            ],
+        );
+    }
+
+    #[test]
+    fn items_unaltered_fails_a_reasoning_item_replayed_without_its_text() {
+        let judgement = replay_with(
+            "output/03-reasoning-text",
+            Stateless,
+            each("reasoning", |item| {
+                item.as_object_mut().unwrap().remove("content");
+            }),
+        );
+        assert_fails_with(
+            &judgement,
+            "reasoning/items-unaltered",
+            &[
+                "replays reasoning rs_",
+                "with its reasoning_text content left out (the model produced 1 part(s))",
             ],
         );
     }

@@ -638,6 +638,10 @@ pub struct ReasoningSpec {
     /// Summary text (empty summary when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// The reasoning itself, as one `reasoning_text` content part (no `content` when
+    /// absent), as the API sends it for models that expose their raw reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// A scripted message: just the text, or text plus status.

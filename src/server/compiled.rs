@@ -802,8 +802,8 @@ mod tests {
                 .prop_map(|(key, value, n)| serde_json::json!({ key: value, "n": n })),
         ];
         prop_oneof![
-            prop::option::of(text())
-                .prop_map(|summary| OutputSpec::Reasoning(ReasoningSpec { summary })),
+            (prop::option::of(text()), prop::option::of(text()))
+                .prop_map(|(summary, text)| OutputSpec::Reasoning(ReasoningSpec { summary, text })),
             text().prop_map(|text| OutputSpec::Message(MessageSpec::Text(text))),
             (
                 text(),

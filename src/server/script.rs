@@ -348,6 +348,7 @@ pub(crate) fn output_items<'a>(
                 id: draws.item_id("rs", index),
                 encrypted_content: draws.encrypted_content(index),
                 summary: r.summary.as_slice(),
+                text: r.text.as_slice(),
             },
             OutputSpec::Message(m) => OutputItem::Message {
                 id: draws.item_id("msg", index),

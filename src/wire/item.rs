@@ -17,6 +17,8 @@ pub enum OutputItem<'a> {
         id: String,
         encrypted_content: String,
         summary: &'a [String],
+        /// The `reasoning_text` parts of `content` (no `content` when empty).
+        text: &'a [String],
     },
     /// An assistant `message` with one `output_text` part, and a `refusal` part after it
     /// when `refusal` is set.
@@ -123,6 +125,7 @@ impl OutputItem<'_> {
                 id,
                 encrypted_content,
                 summary,
+                text,
             } => {
                 fields.put("id", id);
                 fields.put("type", kind);
@@ -137,6 +140,18 @@ impl OutputItem<'_> {
                     }
                     out.push(b']');
                 });
+                if !text.is_empty() {
+                    fields.put_with("content", |out| {
+                        out.push(b'[');
+                        for (index, text) in text.iter().enumerate() {
+                            if index > 0 {
+                                out.push(b',');
+                            }
+                            write_part(out, br#"{"type":"reasoning_text","text":"#, text);
+                        }
+                        out.push(b']');
+                    });
+                }
             }
             OutputItem::Message {
                 id,
@@ -313,6 +328,7 @@ mod tests {
                 id: "rs_1".into(),
                 encrypted_content: "gAAAA".into(),
                 summary: &SUMMARY,
+                text: &SUMMARY,
             },
             OutputItem::Message {
                 id: "msg_1".into(),

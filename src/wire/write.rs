@@ -753,6 +753,7 @@ mod tests {
                 id,
                 encrypted_content: text(0).to_owned(),
                 summary: &texts.texts,
+                text: &[],
             },
             1 => OutputItem::Message {
                 id,

@@ -351,16 +351,36 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 // The added event's content "may be incomplete".
                 let content = item.encrypted_content();
                 let half = content.map_or("", |content| &content[..content.len() / 2]);
+                let texts = item.reasoning_text();
                 let added = [
                     ("encrypted_content", Set::Str(half)),
                     ("summary", Set::EmptyArray),
+                    ("content", Set::EmptyArray),
                 ];
-                let added = if content.is_some() {
-                    &added[..]
-                } else {
-                    &added[1..]
-                };
-                b.item("response.output_item.added", index, item, added);
+                let from = usize::from(content.is_none());
+                let to = if texts.is_empty() { 2 } else { 3 };
+                b.item("response.output_item.added", index, item, &added[from..to]);
+                // The reasoning comes before its summary, as the model writes it.
+                for (c, text) in texts.into_iter().enumerate() {
+                    let mut at = At::new(item, index, Some(("content_index", c)));
+                    let out = b.start("response.content_part.added");
+                    raw_field(out, "part", br#"{"type":"reasoning_text","text":""}"#);
+                    at.write(out);
+                    b.end(false);
+                    for piece in pieces(text, size) {
+                        b.delta("response.reasoning_text.delta", piece, &mut at, false);
+                    }
+                    let out = b.start("response.reasoning_text.done");
+                    field(out, "text", text);
+                    at.write(out);
+                    b.end(false);
+                    let out = b.start("response.content_part.done");
+                    raw_field(out, "part", br#"{"type":"reasoning_text","text":"#);
+                    value_to(out, text);
+                    out.push(b'}');
+                    at.write(out);
+                    b.end(false);
+                }
                 for (s, text) in item.summary().into_iter().enumerate() {
                     let mut at = At::new(item, index, Some(("summary_index", s)));
                     let out = b.start("response.reasoning_summary_part.added");
@@ -591,6 +611,48 @@ mod tests {
         assert!(first < at("response.output_text.done"));
         let done = &events[at("response.content_part.done")];
         assert_eq!(done["part"]["annotations"], json!([url, file]));
+    }
+
+    /// A reasoning item's `reasoning_text` part streams in its own content part events,
+    /// before the summary's, and the added item announces an empty `content`.
+    #[test]
+    fn reasoning_text_streams_in_content_part_events_before_the_summary() {
+        let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [
+            {"id": "rs_1", "type": "reasoning", "encrypted_content": "gAAAA",
+             "summary": [{"type": "summary_text", "text": "Short."}],
+             "content": [{"type": "reasoning_text", "text": "Long thought."}]}
+        ]});
+        let frames = plan(&response, &StreamSpec::default(), &mut IdGen::new(1), false);
+        let events = frames.events();
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        let at = |kind: &str| types.iter().position(|t| *t == kind).unwrap();
+        assert_eq!(
+            events[at("response.output_item.added")]["item"]["content"],
+            json!([])
+        );
+        assert_eq!(
+            events[at("response.content_part.added")]["part"],
+            json!({"type": "reasoning_text", "text": ""})
+        );
+        let deltas: String = events
+            .iter()
+            .filter(|e| e["type"] == "response.reasoning_text.delta")
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect();
+        assert_eq!(deltas, "Long thought.");
+        assert_eq!(
+            events[at("response.reasoning_text.done")]["text"],
+            "Long thought."
+        );
+        assert_eq!(
+            events[at("response.reasoning_text.done")]["content_index"],
+            0
+        );
+        assert_eq!(
+            events[at("response.content_part.done")]["part"]["text"],
+            "Long thought."
+        );
+        assert!(at("response.content_part.done") < at("response.reasoning_summary_part.added"));
     }
 
     #[test]

@@ -201,6 +201,8 @@ pub trait StreamedItem {
     fn encrypted_content(&self) -> Option<&str>;
     /// A reasoning item's summary texts.
     fn summary(&self) -> Vec<&str>;
+    /// A reasoning item's `reasoning_text` parts' texts.
+    fn reasoning_text(&self) -> Vec<&str>;
     /// A message's content parts.
     fn content(&self) -> Vec<ContentPart<'_>>;
     /// A call's `arguments` (empty when not a string).
@@ -233,6 +235,19 @@ impl StreamedItem for Value {
             .as_array()
             .map_or(&[][..], Vec::as_slice)
             .iter()
+            .map(|part| part["text"].as_str().unwrap_or_default())
+            .collect()
+    }
+
+    fn reasoning_text(&self) -> Vec<&str> {
+        if self["type"] != "reasoning" {
+            return Vec::new();
+        }
+        self["content"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter(|part| part["type"] == "reasoning_text")
             .map(|part| part["text"].as_str().unwrap_or_default())
             .collect()
     }
@@ -290,6 +305,13 @@ impl StreamedItem for OutputItem<'_> {
     fn summary(&self) -> Vec<&str> {
         match self {
             OutputItem::Reasoning { summary, .. } => summary.iter().map(String::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn reasoning_text(&self) -> Vec<&str> {
+        match self {
+            OutputItem::Reasoning { text, .. } => text.iter().map(String::as_str).collect(),
             _ => Vec::new(),
         }
     }
@@ -368,6 +390,7 @@ mod tests {
                 id: "rs_1".into(),
                 encrypted_content: "gAAAA".into(),
                 summary: &summary,
+                text: &summary,
             },
             OutputItem::Message {
                 id: "msg_1".into(),
