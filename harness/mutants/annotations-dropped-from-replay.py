@@ -1,6 +1,6 @@
 # loopcheck-mutant
 # defect: a stateless replay sends assistant messages with their output_text annotations emptied, so the model loses which sources it cited
-# caught-by: reasoning/items-unaltered
+# caught-by: reasoning/items-complete
 # cases: output/01-annotations
 # supports: stateless, stream
 

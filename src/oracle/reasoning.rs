@@ -46,6 +46,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if replays.iter().any(|r| !r.prior.is_empty()) {
         out.push(in_order(f, &replays));
         out.extend(unaltered(&replays));
+        out.extend(kept_whole(&replays));
     }
     out
 }
@@ -284,27 +285,31 @@ fn alteration(sent: &Value, item: &Value) -> Option<String> {
         }
         "message" => {
             let (text, sent_text) = (message_text(item), message_text(sent));
-            if text != sent_text {
-                return Some(format!(
+            (text != sent_text).then(|| {
+                format!(
                     "the text {:?} instead of {:?}",
                     crate::text::clip(&sent_text.unwrap_or_default(), 60),
                     crate::text::clip(&text.unwrap_or_default(), 60)
-                ));
-            }
-            annotations_changed(sent, item)
+                )
+            })
         }
-        "reasoning" => {
-            let texts = |item: &Value| -> Vec<Value> {
-                item["content"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|part| part["type"] == "reasoning_text")
-                    .map(|part| part["text"].clone())
-                    .collect()
-            };
-            let (own, sent_texts) = (texts(item), texts(sent));
-            (own != sent_texts).then(|| {
+        _ => None,
+    }
+}
+
+/// What a replay left out of a reasoning item's `reasoning_text` content, if anything.
+fn reasoning_text_changed(sent: &Value, item: &Value) -> Option<String> {
+    let texts = |item: &Value| -> Vec<Value> {
+        item["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|part| part["type"] == "reasoning_text")
+            .map(|part| part["text"].clone())
+            .collect()
+    };
+    let (own, sent_texts) = (texts(item), texts(sent));
+    (own != sent_texts).then(|| {
                 if sent_texts.is_empty() {
                     format!(
                         "its reasoning_text content left out (the model produced {} part(s))",
@@ -318,9 +323,57 @@ fn alteration(sent: &Value, item: &Value) -> Option<String> {
                     )
                 }
             })
+}
+
+/// Whether an output item carries what [`kept_whole`] judges: annotations on a text
+/// part, or reasoning text.
+fn has_extras(item: &Value) -> bool {
+    item["content"].as_array().is_some_and(|parts| {
+        parts.iter().any(|part| {
+            part["type"] == "reasoning_text"
+                || part["annotations"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty())
+        })
+    })
+}
+
+/// `reasoning/items-complete`: what the model put beside its text goes back with it, a
+/// message's citations and a reasoning item's reasoning text. The API accepts a replay
+/// without them, so leaving them out is a loss, not an error.
+fn kept_whole(replays: &[Replay<'_>]) -> Option<CheckResult> {
+    let mut problems = Vec::new();
+    let mut judged = 0;
+    for replay in replays {
+        for &(_, item) in &replay.prior {
+            if !has_extras(item) {
+                continue;
+            }
+            let Some(sent) = replay.input.iter().find(|i| is_replay_of(i, item)) else {
+                continue;
+            };
+            judged += 1;
+            let change = match item_type(item) {
+                "message" => annotations_changed(sent, item),
+                "reasoning" => reasoning_text_changed(sent, item),
+                _ => None,
+            };
+            if let Some(change) = change {
+                problems.push(format!(
+                    "{} replays {} {} with {change}: the model's own history should go back whole",
+                    replay.label,
+                    item_type(item),
+                    item_id(item).unwrap_or_default()
+                ));
+            }
         }
-        _ => None,
     }
+    (judged > 0).then(|| {
+        checks::REASONING_ITEMS_COMPLETE.judge(
+            problems,
+            format!("{judged} replayed item(s) with their annotations or reasoning text"),
+        )
+    })
 }
 
 /// A message replayed in parts form keeps each `output_text` part's annotations (its
@@ -363,7 +416,7 @@ fn unaltered(replays: &[Replay<'_>]) -> Option<CheckResult> {
     for replay in replays {
         let (input, prior) = (&replay.input, &replay.prior);
         for &(_, item) in prior {
-            if !matches!(item_type(item), "function_call" | "message" | "reasoning") {
+            if !matches!(item_type(item), "function_call" | "message") {
                 continue;
             }
             let Some(sent) = input.iter().find(|i| is_replay_of(i, item)) else {
@@ -383,7 +436,7 @@ fn unaltered(replays: &[Replay<'_>]) -> Option<CheckResult> {
     (judged > 0).then(|| {
         checks::REASONING_ITEMS_UNALTERED.judge(
             problems,
-            format!("{judged} replayed item(s), each as the model produced it"),
+            format!("{judged} replayed call(s) and message(s), each as the model produced it"),
         )
     })
 }
@@ -768,15 +821,15 @@ expect: {outcome: completed}
     }
 
     #[test]
-    fn items_unaltered_passes_annotations_and_reasoning_text_replayed_as_given() {
+    fn items_complete_passes_annotations_and_reasoning_text_replayed_as_given() {
         for case in ["output/01-annotations", "output/03-reasoning-text"] {
             let judgement = replay_with(case, Stateless, |_| {});
-            assert_passes(&judgement, "reasoning/items-unaltered");
+            assert_passes(&judgement, "reasoning/items-complete");
         }
     }
 
     #[test]
-    fn items_unaltered_accepts_a_cited_message_replayed_as_text_alone() {
+    fn items_complete_accepts_a_cited_message_replayed_as_text_alone() {
         let judgement = replay_with(
             "output/01-annotations",
             Stateless,
@@ -785,11 +838,11 @@ expect: {outcome: completed}
                 item["content"] = text;
             }),
         );
-        assert_passes(&judgement, "reasoning/items-unaltered");
+        assert_passes(&judgement, "reasoning/items-complete");
     }
 
     #[test]
-    fn items_unaltered_fails_a_message_replayed_without_its_annotations() {
+    fn items_complete_fails_a_message_replayed_without_its_annotations() {
         let judgement = replay_with(
             "output/01-annotations",
             Stateless,
@@ -802,7 +855,7 @@ expect: {outcome: completed}
         );
         assert_fails_with(
             &judgement,
-            "reasoning/items-unaltered",
+            "reasoning/items-complete",
             &[
                 "replays message msg_",
                 "with its output_text annotations changed (0 sent for the 1 the model produced)",
@@ -811,7 +864,7 @@ expect: {outcome: completed}
     }
 
     #[test]
-    fn items_unaltered_fails_a_reasoning_item_replayed_without_its_text() {
+    fn items_complete_fails_a_reasoning_item_replayed_without_its_text() {
         let judgement = replay_with(
             "output/03-reasoning-text",
             Stateless,
@@ -821,7 +874,7 @@ expect: {outcome: completed}
         );
         assert_fails_with(
             &judgement,
-            "reasoning/items-unaltered",
+            "reasoning/items-complete",
             &[
                 "replays reasoning rs_",
                 "with its reasoning_text content left out (the model produced 1 part(s))",
