@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: takes a response cut by the content filter for a complete one and reports the filtered partial text as the answer
 # caught-by: terminal/outcome
-# cases: output/04-content-filter
+# cases: output/03-content-filter
 # supports: previous_response_id, stateless, stream
 
 import os

@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: a stateless replay sends reasoning items without their reasoning_text content, keeping only the encrypted_content and summary
 # caught-by: reasoning/items-complete
-# cases: output/03-reasoning-text
+# cases: output/02-reasoning-text
 # supports: stateless, stream
 
 import os

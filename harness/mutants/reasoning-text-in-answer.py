@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: reports the final turn's reasoning text (reasoning_text content) before the message as the answer
 # caught-by: terminal/outcome
-# cases: output/03-reasoning-text
+# cases: output/02-reasoning-text
 # supports: previous_response_id, stream
 
 import os

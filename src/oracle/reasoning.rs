@@ -822,7 +822,7 @@ expect: {outcome: completed}
 
     #[test]
     fn items_complete_passes_annotations_and_reasoning_text_replayed_as_given() {
-        for case in ["output/01-annotations", "output/03-reasoning-text"] {
+        for case in ["output/01-annotations", "output/02-reasoning-text"] {
             let judgement = replay_with(case, Stateless, |_| {});
             assert_passes(&judgement, "reasoning/items-complete");
         }
@@ -866,7 +866,7 @@ expect: {outcome: completed}
     #[test]
     fn items_complete_fails_a_reasoning_item_replayed_without_its_text() {
         let judgement = replay_with(
-            "output/03-reasoning-text",
+            "output/02-reasoning-text",
             Stateless,
             each("reasoning", |item| {
                 item.as_object_mut().unwrap().remove("content");
