@@ -236,6 +236,7 @@ impl Plan {
             if round.reasoning {
                 output.push(OutputSpec::Reasoning(ReasoningSpec {
                     summary: Some(format!("Round {} of lookups.", index + 1)),
+                    text: None,
                 }));
             }
             if round.preamble {
@@ -298,6 +299,7 @@ impl Plan {
                     text: "Here is what I fou".to_owned(),
                     status: Some("incomplete".to_owned()),
                     refusal: None,
+                    annotations: Vec::new(),
                 })));
             }
             End::IncompleteCall => {

@@ -53,6 +53,8 @@ checks! {
         "(stateless, replay) send no output-only fields (`status` on reasoning, even as null)";
     REASONING_ITEMS_UNALTERED = "reasoning/items-unaltered", Must,
         "(stateless, replay) replay the model's calls and messages as it produced them: a call's name and arguments, a message's text";
+    REASONING_ITEMS_COMPLETE = "reasoning/items-complete", Should,
+        "(stateless, replay) replay what the model put beside its text: a message sent as parts keeps its output_text annotations, a reasoning item its reasoning_text content";
     REASONING_CALL_IDS_KEPT = "reasoning/call-ids-kept", Should,
         "(stateless, replay) replay a function_call that follows its reasoning item with its `fc_` id";
     STATE_CONFIG_RESENT = "state/config-resent", Must,

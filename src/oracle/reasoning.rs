@@ -46,6 +46,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if replays.iter().any(|r| !r.prior.is_empty()) {
         out.push(in_order(f, &replays));
         out.extend(unaltered(&replays));
+        out.extend(kept_whole(&replays));
     }
     out
 }
@@ -294,6 +295,116 @@ fn alteration(sent: &Value, item: &Value) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// What a replay left out of a reasoning item's `reasoning_text` content, if anything.
+fn reasoning_text_changed(sent: &Value, item: &Value) -> Option<String> {
+    let texts = |item: &Value| -> Vec<Value> {
+        item["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|part| part["type"] == "reasoning_text")
+            .map(|part| part["text"].clone())
+            .collect()
+    };
+    let (own, sent_texts) = (texts(item), texts(sent));
+    (own != sent_texts).then(|| {
+                if sent_texts.is_empty() {
+                    format!(
+                        "its reasoning_text content left out (the model produced {} part(s))",
+                        own.len()
+                    )
+                } else {
+                    format!(
+                        "its reasoning_text content changed ({} part(s) sent for the {} the model produced)",
+                        sent_texts.len(),
+                        own.len()
+                    )
+                }
+            })
+}
+
+/// Whether an output item carries what [`kept_whole`] judges: annotations on a text
+/// part, or reasoning text.
+fn has_extras(item: &Value) -> bool {
+    item["content"].as_array().is_some_and(|parts| {
+        parts.iter().any(|part| {
+            part["type"] == "reasoning_text"
+                || part["annotations"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty())
+        })
+    })
+}
+
+/// `reasoning/items-complete`: what the model put beside its text goes back with it, a
+/// message's citations and a reasoning item's reasoning text. The API accepts a replay
+/// without them, so leaving them out is a loss, not an error.
+fn kept_whole(replays: &[Replay<'_>]) -> Option<CheckResult> {
+    let mut problems = Vec::new();
+    let mut judged = 0;
+    for replay in replays {
+        for &(_, item) in &replay.prior {
+            if !has_extras(item) {
+                continue;
+            }
+            let Some(sent) = replay.input.iter().find(|i| is_replay_of(i, item)) else {
+                continue;
+            };
+            judged += 1;
+            let change = match item_type(item) {
+                "message" => annotations_changed(sent, item),
+                "reasoning" => reasoning_text_changed(sent, item),
+                _ => None,
+            };
+            if let Some(change) = change {
+                problems.push(format!(
+                    "{} replays {} {} with {change}: the model's own history should go back whole",
+                    replay.label,
+                    item_type(item),
+                    item_id(item).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    (judged > 0).then(|| {
+        checks::REASONING_ITEMS_COMPLETE.judge(
+            problems,
+            format!("{judged} replayed item(s) with their annotations or reasoning text"),
+        )
+    })
+}
+
+/// A message replayed in parts form keeps each `output_text` part's annotations (its
+/// citations); the text-only form (`content` as a string) carries none and is the
+/// controller's choice.
+fn annotations_changed(sent: &Value, item: &Value) -> Option<String> {
+    let annotations = |item: &Value| -> Option<Vec<Value>> {
+        let parts = item["content"].as_array()?;
+        Some(
+            parts
+                .iter()
+                .filter(|part| part["type"] == "output_text")
+                .map(|part| {
+                    part.get("annotations")
+                        .cloned()
+                        .unwrap_or(Value::Array(Vec::new()))
+                })
+                .collect(),
+        )
+    };
+    let own = annotations(item)?;
+    let replayed = annotations(sent)?;
+    let count =
+        |all: &[Value]| -> usize { all.iter().filter_map(Value::as_array).map(Vec::len).sum() };
+    (own != replayed).then(|| {
+        format!(
+            "its output_text annotations changed ({} sent for the {} the model produced)",
+            count(&replayed),
+            count(&own)
+        )
+    })
 }
 
 /// The model's own calls and messages go back as it produced them: a replay that rewrites
@@ -705,6 +816,68 @@ expect: {outcome: completed}
             &[
                 r#"replays message msg_"#,
                 r#"with the text "I'll check the Oslo " instead of "I'll check the Oslo forecast"#,
+            ],
+        );
+    }
+
+    #[test]
+    fn items_complete_passes_annotations_and_reasoning_text_replayed_as_given() {
+        for case in ["output/01-annotations", "output/02-reasoning-text"] {
+            let judgement = replay_with(case, Stateless, |_| {});
+            assert_passes(&judgement, "reasoning/items-complete");
+        }
+    }
+
+    #[test]
+    fn items_complete_accepts_a_cited_message_replayed_as_text_alone() {
+        let judgement = replay_with(
+            "output/01-annotations",
+            Stateless,
+            each("message", |item| {
+                let text = item["content"][0]["text"].clone();
+                item["content"] = text;
+            }),
+        );
+        assert_passes(&judgement, "reasoning/items-complete");
+    }
+
+    #[test]
+    fn items_complete_fails_a_message_replayed_without_its_annotations() {
+        let judgement = replay_with(
+            "output/01-annotations",
+            Stateless,
+            each("message", |item| {
+                item["content"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("annotations");
+            }),
+        );
+        assert_fails_with(
+            &judgement,
+            "reasoning/items-complete",
+            &[
+                "replays message msg_",
+                "with its output_text annotations changed (0 sent for the 1 the model produced)",
+            ],
+        );
+    }
+
+    #[test]
+    fn items_complete_fails_a_reasoning_item_replayed_without_its_text() {
+        let judgement = replay_with(
+            "output/02-reasoning-text",
+            Stateless,
+            each("reasoning", |item| {
+                item.as_object_mut().unwrap().remove("content");
+            }),
+        );
+        assert_fails_with(
+            &judgement,
+            "reasoning/items-complete",
+            &[
+                "replays reasoning rs_",
+                "with its reasoning_text content left out (the model produced 1 part(s))",
             ],
         );
     }

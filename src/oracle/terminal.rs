@@ -155,8 +155,23 @@ fn finished(f: &Facts) -> Option<CheckResult> {
     })
 }
 
+/// Why a served incomplete response was cut short, as its scripted turn says
+/// (`max_output_tokens` unless set), so a message names `content_filter` apart from a
+/// token limit.
+fn incomplete_reason<'s>(f: &'s Facts, served: &super::facts::Served) -> Option<&'s str> {
+    if served.status != "incomplete" {
+        return None;
+    }
+    let turn = f.scenario.script.get(served.exchange.turn?)?;
+    Some(
+        turn.incomplete_reason
+            .as_deref()
+            .unwrap_or("max_output_tokens"),
+    )
+}
+
 /// What served response `index` was, and how the loop ends on it, for messages.
-fn ending(f: &Facts, index: usize) -> (&'static str, &'static str) {
+fn ending(f: &Facts, index: usize) -> (String, &'static str) {
     let served = &f.served[index];
     let refusal = served.output.iter().any(|item| {
         item["content"]
@@ -165,30 +180,37 @@ fn ending(f: &Facts, index: usize) -> (&'static str, &'static str) {
     });
     match served.status.as_str() {
         "incomplete" => (
-            "which was incomplete",
+            format!(
+                "which was incomplete ({})",
+                incomplete_reason(f, served).unwrap_or("max_output_tokens")
+            ),
             "an incomplete response ends the loop, reported as failed with reason 'incomplete'",
         ),
         "failed" => (
-            "which failed",
+            "which failed".to_owned(),
             "a failed response ends the loop, reported as failed with reason 'response_failed'",
         ),
         "broken" => (
-            "whose stream broke off",
+            "whose stream broke off".to_owned(),
             "a broken stream ends the loop, reported as failed with reason 'api_error'",
         ),
         // A refusal part refuses, whatever text sits beside it: that text is no answer.
         _ if refusal => (
-            "which was a refusal",
+            "which was a refusal".to_owned(),
             "a refusal ends the loop, reported as failed with reason 'refusal'",
         ),
-        _ if served.has_message && served.calls.is_empty() => {
-            ("whose message was the final answer", "the loop ends there")
-        }
-        _ if !served.calls.is_empty() => (
-            "whose calls the round budget left no request to answer",
+        _ if served.has_message && served.calls.is_empty() => (
+            "whose message was the final answer".to_owned(),
             "the loop ends there",
         ),
-        _ => ("which had no message and no calls", "the loop ends there"),
+        _ if !served.calls.is_empty() => (
+            "whose calls the round budget left no request to answer".to_owned(),
+            "the loop ends there",
+        ),
+        _ => (
+            "which had no message and no calls".to_owned(),
+            "the loop ends there",
+        ),
     }
 }
 
@@ -319,7 +341,13 @@ fn refusal_text(f: &Facts, result: &crate::transcript::ControllerResult) -> Opti
 
 fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResult {
     let expect = &f.scenario.expect;
-    let last_status = f.served.last().map(|s| s.status.as_str()).unwrap_or("none");
+    let last_status =
+        f.served
+            .last()
+            .map_or("none".to_owned(), |s| match incomplete_reason(f, s) {
+                Some(reason) => format!("{}', incomplete_details.reason '{reason}", s.status),
+                None => s.status.clone(),
+            });
     let mut problems = Vec::new();
     let mut diff = None;
     let scripted = f.scenario.script.len();
@@ -463,7 +491,7 @@ mod tests {
         assert_fails(
             &judgement,
             "terminal/outcome",
-            "but there was no answer to report (last response status 'incomplete'): expected failed with reason 'incomplete'",
+            "but there was no answer to report (last response status 'incomplete', incomplete_details.reason 'max_output_tokens'): expected failed with reason 'incomplete'",
         );
         assert_not_judged(&judgement, "terminal/reason");
     }
@@ -845,7 +873,7 @@ expect: {outcome: failed, reason: max_rounds}
         assert_fails(
             &judgement,
             "terminal/stopped-at-answer",
-            "the last scripted turn, which was incomplete: an incomplete response ends the loop",
+            "the last scripted turn, which was incomplete (max_output_tokens): an incomplete response ends the loop",
         );
     }
 
@@ -908,7 +936,7 @@ expect: {outcome: failed, reason: max_rounds}
         assert_fails(
             &judgement,
             "terminal/stopped-at-answer",
-            "which was incomplete: an incomplete response ends the loop, reported as failed with reason 'incomplete'",
+            "which was incomplete (max_output_tokens): an incomplete response ends the loop, reported as failed with reason 'incomplete'",
         );
         assert_none_judged(&judgement, &["terminal/outcome", "terminal/reason"]);
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::model::{FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef};
+use super::model::{Annotation, FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef};
 use crate::contract::{Delivery, StateMode};
 use crate::scenario::fixtures;
 
@@ -350,6 +350,32 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
     }
     if scenario.task.background && scenario.states.contains(&StateMode::Stateless) {
         return err("background", "a `background` task cannot run in the `stateless` state mode: background responses must be stored; list the other `states`".to_owned());
+    }
+    // An annotation points into its message's text (indices count characters, as the
+    // API counts them); one past the end cites nothing a controller could show.
+    for item in scenario.script.iter().flat_map(|turn| &turn.output) {
+        let OutputSpec::Message(message) = item else {
+            continue;
+        };
+        let length = message.text().chars().count();
+        for annotation in message.annotations() {
+            let (start, end) = match annotation {
+                Annotation::UrlCitation {
+                    start_index,
+                    end_index,
+                    ..
+                } => (*start_index, *end_index),
+                Annotation::FileCitation { index, .. } => (*index, *index),
+            };
+            if start > end || end as usize > length {
+                return err(
+                    "annotations:",
+                    format!(
+                        "an annotation spans {start}..{end} of a message whose text has {length} characters: expected indices within the text, the start not after the end"
+                    ),
+                );
+            }
+        }
     }
     let mut programs = BTreeSet::new();
     for item in scenario.script.iter().flat_map(|turn| &turn.output) {

@@ -642,6 +642,10 @@ pub struct ReasoningSpec {
     /// Summary text (empty summary when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// The reasoning itself, as one `reasoning_text` content part (no `content` when
+    /// absent), as the API sends it for models that expose their raw reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// A scripted message: just the text, or text plus status.
@@ -671,6 +675,14 @@ impl MessageSpec {
         }
     }
 
+    /// The annotations of the text part.
+    pub fn annotations(&self) -> &[Annotation] {
+        match self {
+            Self::Text(_) => &[],
+            Self::Full(full) => &full.annotations,
+        }
+    }
+
     /// The refusal part beside the text, if any.
     pub fn refusal(&self) -> Option<&str> {
         match self {
@@ -692,6 +704,43 @@ pub struct MessageFull {
     /// A `refusal` content part after the `output_text` part, in the same message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<String>,
+    /// The `output_text` part's annotations (citations), in order, as the API sends them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<Annotation>,
+}
+
+/// An annotation of an `output_text` part, written as the API writes it (`type` names
+/// the kind; SDK `response_output_text.py`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Annotation {
+    /// A web source the text cites: `start_index..end_index` of the text cites `url`.
+    UrlCitation {
+        /// The first character of the cited span.
+        start_index: u32,
+        /// The character after the cited span.
+        end_index: u32,
+        /// The source's title.
+        title: String,
+        /// The source's address.
+        url: String,
+    },
+    /// A file the text cites, at character `index` of the text.
+    FileCitation {
+        /// The file's id (`file-...`).
+        file_id: String,
+        /// The file's name.
+        filename: String,
+        /// Where in the text the citation stands.
+        index: u32,
+    },
+}
+
+impl Annotation {
+    /// The annotation as the wire writes it.
+    pub fn to_wire(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
 }
 
 /// A scripted function call.

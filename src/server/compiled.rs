@@ -583,8 +583,8 @@ mod tests {
     use super::*;
     use crate::fuzz::strategy::{Profile, plans};
     use crate::scenario::{
-        CallSpec, ErrorShape, MessageFull, MessageSpec, ReasoningSpec, StreamError, StreamSpec,
-        TurnError, TurnStatus,
+        Annotation, CallSpec, ErrorShape, MessageFull, MessageSpec, ReasoningSpec, StreamError,
+        StreamSpec, TurnError, TurnStatus,
     };
     use crate::wire::response::WriteOutput;
 
@@ -772,6 +772,27 @@ mod tests {
     }
 
     /// Output items of every kind but programs', with generated texts and arguments.
+    fn annotations() -> impl Strategy<Value = Vec<Annotation>> {
+        let one = prop_oneof![
+            (any::<u32>(), any::<u32>(), text(), text()).prop_map(
+                |(start_index, end_index, title, url)| Annotation::UrlCitation {
+                    start_index,
+                    end_index,
+                    title,
+                    url,
+                }
+            ),
+            (text(), text(), any::<u32>()).prop_map(|(file_id, filename, index)| {
+                Annotation::FileCitation {
+                    file_id,
+                    filename,
+                    index,
+                }
+            }),
+        ];
+        prop::collection::vec(one, 0..3)
+    }
+
     fn output_spec() -> impl Strategy<Value = OutputSpec> {
         let status = prop::option::of(prop::sample::select(vec!["completed", "incomplete"]))
             .prop_map(|status| status.map(str::to_owned));
@@ -781,16 +802,23 @@ mod tests {
                 .prop_map(|(key, value, n)| serde_json::json!({ key: value, "n": n })),
         ];
         prop_oneof![
-            prop::option::of(text())
-                .prop_map(|summary| OutputSpec::Reasoning(ReasoningSpec { summary })),
+            (prop::option::of(text()), prop::option::of(text()))
+                .prop_map(|(summary, text)| OutputSpec::Reasoning(ReasoningSpec { summary, text })),
             text().prop_map(|text| OutputSpec::Message(MessageSpec::Text(text))),
-            (text(), status.clone(), prop::option::of(text())).prop_map(
-                |(text, status, refusal)| OutputSpec::Message(MessageSpec::Full(MessageFull {
-                    text,
-                    status,
-                    refusal,
-                }))
-            ),
+            (
+                text(),
+                status.clone(),
+                prop::option::of(text()),
+                annotations()
+            )
+                .prop_map(|(text, status, refusal, annotations)| OutputSpec::Message(
+                    MessageSpec::Full(MessageFull {
+                        text,
+                        status,
+                        refusal,
+                        annotations,
+                    })
+                )),
             text().prop_map(OutputSpec::Refusal),
             (text(), arguments, status).prop_map(|(name, arguments, status)| {
                 OutputSpec::Call(CallSpec {

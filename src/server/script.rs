@@ -8,7 +8,7 @@ use foldhash::HashMap;
 
 use serde_json::{Value, json};
 
-use crate::scenario::{OutputSpec, Turn, TurnStatus};
+use crate::scenario::{Annotation, OutputSpec, Turn, TurnStatus};
 use crate::wire::IdGen;
 use crate::wire::item::OutputItem;
 use crate::wire::replay::follows;
@@ -348,11 +348,13 @@ pub(crate) fn output_items<'a>(
                 id: draws.item_id("rs", index),
                 encrypted_content: draws.encrypted_content(index),
                 summary: r.summary.as_slice(),
+                text: r.text.as_slice(),
             },
             OutputSpec::Message(m) => OutputItem::Message {
                 id: draws.item_id("msg", index),
                 status: m.status(),
                 text: m.text(),
+                annotations: m.annotations().iter().map(Annotation::to_wire).collect(),
                 refusal: m.refusal(),
             },
             OutputSpec::Refusal(text) => OutputItem::Refusal {

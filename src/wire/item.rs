@@ -17,6 +17,8 @@ pub enum OutputItem<'a> {
         id: String,
         encrypted_content: String,
         summary: &'a [String],
+        /// The `reasoning_text` parts of `content` (no `content` when empty).
+        text: &'a [String],
     },
     /// An assistant `message` with one `output_text` part, and a `refusal` part after it
     /// when `refusal` is set.
@@ -24,6 +26,8 @@ pub enum OutputItem<'a> {
         id: String,
         status: &'a str,
         text: &'a str,
+        /// The `output_text` part's annotations, as wire values.
+        annotations: Vec<Value>,
         refusal: Option<&'a str>,
     },
     /// An assistant `message` with one `refusal` part.
@@ -121,6 +125,7 @@ impl OutputItem<'_> {
                 id,
                 encrypted_content,
                 summary,
+                text,
             } => {
                 fields.put("id", id);
                 fields.put("type", kind);
@@ -135,15 +140,28 @@ impl OutputItem<'_> {
                     }
                     out.push(b']');
                 });
+                if !text.is_empty() {
+                    fields.put_with("content", |out| {
+                        out.push(b'[');
+                        for (index, text) in text.iter().enumerate() {
+                            if index > 0 {
+                                out.push(b',');
+                            }
+                            write_part(out, br#"{"type":"reasoning_text","text":"#, text);
+                        }
+                        out.push(b']');
+                    });
+                }
             }
             OutputItem::Message {
                 id,
                 status,
                 text,
+                annotations,
                 refusal,
             } => {
                 put_assistant_message(&mut fields, id, status, |out| {
-                    write_output_text(out, text);
+                    write_annotated_text(out, text, annotations);
                     if let Some(refusal) = refusal {
                         out.push(b',');
                         write_refusal(out, refusal);
@@ -253,6 +271,21 @@ pub fn write_output_text(out: &mut Vec<u8>, text: &str) {
     );
 }
 
+/// An `output_text` content part with its annotations.
+pub fn write_annotated_text(out: &mut Vec<u8>, text: &str, annotations: &[Value]) {
+    if annotations.is_empty() {
+        return write_output_text(out, text);
+    }
+    out.extend_from_slice(br#"{"type":"output_text","annotations":["#);
+    for (index, annotation) in annotations.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        value_to(out, annotation);
+    }
+    write_part(out, br#"],"logprobs":[],"text":"#, text);
+}
+
 /// A `refusal` content part.
 pub fn write_refusal(out: &mut Vec<u8>, text: &str) {
     write_part(out, br#"{"type":"refusal","refusal":"#, text);
@@ -295,11 +328,15 @@ mod tests {
                 id: "rs_1".into(),
                 encrypted_content: "gAAAA".into(),
                 summary: &SUMMARY,
+                text: &SUMMARY,
             },
             OutputItem::Message {
                 id: "msg_1".into(),
                 status: "completed",
                 text: "Zürich \"quoted\"",
+                annotations: vec![
+                    serde_json::json!({"type": "file_citation", "file_id": "file-1", "filename": "a.md", "index": 6}),
+                ],
                 refusal: None,
             },
             OutputItem::Refusal {

@@ -753,11 +753,13 @@ mod tests {
                 id,
                 encrypted_content: text(0).to_owned(),
                 summary: &texts.texts,
+                text: &[],
             },
             1 => OutputItem::Message {
                 id,
                 status: "completed",
                 text: text(0),
+                annotations: Vec::new(),
                 refusal: texts.refusal.as_deref(),
             },
             2 => OutputItem::Refusal { id, text: text(0) },

@@ -459,7 +459,7 @@ async fn terminal_asking_again_after_an_incomplete_response_is_one_finding() {
         Chained,
         Defect::AskAgainAfterUnfinished,
         "terminal/stopped-at-answer",
-        "which was incomplete: an incomplete response ends the loop",
+        "which was incomplete (max_output_tokens): an incomplete response ends the loop",
     )
     .await;
     assert_eq!(

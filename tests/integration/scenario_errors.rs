@@ -206,3 +206,22 @@ fn a_background_case_cannot_run_over_the_socket() {
     )
     .unwrap();
 }
+
+#[test]
+fn an_annotation_outside_its_text_is_refused_and_one_inside_parses() {
+    let cited = |end: u32| {
+        GOOD.replace(
+            r#"      - message: "Sunny.""#,
+            &format!(
+                "      - message:\n          text: \"Sunny.\"\n          annotations:\n            - {{type: url_citation, start_index: 0, end_index: {end}, title: Met, url: \"https://example.com/\"}}"
+            ),
+        )
+    };
+    parse(Path::new("case.yaml"), &cited(6)).unwrap();
+    let message = error_for(&cited(7));
+    assert!(message.starts_with("case.yaml:14:11: "), "{message}");
+    assert!(
+        message.contains("an annotation spans 0..7 of a message whose text has 6 characters"),
+        "{message}"
+    );
+}

@@ -351,16 +351,36 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 // The added event's content "may be incomplete".
                 let content = item.encrypted_content();
                 let half = content.map_or("", |content| &content[..content.len() / 2]);
+                let texts = item.reasoning_text();
                 let added = [
                     ("encrypted_content", Set::Str(half)),
                     ("summary", Set::EmptyArray),
+                    ("content", Set::EmptyArray),
                 ];
-                let added = if content.is_some() {
-                    &added[..]
-                } else {
-                    &added[1..]
-                };
-                b.item("response.output_item.added", index, item, added);
+                let from = usize::from(content.is_none());
+                let to = if texts.is_empty() { 2 } else { 3 };
+                b.item("response.output_item.added", index, item, &added[from..to]);
+                // The reasoning comes before its summary, as the model writes it.
+                for (c, text) in texts.into_iter().enumerate() {
+                    let mut at = At::new(item, index, Some(("content_index", c)));
+                    let out = b.start("response.content_part.added");
+                    raw_field(out, "part", br#"{"type":"reasoning_text","text":""}"#);
+                    at.write(out);
+                    b.end(false);
+                    for piece in pieces(text, size) {
+                        b.delta("response.reasoning_text.delta", piece, &mut at, false);
+                    }
+                    let out = b.start("response.reasoning_text.done");
+                    field(out, "text", text);
+                    at.write(out);
+                    b.end(false);
+                    let out = b.start("response.content_part.done");
+                    raw_field(out, "part", br#"{"type":"reasoning_text","text":"#);
+                    value_to(out, text);
+                    out.push(b'}');
+                    at.write(out);
+                    b.end(false);
+                }
                 for (s, text) in item.summary().into_iter().enumerate() {
                     let mut at = At::new(item, index, Some(("summary_index", s)));
                     let out = b.start("response.reasoning_summary_part.added");
@@ -419,6 +439,15 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         b.end(false);
                         for piece in pieces(text, size) {
                             b.delta("response.output_text.delta", piece, &mut at, true);
+                        }
+                        // Each annotation once the text is out, at the next index: the
+                        // SDKs' accumulators append it to the part's annotations.
+                        for (a, annotation) in part.annotations.iter().enumerate() {
+                            let out = b.start("response.output_text.annotation.added");
+                            field(out, "annotation", annotation);
+                            field(out, "annotation_index", &a);
+                            at.write(out);
+                            b.end(false);
                         }
                         let out = b.start("response.output_text.done");
                         field(out, "text", text);
@@ -548,6 +577,82 @@ mod tests {
                 .map(|(_, call_id)| call_id.as_str()),
             Some("call_1")
         );
+    }
+
+    /// Each annotation of a text part is announced after the text's deltas and before
+    /// its `output_text.done`, at indices counting from zero, and the part written whole
+    /// at `content_part.done` carries them all.
+    #[test]
+    fn annotations_are_added_one_event_each_after_the_text() {
+        let url = json!({"type": "url_citation", "start_index": 0, "end_index": 5, "title": "T", "url": "https://example.com/"});
+        let file =
+            json!({"type": "file_citation", "file_id": "file-1", "filename": "a.md", "index": 11});
+        let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [
+            {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": [
+                {"type": "output_text", "annotations": [url, file], "logprobs": [], "text": "Ghent, cited"}
+            ]}
+        ]});
+        let frames = plan(&response, &StreamSpec::default(), &mut IdGen::new(1), false);
+        let events = frames.events();
+        let at = |kind: &str| events.iter().position(|e| e["type"] == kind).unwrap();
+        let added: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "response.output_text.annotation.added")
+            .collect();
+        assert_eq!(added.len(), 2);
+        for (index, (event, annotation)) in added.iter().zip([&url, &file]).enumerate() {
+            assert_eq!(event["annotation_index"], index);
+            assert_eq!(&event["annotation"], annotation);
+            assert_eq!(event["item_id"], "msg_1");
+            assert_eq!(event["content_index"], 0);
+        }
+        let first = at("response.output_text.annotation.added");
+        assert!(at("response.output_text.delta") < first);
+        assert!(first < at("response.output_text.done"));
+        let done = &events[at("response.content_part.done")];
+        assert_eq!(done["part"]["annotations"], json!([url, file]));
+    }
+
+    /// A reasoning item's `reasoning_text` part streams in its own content part events,
+    /// before the summary's, and the added item announces an empty `content`.
+    #[test]
+    fn reasoning_text_streams_in_content_part_events_before_the_summary() {
+        let response = json!({"id": "resp_1", "status": "completed", "background": false, "output": [
+            {"id": "rs_1", "type": "reasoning", "encrypted_content": "gAAAA",
+             "summary": [{"type": "summary_text", "text": "Short."}],
+             "content": [{"type": "reasoning_text", "text": "Long thought."}]}
+        ]});
+        let frames = plan(&response, &StreamSpec::default(), &mut IdGen::new(1), false);
+        let events = frames.events();
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        let at = |kind: &str| types.iter().position(|t| *t == kind).unwrap();
+        assert_eq!(
+            events[at("response.output_item.added")]["item"]["content"],
+            json!([])
+        );
+        assert_eq!(
+            events[at("response.content_part.added")]["part"],
+            json!({"type": "reasoning_text", "text": ""})
+        );
+        let deltas: String = events
+            .iter()
+            .filter(|e| e["type"] == "response.reasoning_text.delta")
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect();
+        assert_eq!(deltas, "Long thought.");
+        assert_eq!(
+            events[at("response.reasoning_text.done")]["text"],
+            "Long thought."
+        );
+        assert_eq!(
+            events[at("response.reasoning_text.done")]["content_index"],
+            0
+        );
+        assert_eq!(
+            events[at("response.content_part.done")]["part"]["text"],
+            "Long thought."
+        );
+        assert!(at("response.content_part.done") < at("response.reasoning_summary_part.added"));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::wire::item::{OutputItem, write_output_text, write_refusal};
+use crate::wire::item::{OutputItem, write_annotated_text, write_refusal};
 use crate::wire::response::{Layout, ResponseParts};
 use crate::wire::write::{Set, object_with, value_to};
 
@@ -162,6 +162,8 @@ pub struct ContentPart<'a> {
     pub refusal: bool,
     /// Its text.
     pub text: &'a str,
+    /// An `output_text` part's annotations, each announced by its own event.
+    pub annotations: &'a [Value],
     /// The whole part, for `content_part.done`.
     pub whole: Whole<'a>,
 }
@@ -170,8 +172,8 @@ pub struct ContentPart<'a> {
 pub enum Whole<'a> {
     /// As recorded.
     Value(&'a Value),
-    /// A generated `output_text` part.
-    OutputText(&'a str),
+    /// A generated `output_text` part, with its annotations.
+    OutputText(&'a str, &'a [Value]),
     /// A generated `refusal` part.
     Refusal(&'a str),
 }
@@ -181,7 +183,7 @@ impl Whole<'_> {
     pub fn write(&self, out: &mut Vec<u8>) {
         match self {
             Whole::Value(part) => value_to(out, part),
-            Whole::OutputText(text) => write_output_text(out, text),
+            Whole::OutputText(text, annotations) => write_annotated_text(out, text, annotations),
             Whole::Refusal(text) => write_refusal(out, text),
         }
     }
@@ -199,6 +201,8 @@ pub trait StreamedItem {
     fn encrypted_content(&self) -> Option<&str>;
     /// A reasoning item's summary texts.
     fn summary(&self) -> Vec<&str>;
+    /// A reasoning item's `reasoning_text` parts' texts.
+    fn reasoning_text(&self) -> Vec<&str>;
     /// A message's content parts.
     fn content(&self) -> Vec<ContentPart<'_>>;
     /// A call's `arguments` (empty when not a string).
@@ -235,6 +239,19 @@ impl StreamedItem for Value {
             .collect()
     }
 
+    fn reasoning_text(&self) -> Vec<&str> {
+        if self["type"] != "reasoning" {
+            return Vec::new();
+        }
+        self["content"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter(|part| part["type"] == "reasoning_text")
+            .map(|part| part["text"].as_str().unwrap_or_default())
+            .collect()
+    }
+
     fn content(&self) -> Vec<ContentPart<'_>> {
         self["content"]
             .as_array()
@@ -246,6 +263,9 @@ impl StreamedItem for Value {
                 ContentPart {
                     refusal,
                     text: text.unwrap_or_default(),
+                    annotations: part["annotations"]
+                        .as_array()
+                        .map_or(&[][..], Vec::as_slice),
                     whole: Whole::Value(part),
                 }
             })
@@ -289,18 +309,32 @@ impl StreamedItem for OutputItem<'_> {
         }
     }
 
+    fn reasoning_text(&self) -> Vec<&str> {
+        match self {
+            OutputItem::Reasoning { text, .. } => text.iter().map(String::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     fn content(&self) -> Vec<ContentPart<'_>> {
         match *self {
-            OutputItem::Message { text, refusal, .. } => {
+            OutputItem::Message {
+                text,
+                ref annotations,
+                refusal,
+                ..
+            } => {
                 let mut parts = vec![ContentPart {
                     refusal: false,
                     text,
-                    whole: Whole::OutputText(text),
+                    annotations,
+                    whole: Whole::OutputText(text, annotations),
                 }];
                 if let Some(refusal) = refusal {
                     parts.push(ContentPart {
                         refusal: true,
                         text: refusal,
+                        annotations: &[],
                         whole: Whole::Refusal(refusal),
                     });
                 }
@@ -309,6 +343,7 @@ impl StreamedItem for OutputItem<'_> {
             OutputItem::Refusal { text, .. } => vec![ContentPart {
                 refusal: true,
                 text,
+                annotations: &[],
                 whole: Whole::Refusal(text),
             }],
             _ => Vec::new(),
@@ -355,11 +390,15 @@ mod tests {
                 id: "rs_1".into(),
                 encrypted_content: "gAAAA".into(),
                 summary: &summary,
+                text: &summary,
             },
             OutputItem::Message {
                 id: "msg_1".into(),
                 status: "completed",
                 text: "Zürich \"quoted\"",
+                annotations: vec![
+                    serde_json::json!({"type": "file_citation", "file_id": "file-1", "filename": "a.md", "index": 6}),
+                ],
                 refusal: None,
             },
             OutputItem::Call {
