@@ -67,7 +67,7 @@ fn config() -> WebSocketConfig {
 }
 
 impl Proxy {
-    /// Serves the proxy on 127.0.0.1: each request to [`Proxy::answer`], each upgrade of
+    /// Serves the proxy on 127.0.0.1: each request to `Proxy::answer`, each upgrade of
     /// `/v1/responses` to the relay.
     pub async fn start(self: &Arc<Self>) -> std::io::Result<RunningServer> {
         let proxy = self.clone();
