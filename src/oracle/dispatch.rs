@@ -49,6 +49,15 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             "no call from a caller outside allowed_callers was executed",
         ));
     }
+    if has(|v| matches!(v, CallValidity::GrammarViolation(_))) {
+        out.push(not_dispatched(
+            f,
+            &checks::DISPATCH_INPUT_GRAMMAR,
+            |v| matches!(v, CallValidity::GrammarViolation(_)),
+            "has input that breaks the custom tool's regex grammar",
+            "no custom tool call whose input breaks its grammar was executed",
+        ));
+    }
     if f.actionable_calls()
         .any(|c| c.validity != CallValidity::Valid)
     {
@@ -75,7 +84,8 @@ fn not_dispatched(
             let detail = match &call.validity {
                 CallValidity::MalformedArguments(e)
                 | CallValidity::SchemaViolation(e)
-                | CallValidity::CallerNotAllowed(e) => {
+                | CallValidity::CallerNotAllowed(e)
+                | CallValidity::GrammarViolation(e) => {
                     format!(" ({e})")
                 }
                 _ => String::new(),

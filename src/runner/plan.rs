@@ -51,6 +51,19 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if programmatic {
         needed.push("programmatic");
     }
+    // Custom tools: offered by the task, or called in the script.
+    let custom = task
+        .tools
+        .iter()
+        .any(|tool| matches!(tool, ToolRef::Inline(def) if def["type"] == "custom"))
+        || scenario.script.iter().any(|turn| {
+            turn.output
+                .iter()
+                .any(|item| matches!(item, OutputSpec::CustomCall(_)))
+        });
+    if custom {
+        needed.push("custom");
+    }
     needed
 }
 
