@@ -573,4 +573,72 @@ mod tests {
             "carries its result and also the result of call_",
         );
     }
+
+    #[test]
+    fn every_call_id_check_and_answer_kind_pass_a_correct_run_with_custom_calls() {
+        for case in ["custom/01-custom-call", "custom/02-custom-beside-function"] {
+            for state in [PreviousResponseId, Stateless] {
+                let run = Run::case(case, state);
+                run.correct();
+                let judgement = run.judge_completed();
+                assert_all_pass(&judgement, &CHECKS);
+                assert_passes(&judgement, "call-id/answer-kind");
+            }
+        }
+    }
+
+    #[test]
+    fn answer_kind_is_not_judged_in_a_run_of_function_calls_alone() {
+        let run = Run::case("correlation/01-single-call", PreviousResponseId);
+        run.correct();
+        assert_none_judged(&run.judge_completed(), &["call-id/answer-kind"]);
+    }
+
+    #[test]
+    fn answer_kind_fails_a_custom_call_answered_with_a_function_call_output() {
+        let run = second_request_with("custom/02-custom-beside-function", |_, outputs| {
+            outputs
+                .into_iter()
+                .map(|mut item| {
+                    item["type"] = json!("function_call_output");
+                    item
+                })
+                .collect()
+        });
+        let judgement = run.judge_failed("api_error");
+        assert_fails(
+            &judgement,
+            "call-id/answer-kind",
+            "(custom_tool_call run_sql \"SELECT count(*) FROM orders WHERE status = 'open'\") is a custom_tool_call, answered by a function_call_output: expected a custom_tool_call_output",
+        );
+        assert_fails(
+            &judgement,
+            "wire/accepted",
+            "No tool call found for function call output",
+        );
+    }
+
+    #[test]
+    fn answered_names_the_answer_kind_a_custom_call_lacks() {
+        let run = second_request_with("custom/01-custom-call", |_, _| Vec::new());
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/answered",
+            "has no custom_tool_call_output for",
+        );
+    }
+
+    #[test]
+    fn own_id_names_a_custom_output_under_the_tool_name() {
+        let run = second_request_with("custom/01-custom-call", |_, outputs| {
+            vec![
+                json!({"type": "custom_tool_call_output", "call_id": "run_sql", "output": outputs[0]["output"]}),
+            ]
+        });
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/own-id",
+            "custom_tool_call_output carries call_id 'run_sql' (a tool name)",
+        );
+    }
 }

@@ -686,4 +686,54 @@ expect: {{outcome: completed}}
         assert_eq!(status("call_1"), 200);
         assert_eq!(status("call_2"), 403);
     }
+
+    /// A backend whose task offers one custom tool, `stock_of`, with a regex grammar.
+    fn custom_bench() -> Bench {
+        let yaml = r#"
+format: 1
+id: demo/custom
+summary: One custom tool.
+level: must
+task:
+  input: "Hi"
+  tools:
+    - {type: custom, name: stock_of, format: {type: grammar, syntax: regex, definition: "[A-Z][0-9]+"}}
+tools:
+  stock_of:
+    results: [{when: "A7", result: {available_units: 8}}]
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#;
+        let scenario = crate::scenario::parse(std::path::Path::new("tool.yaml"), yaml)
+            .unwrap_or_else(|err| panic!("{err}"));
+        Bench::of(&scenario, "stock_of")
+    }
+
+    #[test]
+    fn a_custom_call_runs_with_its_input_text_matched_whole() {
+        let mut bench = custom_bench();
+        let ran = bench.call_with(&json!({"call_id": "call_1", "input": "A7"}));
+        assert_eq!((ran.status, ran.effect), (200, true));
+        assert_eq!(ran.body, json!({"result": {"available_units": 8}}));
+        let echoed = bench.call_with(&json!({"call_id": "call_2", "input": "B2"}));
+        assert_eq!(
+            echoed.body,
+            json!({"result": {"tool": "stock_of", "input": "B2", "ok": true}})
+        );
+    }
+
+    #[test]
+    fn a_custom_call_breaking_its_grammar_or_without_input_is_refused_with_422() {
+        let mut bench = custom_bench();
+        for body in [
+            json!({"call_id": "call_1", "input": "A7 and more"}),
+            json!({"call_id": "call_1", "input": "a7"}),
+            json!({"call_id": "call_1", "arguments": {"sku": "A7"}}),
+        ] {
+            let refused = bench.call_with(&body);
+            assert_eq!((refused.status, refused.effect), (422, false), "{body}");
+            assert_eq!(refused.body["error"]["code"], "invalid_input", "{body}");
+        }
+    }
 }
