@@ -511,4 +511,32 @@ mod tests {
             "HTTP 422: Unprocessable Entity"
         );
     }
+
+    #[test]
+    fn custom_calls_run_their_input_once_it_matches_the_whole_regex_grammar() {
+        let registry = Registry::new(&[
+            json!({"type": "custom", "name": "stock_of",
+                   "format": {"type": "grammar", "syntax": "regex", "definition": "[A-Z][0-9]+"}}),
+            json!({"type": "custom", "name": "free", "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}}),
+            json!({"type": "function", "name": "ping", "parameters": null}),
+        ])
+        .unwrap();
+        let custom = |name: &str, input: &str| FunctionCall {
+            kind: CallKind::Custom,
+            ..call(name, input, None)
+        };
+        assert_eq!(registry.check(&custom("stock_of", "A7")), Ok(json!("A7")));
+        for input in ["a7", "A7 and more", ""] {
+            let rejection = registry.check(&custom("stock_of", input)).unwrap_err();
+            assert!(
+                error_of(&rejection).starts_with("input does not match the grammar"),
+                "{input:?}"
+            );
+        }
+        // A lark grammar is not checked.
+        assert_eq!(registry.check(&custom("free", "")), Ok(json!("")));
+        // A call of one kind never runs a tool of the other.
+        assert!(registry.check(&custom("ping", "{}")).is_err());
+        assert!(registry.check(&call("stock_of", "{}", None)).is_err());
+    }
 }
