@@ -267,6 +267,18 @@ mod tests {
     }
 
     #[test]
+    fn a_case_with_custom_tools_needs_custom_and_one_without_does_not() {
+        for id in ["custom/01-custom-call", "custom/02-custom-beside-function"] {
+            let case = crate::scenario::catalogue_scenario(id);
+            let needed = required_capabilities(&case, StateMode::Stateless);
+            assert!(needed.contains(&"custom"), "{id}: {needed:?}");
+        }
+        let case = crate::scenario::catalogue_scenario("correlation/01-single-call");
+        let needed = required_capabilities(&case, StateMode::Stateless);
+        assert!(!needed.contains(&"custom"), "{needed:?}");
+    }
+
+    #[test]
     fn a_streamed_run_asks_the_controller_for_a_stream() {
         let case = crate::scenario::catalogue_scenario("budget/01-endless-tool-calls");
         let streamed = case.delivered(Delivery::Stream);
