@@ -124,7 +124,8 @@ class Tools:
 
     def handle(self, call):
         # Everything the model sent is checked before anything is dispatched.
-        if call.type == "custom_tool_call":
+        # A call without a `type` (built by hand, not by the SDK) is a function call.
+        if getattr(call, "type", "function_call") == "custom_tool_call":
             return self.handle_custom(call)
         entry = self.lookup(call.name)
         if entry is None:
