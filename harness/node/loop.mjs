@@ -80,6 +80,15 @@ export function makeTools(task, toolsUrl) {
   const ajv = new Ajv({ strict: false, validateFormats: false });
   const registry = new Map();
   for (const tool of task.tools) {
+    if (tool.type === 'custom') {
+      // Free-form text input: a `regex` grammar must match the whole input; a `lark`
+      // grammar is not checked here.
+      const format = tool.format ?? {};
+      const grammar =
+        format.type === 'grammar' && format.syntax === 'regex' ? new RegExp(`^(?:${format.definition})$`) : null;
+      registry.set(tool.name, { custom: true, grammar, allowedCallers: ['direct'] });
+      continue;
+    }
     if (tool.type !== 'function') continue;
     const validate = tool.parameters == null ? null : ajv.compile(tool.parameters);
     registry.set(tool.name, { validate, allowedCallers: tool.allowed_callers ?? ['direct'] });
@@ -134,7 +143,15 @@ export async function handleCall(tools, call) {
   // Everything the model sent is checked before anything is dispatched. The lookup is an
   // exact Map key: no trimming, no namespace stripping.
   const entry = tools.registry.get(call.name);
-  if (!entry) return errorOutput(`unknown tool: ${call.name}`);
+  if (!entry || Boolean(entry.custom) !== (call.type === 'custom_tool_call')) {
+    return errorOutput(`unknown tool: ${call.name}`);
+  }
+  if (entry.custom) {
+    if (entry.grammar && !entry.grammar.test(call.input)) {
+      return errorOutput(`input does not match the grammar of ${call.name}`);
+    }
+    return dispatch(tools, call, { call_id: call.call_id, input: call.input, principal: tools.principal });
+  }
   const caller = call.caller?.type === 'program' ? 'programmatic' : 'direct';
   if (!entry.allowedCallers.includes(caller)) {
     return errorOutput('Function caller is excluded by allowed_callers.');
@@ -152,7 +169,11 @@ export async function handleCall(tools, call) {
     const [first] = entry.validate.errors;
     return errorOutput(`arguments do not match the schema: ${first.instancePath || '/'} ${first.message}`);
   }
-  const body = { call_id: call.call_id, arguments: args, principal: tools.principal };
+  return dispatch(tools, call, { call_id: call.call_id, arguments: args, principal: tools.principal });
+}
+
+/** Approval when the tool needs one, then execution on the backend: the output to send. */
+async function dispatch(tools, call, body) {
   if (!tools.executed.has(call.call_id)) {
     if (tools.maxCalls != null && tools.executed.size >= tools.maxCalls) {
       const detail = `${call.name} (${call.call_id}) would be tool execution ${tools.executed.size + 1}`;
@@ -220,10 +241,13 @@ export function resultText(text, data) {
   return raw ? raw[1].trim() : JSON.stringify(data.result);
 }
 
-/** The function_call_output for a call. It echoes the call's `caller`: a program's child
- * output without it is rejected, and the program never resumes. */
+/** The call item types this loop runs, each with the type of the item that answers it. */
+export const ANSWER_TYPES = { function_call: 'function_call_output', custom_tool_call: 'custom_tool_call_output' };
+
+/** The output item of the call's kind for a call. It echoes the call's `caller`: a
+ * program's child output without it is rejected, and the program never resumes. */
 export function outputItem(call, output) {
-  const item = { type: 'function_call_output', call_id: call.call_id, output };
+  const item = { type: ANSWER_TYPES[call.type], call_id: call.call_id, output };
   if (call.caller != null) item.caller = call.caller;
   return item;
 }
@@ -250,7 +274,10 @@ export function checked(response) {
     response.output.every((item) => typeof item?.type === 'string') &&
     response.output
       .filter((item) => item.type === 'function_call')
-      .every((c) => [c.call_id, c.name, c.arguments].every((field) => typeof field === 'string'));
+      .every((c) => [c.call_id, c.name, c.arguments].every((field) => typeof field === 'string')) &&
+    response.output
+      .filter((item) => item.type === 'custom_tool_call')
+      .every((c) => [c.call_id, c.name, c.input].every((field) => typeof field === 'string'));
   if (!fine) {
     throw new Stop('api_error', `malformed response body: ${JSON.stringify(response)?.slice(0, 500)}`);
   }
@@ -634,7 +661,8 @@ export function checkStatus(response) {
  * result alone (the model answers from it in one more request). */
 export function isFinal(response) {
   const kinds = new Set(response.output.map((item) => item.type));
-  return !kinds.has('function_call') && (!kinds.has('program_output') || kinds.has('message'));
+  const calls = Object.keys(ANSWER_TYPES).some((type) => kinds.has(type));
+  return !calls && (!kinds.has('program_output') || kinds.has('message'));
 }
 
 /** The answer: the text of every output_text part of every message (the SDKs' `output_text`,
@@ -730,7 +758,7 @@ async function rounds(task, client, tools, deadline, socket) {
     const body = impl.requestBody(state);
     const response = await beforeDeadline(deadline, (options) => impl.send(client, body, options, socket));
     impl.checkStatus(response);
-    const calls = response.output.filter((item) => item.type === 'function_call');
+    const calls = response.output.filter((item) => item.type in ANSWER_TYPES);
     const kinds = [...new Set(response.output.map((item) => item.type))].sort();
     log(`round ${round}/${maxRounds}: ${calls.length} function call(s), items ${kinds}`);
     if (impl.isFinal(response)) return impl.finalAnswer(response);

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import random
+import re
 import sys
 import time
 import urllib.error
@@ -99,7 +100,13 @@ class Tools:
         # The registry is the task's function tools only; hosted tools such as
         # {"type": "programmatic_tool_calling"} are sent to the API but run nothing here.
         self.registry = {}  # name -> (schema validator or None, allowed callers)
+        # Custom tools take free-form text: name -> the compiled `regex` grammar the whole
+        # input must match, or None (plain text, or a `lark` grammar, not checked here).
+        self.custom = {}
         for tool in task["tools"]:
+            if tool.get("type") == "custom":
+                self.custom[tool["name"]] = regex_grammar(tool.get("format"))
+                continue
             if tool.get("type") != "function":
                 continue
             schema = tool.get("parameters")
@@ -117,6 +124,9 @@ class Tools:
 
     def handle(self, call):
         # Everything the model sent is checked before anything is dispatched.
+        # A call without a `type` (built by hand, not by the SDK) is a function call.
+        if getattr(call, "type", "function_call") == "custom_tool_call":
+            return self.handle_custom(call)
         entry = self.lookup(call.name)
         if entry is None:
             return error_output(f"unknown tool: {call.name}")
@@ -131,6 +141,21 @@ class Tools:
         if problem is not None:
             return error_output(f"arguments do not match the schema: {problem}")
         body = {"call_id": call.call_id, "arguments": args, "principal": self.principal}
+        return self.dispatch(call, body)
+
+    def handle_custom(self, call):
+        """A custom tool call: its text `input` checked against the tool's regex grammar,
+        then run with `input` in place of `arguments`."""
+        if call.name not in self.custom:
+            return error_output(f"unknown custom tool: {call.name}")
+        grammar = self.custom[call.name]
+        if grammar is not None and grammar.fullmatch(call.input) is None:
+            return error_output(f"input does not match the grammar of {call.name}")
+        body = {"call_id": call.call_id, "input": call.input, "principal": self.principal}
+        return self.dispatch(call, body)
+
+    def dispatch(self, call, body):
+        """Approval when the tool needs one, then execution; the output to send."""
         try:
             if self.needs_approval(call.name):
                 approval, refusal = self.ask_approval(call, body)
@@ -259,6 +284,13 @@ class Tools:
         error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
         code = "forbidden" if status == 403 else error.get("code") or f"HTTP {status}"
         return error_output(f"{code}: {error.get('message') or 'no message'}")
+
+
+def regex_grammar(format_):
+    """A custom tool's `{"type": "grammar", "syntax": "regex"}` format compiled, else None."""
+    if isinstance(format_, dict) and format_.get("type") == "grammar" and format_.get("syntax") == "regex":
+        return re.compile(format_["definition"])
+    return None
 
 
 def validated(text):
@@ -695,8 +727,15 @@ def poll(client, response):
     return response
 
 
+# The call item types this loop runs, each with the type of the item that answers it.
+ANSWER_TYPES = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+}
+
+
 def pending_calls(response):
-    return [item for item in response.output if item.type == "function_call"]
+    return [item for item in response.output if item.type in ANSWER_TYPES]
 
 
 def is_final(response, calls):
@@ -712,8 +751,8 @@ def has_room(round_, max_rounds):
 
 
 def answer(call, output):
-    """The function_call_output for a call."""
-    item = {"type": "function_call_output", "call_id": call.call_id, "output": output}
+    """The output item of the call's kind (function_call_output, custom_tool_call_output)."""
+    item = {"type": ANSWER_TYPES[call.type], "call_id": call.call_id, "output": output}
     if call.caller is not None:  # a program's child call: the program resumes on it
         item["caller"] = call.caller.to_dict(mode="json")
     return item

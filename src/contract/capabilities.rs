@@ -17,6 +17,7 @@ pub const CAPABILITIES: &[&str] = &[
     "persistent",
     "budgets",
     "webhook",
+    "custom",
 ];
 
 /// The capabilities of a controller that declares none.

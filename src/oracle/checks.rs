@@ -45,6 +45,8 @@ checks! {
         "execute a call's own tool and arguments under its call_id";
     CALL_ID_RESULT_MATCHES = "call-id/result-matches", Must,
         "send each call the backend's result for that very call (as it is, or in a one-level envelope such as `{\"result\": ...}`), and no other call's";
+    CALL_ID_ANSWER_KIND = "call-id/answer-kind", Must,
+        "answer each call with the item of its kind: a `custom_tool_call` with a `custom_tool_call_output`, a `function_call` with a `function_call_output`";
     REASONING_REPLAYED = "reasoning/replayed", Must,
         "(stateless, replay) replay every reasoning item with its `encrypted_content` intact (in replay, its stored id is enough)";
     REASONING_ITEMS_IN_ORDER = "reasoning/items-in-order", Must,
@@ -77,6 +79,8 @@ checks! {
         "never execute a call whose arguments break the tool's schema";
     DISPATCH_CALLER_ALLOWED = "dispatch/caller-allowed", Must,
         "never execute a call from a caller the tool's `allowed_callers` excludes";
+    DISPATCH_INPUT_GRAMMAR = "dispatch/input-grammar", Must,
+        "never execute a custom tool call whose input breaks the tool's `regex` grammar (`lark` grammars are not checked)";
     DISPATCH_REJECTION_ANSWERED = "dispatch/rejection-answered", Must,
         "answer rejected calls with an error output and go on";
     DISPATCH_VALID_EXECUTED = "dispatch/valid-executed", Must,

@@ -8,6 +8,7 @@ use super::facts::{Facts, output_text};
 use super::verdict::{CheckResult, Diff};
 use crate::json_compare::json_equal;
 use crate::tools::CallValidity;
+use crate::wire::call_kind::{self, FUNCTION};
 use crate::wire::request::{call_id, item_type};
 
 /// The `call-id` checks.
@@ -16,6 +17,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         return Vec::new();
     }
     let mut out = vec![answered(f), own_id(f)];
+    out.extend(answer_kind(f));
     out.extend(executed_as_issued(f));
     out.extend(result_matches(f));
     out
@@ -44,16 +46,18 @@ fn answered(f: &Facts) -> CheckResult {
                     let call = &f.calls[c];
                     match Facts::outputs_for(request, &call.call_id).len() {
                         0 => problems.push(format!(
-                            "{} has no function_call_output for {} from {}: expected exactly one",
+                            "{} has no {} for {} from {}: expected exactly one",
                             f.request_label(position),
+                            call.kind.answer,
                             call.describe(),
                             f.response_label(index)
                         )),
                         1 => answered += 1,
                         n => problems.push(format!(
-                            "{} answers {} {n} times: expected exactly one function_call_output",
+                            "{} answers {} {n} times: expected exactly one {}",
                             f.request_label(position),
-                            call.describe()
+                            call.describe(),
+                            call.kind.answer
                         )),
                     }
                 }
@@ -72,12 +76,15 @@ fn own_id(f: &Facts) -> CheckResult {
     let mut problems = Vec::new();
     let mut reported = std::collections::BTreeSet::new();
     let mut seen = 0;
+    let mut kinds = std::collections::BTreeSet::new();
     for (position, request) in f.requests.iter().enumerate() {
         for item in Facts::input_of(request) {
-            if item_type(&item) != "function_call_output" {
+            let kind = item_type(&item);
+            if call_kind::of_answer(kind).is_none() {
                 continue;
             }
             seen += 1;
+            kinds.insert(kind.to_owned());
             let id = call_id(&item).unwrap_or_default();
             if f.call_by_id(id).is_some() || !reported.insert(id.to_owned()) {
                 continue;
@@ -97,17 +104,57 @@ fn own_id(f: &Facts) -> CheckResult {
                 " which matches no call the model issued".to_owned()
             };
             problems.push(format!(
-                "{}: function_call_output carries call_id '{id}'{expected}",
+                "{}: {kind} carries call_id '{id}'{expected}",
                 f.request_label(position)
             ));
         }
     }
+    let answers = match kinds.len() {
+        0 | 1 => kinds
+            .pop_first()
+            .unwrap_or_else(|| "function_call_output".to_owned()),
+        _ => "answer".to_owned(),
+    };
     checks::CALL_ID_OWN_ID.judge(
         problems,
-        format!(
-            "{seen} function_call_output item(s) all carry the call_id of a call the model issued"
-        ),
+        format!("{seen} {answers} item(s) all carry the call_id of a call the model issued"),
     )
+}
+
+/// Judged only in runs with calls of other kinds than `function`: a run of function
+/// calls alone has no other kind to answer with.
+fn answer_kind(f: &Facts) -> Option<CheckResult> {
+    if f.calls.iter().all(|c| c.kind == FUNCTION) {
+        return None;
+    }
+    let mut problems = Vec::new();
+    let mut reported = std::collections::BTreeSet::new();
+    let mut seen = 0;
+    for (position, request) in f.requests.iter().enumerate() {
+        for item in Facts::input_of(request) {
+            let kind = item_type(&item);
+            if call_kind::of_answer(kind).is_none() {
+                continue;
+            }
+            let Some(call) = call_id(&item).and_then(|id| f.call_by_id(id)) else {
+                continue;
+            };
+            seen += 1;
+            if kind != call.kind.answer && reported.insert(call.call_id.clone()) {
+                problems.push(format!(
+                    "{}: {} is a {}, answered by a {kind}: expected a {}",
+                    f.request_label(position),
+                    call.describe(),
+                    call.kind.call,
+                    call.kind.answer
+                ));
+            }
+        }
+    }
+    Some(checks::CALL_ID_ANSWER_KIND.judge(
+        problems,
+        format!("{seen} answer item(s) each of its call's kind"),
+    ))
 }
 
 /// Judged over the valid calls of completed responses: dispatching an invalid or
@@ -524,6 +571,74 @@ mod tests {
             &run.judge_completed(),
             "call-id/result-matches",
             "carries its result and also the result of call_",
+        );
+    }
+
+    #[test]
+    fn every_call_id_check_and_answer_kind_pass_a_correct_run_with_custom_calls() {
+        for case in ["custom/01-custom-call", "custom/02-custom-beside-function"] {
+            for state in [PreviousResponseId, Stateless] {
+                let run = Run::case(case, state);
+                run.correct();
+                let judgement = run.judge_completed();
+                assert_all_pass(&judgement, &CHECKS);
+                assert_passes(&judgement, "call-id/answer-kind");
+            }
+        }
+    }
+
+    #[test]
+    fn answer_kind_is_not_judged_in_a_run_of_function_calls_alone() {
+        let run = Run::case("correlation/01-single-call", PreviousResponseId);
+        run.correct();
+        assert_none_judged(&run.judge_completed(), &["call-id/answer-kind"]);
+    }
+
+    #[test]
+    fn answer_kind_fails_a_custom_call_answered_with_a_function_call_output() {
+        let run = second_request_with("custom/02-custom-beside-function", |_, outputs| {
+            outputs
+                .into_iter()
+                .map(|mut item| {
+                    item["type"] = json!("function_call_output");
+                    item
+                })
+                .collect()
+        });
+        let judgement = run.judge_failed("api_error");
+        assert_fails(
+            &judgement,
+            "call-id/answer-kind",
+            "(custom_tool_call run_sql \"SELECT count(*) FROM orders WHERE status = 'open'\") is a custom_tool_call, answered by a function_call_output: expected a custom_tool_call_output",
+        );
+        assert_fails(
+            &judgement,
+            "wire/accepted",
+            "No tool call found for function call output",
+        );
+    }
+
+    #[test]
+    fn answered_names_the_answer_kind_a_custom_call_lacks() {
+        let run = second_request_with("custom/01-custom-call", |_, _| Vec::new());
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/answered",
+            "has no custom_tool_call_output for",
+        );
+    }
+
+    #[test]
+    fn own_id_names_a_custom_output_under_the_tool_name() {
+        let run = second_request_with("custom/01-custom-call", |_, outputs| {
+            vec![
+                json!({"type": "custom_tool_call_output", "call_id": "run_sql", "output": outputs[0]["output"]}),
+            ]
+        });
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/own-id",
+            "custom_tool_call_output carries call_id 'run_sql' (a tool name)",
         );
     }
 }

@@ -49,6 +49,15 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             "no call from a caller outside allowed_callers was executed",
         ));
     }
+    if has(|v| matches!(v, CallValidity::GrammarViolation(_))) {
+        out.push(not_dispatched(
+            f,
+            &checks::DISPATCH_INPUT_GRAMMAR,
+            |v| matches!(v, CallValidity::GrammarViolation(_)),
+            "has input that breaks the custom tool's regex grammar",
+            "no custom tool call whose input breaks its grammar was executed",
+        ));
+    }
     if f.actionable_calls()
         .any(|c| c.validity != CallValidity::Valid)
     {
@@ -75,7 +84,8 @@ fn not_dispatched(
             let detail = match &call.validity {
                 CallValidity::MalformedArguments(e)
                 | CallValidity::SchemaViolation(e)
-                | CallValidity::CallerNotAllowed(e) => {
+                | CallValidity::CallerNotAllowed(e)
+                | CallValidity::GrammarViolation(e) => {
                     format!(" ({e})")
                 }
                 _ => String::new(),
@@ -518,5 +528,42 @@ mod tests {
         let run = Run::case("budget/03-single-round", PreviousResponseId);
         run.create(&run.first_body());
         assert_not_judged(&run.judge_failed("max_rounds"), "dispatch/valid-executed");
+    }
+
+    #[test]
+    fn input_grammar_fails_a_custom_call_run_against_its_regex_grammar() {
+        let judgement = dispatched_custom("custom/03-grammar-broken");
+        assert_fails(
+            &judgement,
+            "dispatch/input-grammar",
+            "(custom_tool_call stock_of \"a7; drop\"): the call has input that breaks the custom tool's regex grammar (the input does not match the whole regex grammar \"[A-Z][0-9]+\"), yet the controller dispatched it",
+        );
+    }
+
+    #[test]
+    fn input_grammar_passes_a_custom_call_rejected_with_an_error_output() {
+        let judgement = all_rejected("custom/03-grammar-broken");
+        assert_passes(&judgement, "dispatch/input-grammar");
+        assert_passes(&judgement, "dispatch/rejection-answered");
+    }
+
+    #[test]
+    fn a_valid_custom_call_is_judged_executed_with_its_input() {
+        let judgement = dispatched_custom("custom/01-custom-call");
+        assert_passes(&judgement, "dispatch/valid-executed");
+        assert_passes(&judgement, "call-id/executed-as-issued");
+    }
+
+    /// Case `id` with every custom call of its first round run with its input unchecked.
+    fn dispatched_custom(id: &str) -> Judgement {
+        answer_first_round(id, |run, calls| {
+            calls
+                .iter()
+                .map(|call| {
+                    let body = json!({"call_id": call["call_id"], "input": call["input"], "principal": "user-1"});
+                    run.call_tool(call, &body)
+                })
+                .collect()
+        })
     }
 }

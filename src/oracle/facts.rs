@@ -9,21 +9,25 @@ use crate::transcript::{
     ControllerResult, ModelExchange, SocketEvent, ToolExchange, ToolRequestKind, Transcript,
     Unfinished, WebhookDelivery,
 };
+use crate::wire::call_kind::{self, CallKind, FUNCTION};
 use crate::wire::replay::is_replay_of;
 use crate::wire::request::{call_id, item_type};
 
 /// A call the model issued.
 #[derive(Debug, Clone)]
 pub struct IssuedCall {
+    /// Its kind: which item it came as and which item must answer it.
+    pub kind: CallKind,
     /// `call_...`.
     pub call_id: String,
-    /// `fc_...`.
+    /// `fc_...` (`ctc_...` for a custom tool call).
     pub item_id: String,
     /// The tool name as the model wrote it.
     pub name: String,
-    /// The raw arguments string.
+    /// The raw arguments string, or a custom tool call's input text.
     pub arguments: String,
-    /// Parsed arguments, when they parse.
+    /// Parsed arguments, when they parse; a custom tool call's input as a JSON string,
+    /// as the backend records what it was asked to run with.
     pub parsed: Option<Value>,
     /// How a correct controller treats it.
     pub validity: CallValidity,
@@ -41,6 +45,15 @@ impl IssuedCall {
             Some(id) => format!(", called by program {id}"),
             None => String::new(),
         };
+        if self.kind != FUNCTION {
+            return format!(
+                "{} ({} {} {:?}{program})",
+                self.call_id,
+                self.kind.call,
+                self.name,
+                crate::text::clip(&self.arguments, 80)
+            );
+        }
         format!(
             "{} ({} {}{program})",
             self.call_id,
@@ -123,19 +136,37 @@ impl<'a> Facts<'a> {
             };
             let output = response["output"].as_array().cloned().unwrap_or_default();
             let mut call_indices = Vec::new();
-            for item in output.iter().filter(|item| item["type"] == "function_call") {
+            for (item, kind) in output
+                .iter()
+                .filter_map(|item| Some((item, call_kind::of_call(item_type(item))?)))
+            {
                 let name = item["name"].as_str().unwrap_or_default().to_owned();
-                let arguments = item["arguments"].as_str().unwrap_or_default().to_owned();
+                let arguments = item[kind.input_field]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let (validity, parsed) = if kind == FUNCTION {
+                    (
+                        registry.judge_call(
+                            &name,
+                            &arguments,
+                            item.get("caller").filter(|c| !c.is_null()),
+                        ),
+                        serde_json::from_str(&arguments).ok(),
+                    )
+                } else {
+                    (
+                        registry.judge_custom_call(&name, &arguments),
+                        Some(Value::String(arguments.clone())),
+                    )
+                };
                 call_indices.push(calls.len());
                 calls.push(IssuedCall {
+                    kind,
                     call_id: item["call_id"].as_str().unwrap_or_default().to_owned(),
                     item_id: item["id"].as_str().unwrap_or_default().to_owned(),
-                    validity: registry.judge_call(
-                        &name,
-                        &arguments,
-                        item.get("caller").filter(|c| !c.is_null()),
-                    ),
-                    parsed: serde_json::from_str(&arguments).ok(),
+                    validity,
+                    parsed,
                     name,
                     arguments,
                     response: served.len(),
@@ -283,11 +314,14 @@ impl<'a> Facts<'a> {
         context
     }
 
-    /// The `function_call_output` items in a request's input with this call_id.
+    /// The answer items (`function_call_output`, `custom_tool_call_output`, of any
+    /// kind: `call-id/answer-kind` judges the kind) in a request's input with this call_id.
     pub fn outputs_for(request: &ModelExchange, call: &str) -> Vec<Value> {
         Self::input_of(request)
             .into_iter()
-            .filter(|item| item_type(item) == "function_call_output" && call_id(item) == Some(call))
+            .filter(|item| {
+                call_kind::of_answer(item_type(item)).is_some() && call_id(item) == Some(call)
+            })
             .collect()
     }
 

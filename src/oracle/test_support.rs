@@ -245,6 +245,11 @@ expect: {outcome: completed}
             .iter()
             .map(|call| {
                 let name = call["name"].as_str().unwrap_or_default();
+                // A custom tool call runs with its text `input`.
+                if call["type"] == "custom_tool_call" {
+                    let body = json!({"call_id": call["call_id"], "input": call["input"], "principal": self.task["principal"]});
+                    return self.call_tool(call, &body);
+                }
                 let arguments: Value =
                     serde_json::from_str(call["arguments"].as_str().unwrap_or_default())
                         .unwrap_or(Value::Null);
@@ -384,21 +389,25 @@ pub fn answer_first_round(
     first_round(id, answer).0.judge_completed()
 }
 
-/// The `function_call` items of a response.
+/// The call items of a response (`function_call`, `custom_tool_call`).
 pub fn calls(response: &Value) -> Vec<Value> {
     response["output"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|item| item["type"] == "function_call")
+        .filter(|item| {
+            crate::wire::call_kind::of_call(item["type"].as_str().unwrap_or_default()).is_some()
+        })
         .cloned()
         .collect()
 }
 
-/// The `function_call_output` answering `call` with `text` (echoing its `caller`).
+/// The answer of the call's kind (`function_call_output`, `custom_tool_call_output`) to
+/// `call` with `text` (echoing its `caller`).
 pub fn output(call: &Value, text: &str) -> Value {
-    let mut item =
-        json!({"type": "function_call_output", "call_id": call["call_id"], "output": text});
+    let kind = crate::wire::call_kind::of_call(call["type"].as_str().unwrap_or_default())
+        .unwrap_or(crate::wire::call_kind::FUNCTION);
+    let mut item = json!({"type": kind.answer, "call_id": call["call_id"], "output": text});
     if let Some(caller) = call.get("caller").filter(|c| !c.is_null()) {
         item["caller"] = caller.clone();
     }

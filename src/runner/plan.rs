@@ -51,6 +51,19 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if programmatic {
         needed.push("programmatic");
     }
+    // Custom tools: offered by the task, or called in the script.
+    let custom = task
+        .tools
+        .iter()
+        .any(|tool| matches!(tool, ToolRef::Inline(def) if def["type"] == "custom"))
+        || scenario.script.iter().any(|turn| {
+            turn.output
+                .iter()
+                .any(|item| matches!(item, OutputSpec::CustomCall(_)))
+        });
+    if custom {
+        needed.push("custom");
+    }
     needed
 }
 
@@ -251,6 +264,18 @@ mod tests {
             let needed = required_capabilities(&again, StateMode::Stateless);
             assert!(!needed.contains(&"websocket"), "{needed:?}");
         }
+    }
+
+    #[test]
+    fn a_case_with_custom_tools_needs_custom_and_one_without_does_not() {
+        for id in ["custom/01-custom-call", "custom/02-custom-beside-function"] {
+            let case = crate::scenario::catalogue_scenario(id);
+            let needed = required_capabilities(&case, StateMode::Stateless);
+            assert!(needed.contains(&"custom"), "{id}: {needed:?}");
+        }
+        let case = crate::scenario::catalogue_scenario("correlation/01-single-call");
+        let needed = required_capabilities(&case, StateMode::Stateless);
+        assert!(!needed.contains(&"custom"), "{needed:?}");
     }
 
     #[test]

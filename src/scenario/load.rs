@@ -130,6 +130,40 @@ pub fn tool_names(scenario: &Scenario) -> Vec<String> {
         .collect()
 }
 
+/// An inline `custom` tool: a `name`, and a `format` of `text` or a `grammar` whose
+/// `syntax` is `lark` or `regex` (a regex that compiles). Returns its name; an error is
+/// (text to locate, message).
+fn check_custom_tool(def: &Value) -> Result<String, (String, String)> {
+    let err = |needle: &str, message: String| Err((needle.to_owned(), message));
+    let Some(name) = def.get("name").and_then(Value::as_str) else {
+        return err("custom", "inline custom tool without a `name`".to_owned());
+    };
+    let Some(format) = def.get("format") else {
+        return Ok(name.to_owned());
+    };
+    match (format["type"].as_str(), format["syntax"].as_str()) {
+        (Some("text"), _) | (Some("grammar"), Some("lark")) => {}
+        (Some("grammar"), Some("regex")) => {
+            let pattern = format["definition"].as_str().unwrap_or_default();
+            if regex::Regex::new(pattern).is_err() {
+                return err(
+                    name,
+                    format!("custom tool '{name}': its regex grammar {pattern:?} does not compile"),
+                );
+            }
+        }
+        _ => {
+            return err(
+                name,
+                format!(
+                    "custom tool '{name}': expected `format` of `{{type: text}}` or `{{type: grammar, syntax: lark|regex, definition}}`"
+                ),
+            );
+        }
+    }
+    Ok(name.to_owned())
+}
+
 /// Semantic checks beyond the schema. An error is (text to locate, message).
 fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
     let err = |needle: &str, message: String| Err((needle.to_owned(), message));
@@ -271,6 +305,10 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                     );
                 }
                 names.insert(name.clone());
+            }
+            ToolRef::Inline(def) if def.get("type").and_then(Value::as_str) == Some("custom") => {
+                let name = check_custom_tool(def)?;
+                names.insert(name);
             }
             ToolRef::Inline(def) if def.get("type").and_then(Value::as_str) != Some("function") => {
                 let kind = def.get("type").and_then(Value::as_str).unwrap_or_default();

@@ -605,11 +605,24 @@ pub enum OutputSpec {
     Refusal(String),
     /// A function call.
     Call(CallSpec),
+    /// A call to a `custom` tool: free-form text input.
+    #[serde(rename = "custom_call")]
+    CustomCall(CustomCallSpec),
     /// A `program` item of programmatic tool calling.
     Program(ProgramSpec),
     /// A `program_output` item: the program's result.
     #[serde(rename = "program_output")]
     ProgramOutput(ProgramOutputSpec),
+}
+
+/// A scripted call to a `custom` tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CustomCallSpec {
+    /// Tool name as the model emits it.
+    pub name: String,
+    /// The free-form input text, sent verbatim.
+    pub input: String,
 }
 
 /// A scripted program.

@@ -184,6 +184,9 @@ fn turn_lines(number: usize, turn: &Turn) -> String {
                     call.arguments_string()
                 )
             }
+            OutputSpec::CustomCall(call) => {
+                format!("custom_tool_call {} {:?}", call.name, call.input)
+            }
             OutputSpec::Program(program) => format!("program {}", program.label),
             OutputSpec::ProgramOutput(output) => {
                 format!("program_output of {}: {:?}", output.program, output.result)

@@ -240,6 +240,8 @@ fn compilable(turn: &Turn) -> bool {
         && turn.output.iter().all(|spec| match spec {
             OutputSpec::Call(call) => call.caller.is_none(),
             OutputSpec::Program(_) | OutputSpec::ProgramOutput(_) => false,
+            // Served by the writers and the planner: rare enough not to be compiled.
+            OutputSpec::CustomCall(_) => false,
             _ => true,
         })
 }

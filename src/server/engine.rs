@@ -379,7 +379,7 @@ impl Session {
             kind: reply.kind,
             name: reply.name.clone(),
             call_id: text("call_id"),
-            arguments: body.get("arguments").cloned().unwrap_or(Value::Null),
+            arguments: crate::tools::call_input(&body),
             principal: text("principal"),
             approval: text("approval"),
             status: reply.status,

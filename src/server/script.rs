@@ -184,10 +184,11 @@ impl Follower {
 
 /// The types of the items the server generates: a follower of one of these keeps its
 /// type without a copy.
-const GENERATED_KINDS: [&str; 5] = [
+const GENERATED_KINDS: [&str; 6] = [
     "reasoning",
     "message",
     "function_call",
+    "custom_tool_call",
     "program",
     "program_output",
 ];
@@ -374,6 +375,12 @@ pub(crate) fn output_items<'a>(
                         .map(|p| p["call_id"].clone())
                         .unwrap_or(Value::Null)
                 }),
+            },
+            OutputSpec::CustomCall(call) => OutputItem::CustomCall {
+                id: draws.item_id("ctc", index),
+                call_id: draws.call_id(index),
+                input: &call.input,
+                name: &call.name,
             },
             OutputSpec::Program(program) => {
                 let item = OutputItem::Program {

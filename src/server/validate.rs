@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::script::Issued;
 use crate::wire::ApiError;
+use crate::wire::call_kind::{self, CALL_KINDS, FUNCTION};
 use crate::wire::ids::has_prefix;
 use crate::wire::request::ItemKeys;
 
@@ -96,6 +97,18 @@ fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
             "content",
             "status",
         ],
+        // `status` is in no SDK type of these two; accepted, as the evidence is mixed.
+        "custom_tool_call" => &[
+            "type",
+            "id",
+            "call_id",
+            "input",
+            "name",
+            "namespace",
+            "caller",
+            "status",
+        ],
+        "custom_tool_call_output" => &["type", "id", "call_id", "output", "caller", "status"],
         "item_reference" => &["type", "id"],
         "program" => &["type", "id", "call_id", "code", "fingerprint"],
         "program_output" => &["type", "id", "call_id", "result", "status"],
@@ -107,8 +120,7 @@ fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
 fn expected_prefix(kind: &str) -> Option<&'static str> {
     match kind {
         "reasoning" => Some("rs"),
-        "function_call" => Some("fc"),
-        _ => None,
+        kind => call_kind::of_call(kind).map(|kind| kind.id_prefix),
     }
 }
 
@@ -132,7 +144,7 @@ pub fn resolve_input<'a>(
                 "input[{index}].status"
             )));
         }
-        if kind == "function_call_output"
+        if call_kind::of_answer(kind).is_some()
             && !matches!(parts, Some(Value::String(_) | Value::Array(_)))
         {
             return Err(ApiError::output_type(index, parts));
@@ -192,7 +204,7 @@ pub fn resolve_input<'a>(
 fn parts_field(kind: &str) -> Option<&'static str> {
     match kind {
         "message" => Some("content"),
-        "function_call_output" => Some("output"),
+        "function_call_output" | "custom_tool_call_output" => Some("output"),
         _ => None,
     }
 }
@@ -276,30 +288,59 @@ pub fn check_context(context: &Context, issued: &Issued) -> Result<(), ApiError>
             }
         }
     }
-    let calls = context.call_ids("function_call");
-    let outputs = context.call_ids("function_call_output");
-    let mut answered: HashSet<&str> = chain
+    // Each kind pairs its calls with answers of its own kind only: an answer of the
+    // wrong kind is an answer to no call (E3), every answer checked before any call.
+    for kind in CALL_KINDS {
+        check_answers(context, kind)?;
+    }
+    for kind in CALL_KINDS {
+        check_answered(context, kind)?;
+    }
+    Ok(())
+}
+
+/// E3 and duplicate outputs for the answers of one kind.
+fn check_answers(context: &Context, kind: call_kind::CallKind) -> Result<(), ApiError> {
+    let calls = context.call_ids(kind.call);
+    let mut answered: HashSet<&str> = context
+        .chain
         .iter()
-        .filter(|item| item.kind == "function_call_output")
+        .filter(|item| item.kind == kind.answer)
         .map(|item| item.call_id.unwrap_or_default())
         .collect();
-    for item in input {
-        if item.kind == "function_call_output" {
+    let function = kind == FUNCTION;
+    for item in &context.input {
+        if item.kind == kind.answer {
             let id = item.call_id.unwrap_or_default();
             if !calls.contains(id) {
-                return Err(ApiError::no_tool_call(id));
+                return Err(if function {
+                    ApiError::no_tool_call(id)
+                } else {
+                    ApiError::no_tool_call_of(kind.words, id)
+                });
             }
             if !answered.insert(id) {
                 return Err(ApiError::duplicate_output(id));
             }
         }
     }
+    Ok(())
+}
+
+/// E2 for the calls of one kind.
+fn check_answered(context: &Context, kind: call_kind::CallKind) -> Result<(), ApiError> {
+    let function = kind == FUNCTION;
+    let outputs = context.call_ids(kind.answer);
     for item in context.all() {
-        if item.kind == "function_call"
+        if item.kind == kind.call
             && let Some(id) = item.call_id
             && !outputs.contains(id)
         {
-            return Err(ApiError::no_tool_output(id));
+            return Err(if function {
+                ApiError::no_tool_output(id)
+            } else {
+                ApiError::no_tool_output_of(kind.words, id)
+            });
         }
     }
     Ok(())

@@ -26,9 +26,29 @@ pub struct RegisteredTool {
     /// The definition sent to the model.
     pub definition: Value,
     validator: Option<jsonschema::Validator>,
+    /// A custom tool's `regex` grammar, anchored to match the whole input.
+    grammar: Option<regex::Regex>,
 }
 
 impl RegisteredTool {
+    /// Whether the tool is a `custom` tool, whose calls carry free-form text `input`.
+    pub fn is_custom(&self) -> bool {
+        self.definition.get("type").and_then(Value::as_str) == Some("custom")
+    }
+
+    /// Whether `input` satisfies a custom tool's format: a `regex` grammar must match the
+    /// whole input; a `lark` grammar is not checked (the fake has no Lark parser), nor
+    /// is a `text` format (any text).
+    pub fn check_input(&self, input: &str) -> Result<(), String> {
+        match &self.grammar {
+            Some(grammar) if !grammar.is_match(input) => Err(format!(
+                "the input does not match the whole regex grammar {}",
+                self.definition["format"]["definition"]
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Whether `arguments` satisfy the tool's schema; `Err` carries the first violation.
     pub fn check_arguments(&self, arguments: &Value) -> Result<(), SchemaViolation> {
         match &self.validator {
@@ -67,11 +87,13 @@ impl Registry {
             let validator = definition
                 .get("parameters")
                 .and_then(|schema| jsonschema::validator_for(schema).ok());
+            let grammar = regex_grammar(&definition);
             tools.insert(
                 name,
                 RegisteredTool {
                     definition,
                     validator,
+                    grammar,
                 },
             );
         }
@@ -82,6 +104,18 @@ impl Registry {
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
         self.tools.get(name)
     }
+}
+
+/// A custom tool's `{"type": "grammar", "syntax": "regex", "definition"}` format,
+/// compiled to match whole inputs; `None` for any other format or a regex that does not
+/// compile (the scenario linter reports that).
+fn regex_grammar(definition: &Value) -> Option<regex::Regex> {
+    let format = definition.get("format")?;
+    if format["type"] != "grammar" || format["syntax"] != "regex" {
+        return None;
+    }
+    let pattern = format["definition"].as_str()?;
+    regex::Regex::new(&format!("^(?:{pattern})$")).ok()
 }
 
 /// How a model-issued call should be treated by a correct controller, judged from the
@@ -99,9 +133,23 @@ pub enum CallValidity {
     /// Made by a caller the tool's `allowed_callers` excludes (a program calling a
     /// direct-only tool, or the model directly calling a program-only tool); says which.
     CallerNotAllowed(String),
+    /// A custom tool call whose input breaks the tool's `regex` grammar; says how.
+    GrammarViolation(String),
 }
 
 impl Registry {
+    /// Judges a custom tool call the model issued: a call naming no custom tool is to
+    /// an unknown tool, as the API would have no such tool to offer.
+    pub fn judge_custom_call(&self, name: &str, input: &str) -> CallValidity {
+        match self.get(name) {
+            Some(tool) if tool.is_custom() => match tool.check_input(input) {
+                Ok(()) => CallValidity::Valid,
+                Err(why) => CallValidity::GrammarViolation(why),
+            },
+            _ => CallValidity::UnknownTool,
+        }
+    }
+
     /// Judges a call the model issued; `caller` is the call's `caller` field.
     pub fn judge_call(&self, name: &str, arguments: &str, caller: Option<&Value>) -> CallValidity {
         let Some(tool) = self.get(name) else {
@@ -154,6 +202,15 @@ fn when_matches(when: Option<&Value>, arguments: &Value) -> bool {
     when.is_none_or(|pattern| matches_subset(pattern, arguments))
 }
 
+/// What a call request asks to run with: its `arguments`, or a custom tool call's
+/// `input` text.
+pub fn call_input(body: &Value) -> Value {
+    body.get("arguments")
+        .or_else(|| body.get("input"))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
 /// The result a fixture tool returns for these arguments.
 pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments: &Value) -> Value {
     let rule = behaviour.and_then(|b| {
@@ -166,6 +223,9 @@ pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments:
         (None, Some(default)) => default.clone(),
         // Echo the arguments so that results of different calls differ: a controller that
         // pairs results with the wrong call is then visible.
+        (None, None) if arguments.is_string() => {
+            json!({"tool": name, "input": arguments, "ok": true})
+        }
         (None, None) => json!({"tool": name, "arguments": arguments, "ok": true}),
     }
 }
@@ -265,7 +325,7 @@ impl ToolBackend {
     /// `POST /call/{name}`.
     pub fn call(&self, state: &mut BackendState, name: &str, body: &Value) -> BackendReply {
         let mut delay_ms = 0;
-        let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
+        let arguments = call_input(body);
         let (status, body, effect) = self.call_inner(state, name, body, &mut delay_ms);
         let headers = if status == 429 {
             rate_limit_rule(self.behaviours.get(name), &arguments)
@@ -310,8 +370,29 @@ impl ToolBackend {
             );
             return (s, b, false);
         };
-        let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
-        if !arguments.is_object() {
+        // A custom tool's call carries its text as `input`; rules match it as a string.
+        let arguments = if tool.is_custom() {
+            let Some(input) = body.get("input").and_then(Value::as_str) else {
+                let (s, b) = error(
+                    422,
+                    "invalid_input",
+                    format!("'{name}' is a custom tool: send the call's `input` text as a string"),
+                );
+                return (s, b, false);
+            };
+            if let Err(why) = tool.check_input(input) {
+                let (s, b) = error(
+                    422,
+                    "invalid_input",
+                    format!("input breaks the grammar of '{name}': {why}"),
+                );
+                return (s, b, false);
+            }
+            Value::String(input.to_owned())
+        } else {
+            body.get("arguments").cloned().unwrap_or(Value::Null)
+        };
+        if !arguments.is_object() && !tool.is_custom() {
             let got = match &arguments {
                 Value::Null => "nothing (null or missing)",
                 Value::String(_) => "a string (send the parsed object, not the JSON text)",
@@ -604,5 +685,55 @@ expect: {{outcome: completed}}
         };
         assert_eq!(status("call_1"), 200);
         assert_eq!(status("call_2"), 403);
+    }
+
+    /// A backend whose task offers one custom tool, `stock_of`, with a regex grammar.
+    fn custom_bench() -> Bench {
+        let yaml = r#"
+format: 1
+id: demo/custom
+summary: One custom tool.
+level: must
+task:
+  input: "Hi"
+  tools:
+    - {type: custom, name: stock_of, format: {type: grammar, syntax: regex, definition: "[A-Z][0-9]+"}}
+tools:
+  stock_of:
+    results: [{when: "A7", result: {available_units: 8}}]
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#;
+        let scenario = crate::scenario::parse(std::path::Path::new("tool.yaml"), yaml)
+            .unwrap_or_else(|err| panic!("{err}"));
+        Bench::of(&scenario, "stock_of")
+    }
+
+    #[test]
+    fn a_custom_call_runs_with_its_input_text_matched_whole() {
+        let mut bench = custom_bench();
+        let ran = bench.call_with(&json!({"call_id": "call_1", "input": "A7"}));
+        assert_eq!((ran.status, ran.effect), (200, true));
+        assert_eq!(ran.body, json!({"result": {"available_units": 8}}));
+        let echoed = bench.call_with(&json!({"call_id": "call_2", "input": "B2"}));
+        assert_eq!(
+            echoed.body,
+            json!({"result": {"tool": "stock_of", "input": "B2", "ok": true}})
+        );
+    }
+
+    #[test]
+    fn a_custom_call_breaking_its_grammar_or_without_input_is_refused_with_422() {
+        let mut bench = custom_bench();
+        for body in [
+            json!({"call_id": "call_1", "input": "A7 and more"}),
+            json!({"call_id": "call_1", "input": "a7"}),
+            json!({"call_id": "call_1", "arguments": {"sku": "A7"}}),
+        ] {
+            let refused = bench.call_with(&body);
+            assert_eq!((refused.status, refused.effect), (422, false), "{body}");
+            assert_eq!(refused.body["error"]["code"], "invalid_input", "{body}");
+        }
     }
 }

@@ -4,5 +4,5 @@
 mod backend;
 
 pub use backend::{
-    BackendReply, BackendState, CallValidity, Registry, ToolBackend, rate_limit_rule,
+    BackendReply, BackendState, CallValidity, Registry, ToolBackend, call_input, rate_limit_rule,
 };

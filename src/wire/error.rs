@@ -73,6 +73,33 @@ impl ApiError {
         )
     }
 
+    /// E2 for a call of another kind (`custom tool call`): the same words with the
+    /// kind's name, as the real API answers an unanswered custom tool call.
+    pub fn no_tool_output_of(kind: &str, call_id: &str) -> Self {
+        Self::invalid(
+            400,
+            "E2",
+            format!("No tool output found for {kind} {call_id}."),
+            Some("input"),
+            None,
+        )
+    }
+
+    /// E3 for an answer of another kind (`custom tool call output`). The API pairs an
+    /// answer with calls of its own kind only, so an answer of the wrong kind (a
+    /// `function_call_output` for a custom tool call) gets this error too; its exact
+    /// message for that case is unknown, and this keeps the shape of its other pairing
+    /// errors.
+    pub fn no_tool_call_of(kind: &str, call_id: &str) -> Self {
+        Self::invalid(
+            400,
+            "E3",
+            format!("No tool call found for {kind} output with call_id {call_id}."),
+            Some("input"),
+            None,
+        )
+    }
+
     /// E3: an output whose call_id matches no call.
     pub fn no_tool_call(call_id: &str) -> Self {
         Self::invalid(

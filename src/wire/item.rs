@@ -41,6 +41,14 @@ pub enum OutputItem<'a> {
         name: &'a str,
         caller_id: Option<Value>,
     },
+    /// A `custom_tool_call`: a call to a `custom` tool, with free-form text `input`.
+    /// It has no `status` (the SDK's `ResponseCustomToolCall` has none).
+    CustomCall {
+        id: String,
+        call_id: String,
+        input: &'a str,
+        name: &'a str,
+    },
     /// A `program` (programmatic tool calling).
     Program {
         id: String,
@@ -65,6 +73,7 @@ impl OutputItem<'_> {
             | OutputItem::Message { id, .. }
             | OutputItem::Refusal { id, .. }
             | OutputItem::Call { id, .. }
+            | OutputItem::CustomCall { id, .. }
             | OutputItem::Program { id, .. }
             | OutputItem::ProgramOutput { id, .. } => id,
         }
@@ -76,6 +85,7 @@ impl OutputItem<'_> {
             OutputItem::Reasoning { .. } => "reasoning",
             OutputItem::Message { .. } | OutputItem::Refusal { .. } => "message",
             OutputItem::Call { .. } => "function_call",
+            OutputItem::CustomCall { .. } => "custom_tool_call",
             OutputItem::Program { .. } => "program",
             OutputItem::ProgramOutput { .. } => "program_output",
         }
@@ -95,7 +105,9 @@ impl OutputItem<'_> {
     /// belongs to.
     pub fn call_id(&self) -> Option<&str> {
         match self {
-            OutputItem::Call { call_id, .. } | OutputItem::Program { call_id, .. } => Some(call_id),
+            OutputItem::Call { call_id, .. }
+            | OutputItem::CustomCall { call_id, .. }
+            | OutputItem::Program { call_id, .. } => Some(call_id),
             OutputItem::ProgramOutput { call_id, .. } => call_id.as_str(),
             _ => None,
         }
@@ -190,6 +202,18 @@ impl OutputItem<'_> {
                         write_part(out, br#"{"type":"program","caller_id":"#, caller_id);
                     });
                 }
+            }
+            OutputItem::CustomCall {
+                id,
+                call_id,
+                input,
+                name,
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("call_id", call_id);
+                fields.put("input", input);
+                fields.put("name", name);
             }
             // A program and its output put `type` first.
             OutputItem::Program {
@@ -350,6 +374,12 @@ mod tests {
                 call_id: "call_1".into(),
                 name: "get_stock",
                 caller_id: Some(json!("call_p")),
+            },
+            OutputItem::CustomCall {
+                id: "ctc_1".into(),
+                call_id: "call_2".into(),
+                input: "print(1)",
+                name: "run_python",
             },
             OutputItem::Program {
                 id: "cm_1".into(),

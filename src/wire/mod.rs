@@ -3,6 +3,7 @@
 //! Items travel as `serde_json::Value` so that every field a controller sends, known or
 //! not, is preserved verbatim in the transcript and in replay comparisons.
 
+pub(crate) mod call_kind;
 pub(crate) mod error;
 pub(crate) mod ids;
 pub(crate) mod item;

@@ -67,7 +67,8 @@ pub fn served_model(requested: &str) -> &str {
 }
 
 /// Echoed tools: as sent, with `strict` defaulted to true (and a missing `description`
-/// to null) as the API normalizes function tools.
+/// to null) as the API normalizes function tools, and a custom tool's missing `format`
+/// to `{"type": "text"}` (SDKs that type the echo, such as async-openai, require it).
 fn write_tools(out: &mut Vec<u8>, tools: &[Value]) {
     out.push(b'[');
     for (index, tool) in tools.iter().enumerate() {
@@ -84,6 +85,14 @@ fn write_tools(out: &mut Vec<u8>, tools: &[Value]) {
                         .filter(|(key, _)| !fields.contains_key(*key))
                         .collect();
                 object_with(out, tool, &defaults);
+            }
+            Value::Object(fields)
+                if fields.get("type").and_then(Value::as_str) == Some("custom")
+                    && !fields.contains_key("format") =>
+            {
+                let mut tool = fields.clone();
+                tool.insert("format".to_owned(), serde_json::json!({"type": "text"}));
+                value_to(out, &Value::Object(tool));
             }
             _ => value_to(out, tool),
         }

@@ -4,12 +4,50 @@ use serde_json::{Value, json};
 
 use crate::Outcome;
 
-/// A `function_call` output item.
+/// The kind of a call: which item it came as, and which item answers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallKind {
+    /// A `function_call`, with JSON `arguments`.
+    Function,
+    /// A `custom_tool_call`, with free-form text `input`.
+    Custom,
+}
+
+impl CallKind {
+    /// The kind of an output item of this `type`, if it is a call this loop runs.
+    fn of(item_type: &str) -> Option<CallKind> {
+        match item_type {
+            "function_call" => Some(CallKind::Function),
+            "custom_tool_call" => Some(CallKind::Custom),
+            _ => None,
+        }
+    }
+
+    /// The call item's field holding what the model wrote.
+    fn input_field(self) -> &'static str {
+        match self {
+            CallKind::Function => "arguments",
+            CallKind::Custom => "input",
+        }
+    }
+
+    /// The `type` of the item that answers a call of this kind.
+    pub(crate) fn answer_type(self) -> &'static str {
+        match self {
+            CallKind::Function => "function_call_output",
+            CallKind::Custom => "custom_tool_call_output",
+        }
+    }
+}
+
+/// A call output item: a `function_call` or a `custom_tool_call`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FunctionCall {
+    pub kind: CallKind,
     pub call_id: String,
     pub name: String,
-    /// The raw JSON text the model produced; it is validated before use.
+    /// The raw JSON text the model produced (validated before use), or a custom tool
+    /// call's input text.
     pub arguments: String,
     /// Set for calls made by a program; it must be echoed on the output.
     pub caller: Option<Value>,
@@ -66,25 +104,36 @@ pub(crate) fn output_items(response: &Value) -> Result<&[Value], Outcome> {
 pub(crate) fn function_calls(output: &[Value]) -> Result<Vec<FunctionCall>, Outcome> {
     output
         .iter()
-        .filter(|item| item["type"] == "function_call")
-        .map(|item| {
+        .filter_map(|item| Some((item, CallKind::of(item["type"].as_str()?)?)))
+        .map(|(item, kind)| {
             let call_id = item["call_id"].as_str().ok_or_else(|| {
-                Outcome::failed("api_error", "a function_call item has no call_id")
+                Outcome::failed(
+                    "api_error",
+                    format!(
+                        "a {} item has no call_id",
+                        item["type"].as_str().unwrap_or_default()
+                    ),
+                )
             })?;
             Ok(FunctionCall {
+                kind,
                 call_id: call_id.to_string(),
                 name: item["name"].as_str().unwrap_or_default().to_string(),
-                arguments: item["arguments"].as_str().unwrap_or_default().to_string(),
+                arguments: item[kind.input_field()]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
                 caller: item.get("caller").filter(|c| c.is_object()).cloned(),
             })
         })
         .collect()
 }
 
-/// The `function_call_output` answering `call`: keyed by `call_id` (never the `fc_` id).
+/// The output item answering `call` (a `function_call_output`, or a
+/// `custom_tool_call_output` for a custom tool call): keyed by `call_id` (never the item id).
 pub(crate) fn function_call_output(call: &FunctionCall, output: String) -> Value {
     let mut item = json!({
-        "type": "function_call_output",
+        "type": call.kind.answer_type(),
         "call_id": call.call_id,
         "output": output,
     });
@@ -99,7 +148,7 @@ pub(crate) fn function_call_output(call: &FunctionCall, output: String) -> Value
 /// on after the program's result in another request.
 pub(crate) fn continues_after_program(output: &[Value]) -> bool {
     let has = |kind: &str| output.iter().any(|item| item["type"] == kind);
-    has("program_output") && !has("message") && !has("function_call")
+    has("program_output") && !has("message") && !has("function_call") && !has("custom_tool_call")
 }
 
 /// The SDKs' `output_text`: every `output_text` part of every message, joined with "".
@@ -258,6 +307,7 @@ mod tests {
     #[test]
     fn caller_kinds() {
         let with = |caller: Option<Value>| FunctionCall {
+            kind: CallKind::Function,
             call_id: "call_1".into(),
             name: "f".into(),
             arguments: "{}".into(),

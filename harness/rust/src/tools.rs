@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::client::describe;
-use crate::response::FunctionCall;
+use crate::response::{CallKind, FunctionCall};
 use crate::retry;
 use crate::{Outcome, Task, before_deadline};
 
@@ -38,6 +38,10 @@ pub(crate) struct Registry {
 struct Tool {
     /// `None`: the tool declares no schema, so any object is accepted.
     schema: Option<Validator>,
+    /// For a custom tool, `Some`: its `regex` grammar, anchored to the whole input, or
+    /// `None` inside when any text goes (a `text` format, or a `lark` grammar, which is
+    /// not checked here).
+    custom: Option<Option<regex::Regex>>,
     /// `allowed_callers`: `direct` and/or `programmatic`; only `direct` when omitted.
     allowed_callers: Vec<String>,
 }
@@ -46,6 +50,29 @@ impl Registry {
     /// Hosted tools (`programmatic_tool_calling`, ...) are sent but are no functions to run.
     pub(crate) fn new(tools: &[Value]) -> Result<Registry, String> {
         let mut registry = HashMap::new();
+        for tool in tools.iter().filter(|tool| tool["type"] == "custom") {
+            let Some(name) = tool["name"].as_str() else {
+                continue;
+            };
+            let format = &tool["format"];
+            let grammar = if format["type"] == "grammar" && format["syntax"] == "regex" {
+                let pattern = format["definition"].as_str().unwrap_or_default();
+                Some(
+                    regex::Regex::new(&format!("^(?:{pattern})$"))
+                        .map_err(|e| format!("tool {name} has an invalid regex grammar: {e}"))?,
+                )
+            } else {
+                None
+            };
+            registry.insert(
+                name.to_string(),
+                Tool {
+                    schema: None,
+                    custom: Some(grammar),
+                    allowed_callers: vec!["direct".to_string()],
+                },
+            );
+        }
         for tool in tools.iter().filter(|tool| tool["type"] == "function") {
             let Some(name) = tool["name"].as_str() else {
                 continue;
@@ -68,6 +95,7 @@ impl Registry {
                 name.to_string(),
                 Tool {
                     schema,
+                    custom: None,
                     allowed_callers,
                 },
             );
@@ -76,11 +104,28 @@ impl Registry {
     }
 
     /// Checks a call before anything is dispatched: a known tool, a caller it allows, and
-    /// arguments that parse and match its schema. Returns the parsed arguments.
+    /// arguments that parse and match its schema. Returns the parsed arguments (a custom
+    /// tool call's input text, once it matches the tool's grammar, as a JSON string).
     pub(crate) fn check(&self, call: &FunctionCall) -> Result<Value, String> {
         let Some(tool) = self.tools.get(&call.name) else {
             return Err(error_output(format!("unknown tool: {}", call.name)));
         };
+        // A call of one kind names a tool of the same kind.
+        if (call.kind == CallKind::Custom) != tool.custom.is_some() {
+            return Err(error_output(format!("unknown tool: {}", call.name)));
+        }
+        if let Some(grammar) = &tool.custom {
+            if grammar
+                .as_ref()
+                .is_some_and(|g| !g.is_match(&call.arguments))
+            {
+                return Err(error_output(format!(
+                    "input does not match the grammar of {}",
+                    call.name
+                )));
+            }
+            return Ok(Value::String(call.arguments.clone()));
+        }
         if !tool.allowed_callers.iter().any(|c| c == call.caller_kind()) {
             return Err(error_output(
                 "Function caller is excluded by allowed_callers.",
@@ -101,6 +146,15 @@ impl Registry {
             )));
         }
         Ok(args)
+    }
+}
+
+/// The backend request's key for what a call runs with: `arguments`, or a custom tool
+/// call's `input`.
+fn payload_key(call: &FunctionCall) -> &'static str {
+    match call.kind {
+        CallKind::Function => "arguments",
+        CallKind::Custom => "input",
     }
 }
 
@@ -173,12 +227,12 @@ impl Tools {
 
     /// Asks for an approval; anything but an explicit grant means the call is not run.
     async fn approve(&self, call: &FunctionCall, args: &Value) -> Result<String, String> {
-        let body = json!({
+        let mut body = json!({
             "call_id": call.call_id,
             "name": call.name,
-            "arguments": args,
             "principal": self.principal,
         });
+        body[payload_key(call)] = args.clone();
         let answer = self
             .http
             .post(format!("{}/approvals", self.base_url))
@@ -211,9 +265,9 @@ impl Tools {
         let url = format!("{}/call/{}", self.base_url, call.name);
         let mut body = json!({
             "call_id": call.call_id,
-            "arguments": args,
             "principal": self.principal,
         });
+        body[payload_key(call)] = args.clone();
         if let Some(approval) = approval {
             body["approval"] = json!(approval);
         }
@@ -327,6 +381,7 @@ mod tests {
 
     fn call(name: &str, arguments: &str, caller: Option<Value>) -> FunctionCall {
         FunctionCall {
+            kind: CallKind::Function,
             call_id: "call_1".to_string(),
             name: name.to_string(),
             arguments: arguments.to_string(),
@@ -455,5 +510,33 @@ mod tests {
             error_of(&backend_answer(StatusCode::UNPROCESSABLE_ENTITY, "oops")),
             "HTTP 422: Unprocessable Entity"
         );
+    }
+
+    #[test]
+    fn custom_calls_run_their_input_once_it_matches_the_whole_regex_grammar() {
+        let registry = Registry::new(&[
+            json!({"type": "custom", "name": "stock_of",
+                   "format": {"type": "grammar", "syntax": "regex", "definition": "[A-Z][0-9]+"}}),
+            json!({"type": "custom", "name": "free", "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}}),
+            json!({"type": "function", "name": "ping", "parameters": null}),
+        ])
+        .unwrap();
+        let custom = |name: &str, input: &str| FunctionCall {
+            kind: CallKind::Custom,
+            ..call(name, input, None)
+        };
+        assert_eq!(registry.check(&custom("stock_of", "A7")), Ok(json!("A7")));
+        for input in ["a7", "A7 and more", ""] {
+            let rejection = registry.check(&custom("stock_of", input)).unwrap_err();
+            assert!(
+                error_of(&rejection).starts_with("input does not match the grammar"),
+                "{input:?}"
+            );
+        }
+        // A lark grammar is not checked.
+        assert_eq!(registry.check(&custom("free", "")), Ok(json!("")));
+        // A call of one kind never runs a tool of the other.
+        assert!(registry.check(&custom("ping", "{}")).is_err());
+        assert!(registry.check(&call("stock_of", "{}", None)).is_err());
     }
 }

@@ -242,6 +242,9 @@ const CALL_ADDED: [(&str, Set<'static>); 2] = [
     ("arguments", Set::Str("")),
 ];
 
+/// A custom tool call as `output_item.added` announces it: its input empty.
+const CUSTOM_CALL_ADDED: [(&str, Set<'static>); 1] = [("input", Set::Str(""))];
+
 /// Plans the stream of `response` (the final Response object).
 pub fn plan(
     response: &dyn StreamedResponse,
@@ -483,9 +486,31 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 }
                 b.arguments_done(index, &mut at, |out| value_to(out, arguments));
             }
+            "custom_tool_call" => {
+                b.item(
+                    "response.output_item.added",
+                    index,
+                    item,
+                    &CUSTOM_CALL_ADDED,
+                );
+                let input = item.input();
+                let mut at = At::new(item, index, None);
+                for piece in pieces(input, size) {
+                    b.delta(
+                        "response.custom_tool_call_input.delta",
+                        piece,
+                        &mut at,
+                        false,
+                    );
+                }
+                let out = b.start("response.custom_tool_call_input.done");
+                field(out, "input", input);
+                at.write(out);
+                b.end(false);
+            }
             _ => b.item("response.output_item.added", index, item, &[]),
         }
-        if item.item_type() == "function_call" {
+        if matches!(item.item_type(), "function_call" | "custom_tool_call") {
             b.call_done(index, item);
         } else {
             b.done(index, item);

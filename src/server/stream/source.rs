@@ -209,6 +209,8 @@ pub trait StreamedItem {
     fn arguments(&self) -> &str;
     /// Writes a call's `arguments` as they are.
     fn write_arguments(&self, out: &mut Vec<u8>);
+    /// A custom tool call's `input` (empty when not a string).
+    fn input(&self) -> &str;
     /// Writes the item with some fields set (see `object_with`).
     fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]);
 }
@@ -278,6 +280,10 @@ impl StreamedItem for Value {
 
     fn write_arguments(&self, out: &mut Vec<u8>) {
         value_to(out, &self["arguments"]);
+    }
+
+    fn input(&self) -> &str {
+        self["input"].as_str().unwrap_or_default()
     }
 
     fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]) {
@@ -361,6 +367,13 @@ impl StreamedItem for OutputItem<'_> {
         match self {
             OutputItem::Call { arguments, .. } => value_to(out, arguments),
             _ => out.extend_from_slice(b"null"),
+        }
+    }
+
+    fn input(&self) -> &str {
+        match self {
+            OutputItem::CustomCall { input, .. } => input,
+            _ => "",
         }
     }
 

@@ -1,0 +1,68 @@
+//! The kinds of client-executed calls: each a call item the model issues and the answer
+//! item that must carry its `call_id`. A new kind (a shell call, a patch to apply, a
+//! computer action) is a row here plus its input's handling where a kind's input is read.
+
+/// One kind of client-executed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallKind {
+    /// The call item's `type`.
+    pub call: &'static str,
+    /// The `type` of the item that answers it.
+    pub answer: &'static str,
+    /// How the real API's pairing errors name the call (`function call`).
+    pub words: &'static str,
+    /// The call item's field holding its input (`arguments`, `input`).
+    pub input_field: &'static str,
+    /// The prefix of the call item's id.
+    pub id_prefix: &'static str,
+    /// The tool `type` a request declares it with.
+    pub tool_type: &'static str,
+}
+
+/// A `function` tool's call: JSON `arguments`.
+pub const FUNCTION: CallKind = CallKind {
+    call: "function_call",
+    answer: "function_call_output",
+    words: "function call",
+    input_field: "arguments",
+    id_prefix: "fc",
+    tool_type: "function",
+};
+
+/// A `custom` tool's call: free-form text `input`.
+pub const CUSTOM: CallKind = CallKind {
+    call: "custom_tool_call",
+    answer: "custom_tool_call_output",
+    words: "custom tool call",
+    input_field: "input",
+    id_prefix: "ctc",
+    tool_type: "custom",
+};
+
+/// Every kind, functions first.
+pub const CALL_KINDS: [CallKind; 2] = [FUNCTION, CUSTOM];
+
+/// The kind whose call item has this `type`.
+pub fn of_call(item_type: &str) -> Option<CallKind> {
+    CALL_KINDS.into_iter().find(|kind| kind.call == item_type)
+}
+
+/// The kind whose answer item has this `type`.
+pub fn of_answer(item_type: &str) -> Option<CallKind> {
+    CALL_KINDS.into_iter().find(|kind| kind.answer == item_type)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_is_found_by_its_call_and_its_answer_and_by_nothing_else() {
+        for kind in CALL_KINDS {
+            assert_eq!(of_call(kind.call), Some(kind));
+            assert_eq!(of_answer(kind.answer), Some(kind));
+            assert_eq!(of_call(kind.answer), None);
+            assert_eq!(of_answer(kind.call), None);
+        }
+    }
+}
