@@ -162,79 +162,56 @@ async fn a_custom_call_streams_its_input_in_deltas_and_whole_at_done() {
     );
 }
 
+/// Each broken pairing of a custom call with its answer, and the API's error for it: an
+/// unanswered call, an answer to a call never issued, and an answer of the other kind
+/// either way. A rejected request serves no turn, so one first round serves them all.
 #[tokio::test]
-async fn an_unanswered_custom_call_is_rejected() {
+async fn each_broken_pairing_of_a_custom_call_gets_the_apis_error() {
     let (server, key) = start().await;
     let (function, custom) = round1(&server, &key).await;
-    let input = vec![
-        user(),
-        function.clone(),
-        custom.clone(),
-        answer("function_call_output", &function["call_id"]),
+    let (function_id, custom_id) = (&function["call_id"], &custom["call_id"]);
+    let id = |value: &Value| value.as_str().unwrap().to_owned();
+    let cases = [
+        (
+            vec![answer("function_call_output", function_id)],
+            format!("No tool output found for custom tool call {}.", id(custom_id)),
+        ),
+        (
+            vec![
+                answer("function_call_output", function_id),
+                answer("custom_tool_call_output", custom_id),
+                answer("custom_tool_call_output", &json!("call_never_issued")),
+            ],
+            "No tool call found for custom tool call output with call_id call_never_issued."
+                .to_owned(),
+        ),
+        (
+            vec![
+                answer("function_call_output", function_id),
+                answer("function_call_output", custom_id),
+            ],
+            format!(
+                "No tool call found for function call output with call_id {}.",
+                id(custom_id)
+            ),
+        ),
+        (
+            vec![
+                answer("custom_tool_call_output", function_id),
+                answer("custom_tool_call_output", custom_id),
+            ],
+            format!(
+                "No tool call found for custom tool call output with call_id {}.",
+                id(function_id)
+            ),
+        ),
     ];
-    let reply = post(&server, &key, &stateless(input)).await;
-    let id = custom["call_id"].as_str().unwrap();
-    assert_error(
-        &reply,
-        &format!("No tool output found for custom tool call {id}."),
-    );
-}
-
-#[tokio::test]
-async fn a_custom_output_for_a_call_never_issued_is_rejected() {
-    let (server, key) = start().await;
-    let (function, custom) = round1(&server, &key).await;
-    let input = vec![
-        user(),
-        function.clone(),
-        custom.clone(),
-        answer("function_call_output", &function["call_id"]),
-        answer("custom_tool_call_output", &custom["call_id"]),
-        answer("custom_tool_call_output", &json!("call_never_issued")),
-    ];
-    let reply = post(&server, &key, &stateless(input)).await;
-    assert_error(
-        &reply,
-        "No tool call found for custom tool call output with call_id call_never_issued.",
-    );
-}
-
-#[tokio::test]
-async fn a_function_call_output_answering_a_custom_call_is_rejected() {
-    let (server, key) = start().await;
-    let (function, custom) = round1(&server, &key).await;
-    let input = vec![
-        user(),
-        function.clone(),
-        custom.clone(),
-        answer("function_call_output", &function["call_id"]),
-        answer("function_call_output", &custom["call_id"]),
-    ];
-    let reply = post(&server, &key, &stateless(input)).await;
-    let id = custom["call_id"].as_str().unwrap();
-    assert_error(
-        &reply,
-        &format!("No tool call found for function call output with call_id {id}."),
-    );
-}
-
-#[tokio::test]
-async fn a_custom_output_answering_a_function_call_is_rejected() {
-    let (server, key) = start().await;
-    let (function, custom) = round1(&server, &key).await;
-    let input = vec![
-        user(),
-        function.clone(),
-        custom.clone(),
-        answer("custom_tool_call_output", &function["call_id"]),
-        answer("custom_tool_call_output", &custom["call_id"]),
-    ];
-    let reply = post(&server, &key, &stateless(input)).await;
-    let id = function["call_id"].as_str().unwrap();
-    assert_error(
-        &reply,
-        &format!("No tool call found for custom tool call output with call_id {id}."),
-    );
+    for (answers, expected) in cases {
+        let mut input = vec![user(), function.clone(), custom.clone()];
+        input.extend(answers);
+        let reply = post(&server, &key, &stateless(input)).await;
+        assert_error(&reply, &expected);
+    }
 }
 
 #[tokio::test]
