@@ -174,7 +174,10 @@ async fn each_broken_pairing_of_a_custom_call_gets_the_apis_error() {
     let cases = [
         (
             vec![answer("function_call_output", function_id)],
-            format!("No tool output found for custom tool call {}.", id(custom_id)),
+            format!(
+                "No tool output found for custom tool call {}.",
+                id(custom_id)
+            ),
         ),
         (
             vec![
