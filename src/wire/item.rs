@@ -143,25 +143,11 @@ impl OutputItem<'_> {
                 fields.put("type", kind);
                 fields.put("encrypted_content", encrypted_content);
                 fields.put_with("summary", |out| {
-                    out.push(b'[');
-                    for (index, text) in summary.iter().enumerate() {
-                        if index > 0 {
-                            out.push(b',');
-                        }
-                        write_part(out, br#"{"type":"summary_text","text":"#, text);
-                    }
-                    out.push(b']');
+                    write_text_parts(out, br#"{"type":"summary_text","text":"#, summary);
                 });
                 if !text.is_empty() {
                     fields.put_with("content", |out| {
-                        out.push(b'[');
-                        for (index, text) in text.iter().enumerate() {
-                            if index > 0 {
-                                out.push(b',');
-                            }
-                            write_part(out, br#"{"type":"reasoning_text","text":"#, text);
-                        }
-                        out.push(b']');
+                        write_text_parts(out, br#"{"type":"reasoning_text","text":"#, text);
                     });
                 }
             }
@@ -284,6 +270,18 @@ fn write_part(out: &mut Vec<u8>, head: &[u8], value: &(impl WriteJson + ?Sized))
     out.extend_from_slice(head);
     value_to(out, value);
     out.push(b'}');
+}
+
+/// A JSON array of text parts, each `head` (the part up to its text) and its text.
+fn write_text_parts(out: &mut Vec<u8>, head: &[u8], texts: &[impl AsRef<str>]) {
+    out.push(b'[');
+    for (index, text) in texts.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        write_part(out, head, text.as_ref());
+    }
+    out.push(b']');
 }
 
 /// An `output_text` content part.

@@ -72,6 +72,37 @@ struct Builder<'a> {
     terminal_response: Option<std::ops::Range<usize>>,
 }
 
+/// The events and part of one kind of reasoning text: its content (`reasoning_text`) or
+/// a summary (`summary_text`).
+struct ReasoningPart {
+    part_added: &'static str,
+    /// The part as added, with its text empty.
+    empty_part: &'static [u8],
+    delta: &'static str,
+    done: &'static str,
+    part_done: &'static str,
+    /// The part as done, up to its text.
+    part_head: &'static [u8],
+}
+
+const REASONING_TEXT: ReasoningPart = ReasoningPart {
+    part_added: "response.content_part.added",
+    empty_part: br#"{"type":"reasoning_text","text":""}"#,
+    delta: "response.reasoning_text.delta",
+    done: "response.reasoning_text.done",
+    part_done: "response.content_part.done",
+    part_head: br#"{"type":"reasoning_text","text":"#,
+};
+
+const SUMMARY_TEXT: ReasoningPart = ReasoningPart {
+    part_added: "response.reasoning_summary_part.added",
+    empty_part: br#"{"type":"summary_text","text":""}"#,
+    delta: "response.reasoning_summary_text.delta",
+    done: "response.reasoning_summary_text.done",
+    part_done: "response.reasoning_summary_part.done",
+    part_head: br#"{"type":"summary_text","text":"#,
+};
+
 /// Where a delta or part event belongs: `item_id`, `output_index` and, for a part, its
 /// `summary_index` or `content_index`. Written into the first of its events, and copied
 /// from there into the others.
@@ -154,6 +185,34 @@ impl Builder<'_> {
         }
         at.write(out);
         self.end(true);
+    }
+
+    /// The events of one text part of a reasoning item: the part added empty, its text
+    /// in deltas, the text done, and the part done with its text.
+    fn reasoning_part<I: StreamedItem>(
+        &mut self,
+        kind: &ReasoningPart,
+        mut at: At<'_, I>,
+        text: &str,
+        size: usize,
+    ) {
+        let out = self.start(kind.part_added);
+        raw_field(out, "part", kind.empty_part);
+        at.write(out);
+        self.end(false);
+        for piece in pieces(text, size) {
+            self.delta(kind.delta, piece, &mut at, false);
+        }
+        let out = self.start(kind.done);
+        field(out, "text", text);
+        at.write(out);
+        self.end(false);
+        let out = self.start(kind.part_done);
+        raw_field(out, "part", kind.part_head);
+        value_to(out, text);
+        out.push(b'}');
+        at.write(out);
+        self.end(false);
     }
 
     /// A lifecycle event carrying the response (as a snapshot while it runs; two events
@@ -365,49 +424,12 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 b.item("response.output_item.added", index, item, &added[from..to]);
                 // The reasoning comes before its summary, as the model writes it.
                 for (c, text) in texts.into_iter().enumerate() {
-                    let mut at = At::new(item, index, Some(("content_index", c)));
-                    let out = b.start("response.content_part.added");
-                    raw_field(out, "part", br#"{"type":"reasoning_text","text":""}"#);
-                    at.write(out);
-                    b.end(false);
-                    for piece in pieces(text, size) {
-                        b.delta("response.reasoning_text.delta", piece, &mut at, false);
-                    }
-                    let out = b.start("response.reasoning_text.done");
-                    field(out, "text", text);
-                    at.write(out);
-                    b.end(false);
-                    let out = b.start("response.content_part.done");
-                    raw_field(out, "part", br#"{"type":"reasoning_text","text":"#);
-                    value_to(out, text);
-                    out.push(b'}');
-                    at.write(out);
-                    b.end(false);
+                    let at = At::new(item, index, Some(("content_index", c)));
+                    b.reasoning_part(&REASONING_TEXT, at, text, size);
                 }
                 for (s, text) in item.summary().into_iter().enumerate() {
-                    let mut at = At::new(item, index, Some(("summary_index", s)));
-                    let out = b.start("response.reasoning_summary_part.added");
-                    raw_field(out, "part", br#"{"type":"summary_text","text":""}"#);
-                    at.write(out);
-                    b.end(false);
-                    for piece in pieces(text, size) {
-                        b.delta(
-                            "response.reasoning_summary_text.delta",
-                            piece,
-                            &mut at,
-                            false,
-                        );
-                    }
-                    let out = b.start("response.reasoning_summary_text.done");
-                    field(out, "text", text);
-                    at.write(out);
-                    b.end(false);
-                    let out = b.start("response.reasoning_summary_part.done");
-                    raw_field(out, "part", br#"{"type":"summary_text","text":"#);
-                    value_to(out, text);
-                    out.push(b'}');
-                    at.write(out);
-                    b.end(false);
+                    let at = At::new(item, index, Some(("summary_index", s)));
+                    b.reasoning_part(&SUMMARY_TEXT, at, text, size);
                 }
             }
             "message" => {
