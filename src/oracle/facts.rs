@@ -555,7 +555,7 @@ fn kept_for(made: &ModelExchange, later: &ModelExchange) -> bool {
 
 /// The response a create got that a later one may continue: its served turn's, or a
 /// warm-up's.
-fn response_made(create: &ModelExchange) -> Option<&Value> {
+pub fn response_made(create: &ModelExchange) -> Option<&Value> {
     create.served().or_else(|| {
         create
             .warm_up

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::checks;
-use super::facts::Facts;
+use super::facts::{Facts, response_made};
 use super::verdict::CheckResult;
 use crate::scenario::Outcome;
 use crate::transcript::{ModelExchange, SocketEvent, SocketEventKind};
@@ -60,23 +60,9 @@ fn over_the_socket(f: &Facts) -> CheckResult {
     checks::WEBSOCKET_OVER_THE_SOCKET.judge(problems, pass)
 }
 
-/// Every create, warm-ups too, in the order it came.
-fn creates<'a>(f: &Facts<'a>) -> Vec<&'a ModelExchange> {
-    let mut all: Vec<&ModelExchange> = f.rounds.iter().flatten().copied().collect();
-    all.extend(f.warm_ups.iter().copied());
-    all.sort_by_key(|m| m.seq);
-    all
-}
-
 /// The id of the response a create got, if it got one.
 fn response_id(create: &ModelExchange) -> Option<&str> {
-    create
-        .final_response
-        .as_deref()
-        .unwrap_or(&create.response)
-        .get("id")
-        .and_then(Value::as_str)
-        .filter(|id| id.starts_with("resp_"))
+    response_made(create).and_then(|response| response["id"].as_str())
 }
 
 /// How a create is named in a message: its request label (which names its connection),
@@ -125,7 +111,7 @@ fn ending(f: &Facts, connection: u32) -> String {
 /// new one per request while the last is still usable pays a handshake each turn, loses
 /// what a `store: false` chain had cached, and runs into the API's limit on connections.
 fn connection_kept(f: &Facts) -> CheckResult {
-    let all = creates(f);
+    let all = &f.creates;
     let mut problems = Vec::new();
     for pair in all.windows(2) {
         let (before, create) = (pair[0], pair[1]);
@@ -196,11 +182,12 @@ fn reconnects(f: &Facts) -> CheckResult {
         if reopened || finished {
             continue;
         }
-        let after = creates(f)
-            .into_iter()
+        let after = f
+            .creates
+            .iter()
             .filter(|c| c.connection == Some(closed.connection) && c.seq < closed.seq)
-            .filter_map(response_id)
-            .last()
+            .rev()
+            .find_map(|c| response_id(c))
             .map(|id| format!(" after response {id}"))
             .unwrap_or_default();
         let ended = match f.result {
@@ -227,7 +214,7 @@ fn reconnects(f: &Facts) -> CheckResult {
 /// create on another connection (or over HTTP) that continues it is refused with
 /// `previous_response_not_found`, and the loop has lost its chain.
 fn cached_chain(f: &Facts) -> Option<CheckResult> {
-    let all = creates(f);
+    let all = &f.creates;
     let mut problems = Vec::new();
     let mut continued = 0;
     for (index, create) in all.iter().enumerate() {
@@ -266,7 +253,7 @@ fn cached_chain(f: &Facts) -> Option<CheckResult> {
 /// Without a `stream_id`, a connection answers one create at a time: a second one
 /// before the first's terminal event is refused with an error event.
 fn one_in_flight(f: &Facts) -> CheckResult {
-    let all = creates(f);
+    let all = &f.creates;
     let mut problems = Vec::new();
     for (index, create) in all.iter().enumerate() {
         if !(create.connection.is_some() && create.rejected_by.as_deref() == Some("socket")) {
@@ -296,7 +283,7 @@ fn one_in_flight(f: &Facts) -> CheckResult {
 /// A warm-up (`generate: false`) answers with a completed response without output: a
 /// loop that takes it for the model's turn ends with nothing, or with no call run.
 fn warm_up_not_a_turn(f: &Facts) -> CheckResult {
-    let all = creates(f);
+    let all = &f.creates;
     let mut problems = Vec::new();
     let last_generating = all.iter().rposition(|create| !create.warm_up);
     for (index, warm_up) in all.iter().enumerate().filter(|(_, c)| c.warm_up) {
