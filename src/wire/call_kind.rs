@@ -17,6 +17,26 @@ pub struct CallKind {
     pub id_prefix: &'static str,
     /// The tool `type` a request declares it with.
     pub tool_type: &'static str,
+    /// The call item's field that its answer names (`call_id`).
+    pub call_ref: &'static str,
+    /// The answer item's field naming its call (`call_id`; some kinds name it otherwise,
+    /// as a `local_shell_call_output`'s `id` or an `mcp_approval_response`'s
+    /// `approval_request_id`).
+    pub answer_ref: &'static str,
+}
+
+/// The field of an item of this `type` that pairs a call with its answer, where the item
+/// is a call or an answer of a kind that does not use `call_id`.
+pub fn pairing_field(item_type: &str) -> Option<&'static str> {
+    CALL_KINDS.into_iter().find_map(|kind| {
+        if kind.call == item_type && kind.call_ref != "call_id" {
+            Some(kind.call_ref)
+        } else if kind.answer == item_type && kind.answer_ref != "call_id" {
+            Some(kind.answer_ref)
+        } else {
+            None
+        }
+    })
 }
 
 /// A `function` tool's call: JSON `arguments`.
@@ -27,6 +47,8 @@ pub const FUNCTION: CallKind = CallKind {
     input_field: "arguments",
     id_prefix: "fc",
     tool_type: "function",
+    call_ref: "call_id",
+    answer_ref: "call_id",
 };
 
 /// A `custom` tool's call: free-form text `input`.
@@ -37,6 +59,8 @@ pub const CUSTOM: CallKind = CallKind {
     input_field: "input",
     id_prefix: "ctc",
     tool_type: "custom",
+    call_ref: "call_id",
+    answer_ref: "call_id",
 };
 
 /// Every kind, functions first.

@@ -310,7 +310,8 @@ pub struct ItemKeys<'a> {
     pub kind: &'a str,
     /// [`item_id`].
     pub id: Option<&'a str>,
-    /// [`call_id`].
+    /// [`call_id`]: the field that pairs a call with its answer, which is `call_id` for
+    /// most kinds and another field for some (`call_kind::pairing_field`).
     pub call_id: Option<&'a str>,
 }
 
@@ -332,6 +333,9 @@ impl<'a> ItemKeys<'a> {
             None if role => "message",
             None => "",
         };
+        if let Some(field) = super::call_kind::pairing_field(kind) {
+            call_id = item.get(field).and_then(Value::as_str);
+        }
         Self {
             item,
             kind,
@@ -355,9 +359,11 @@ pub fn item_id(item: &Value) -> Option<&str> {
     item.get("id").and_then(Value::as_str)
 }
 
-/// The item's `call_id`, if it has one.
+/// The item's `call_id`, or the field that pairs it with its call or answer where its
+/// kind uses another ([`super::call_kind::pairing_field`]).
 pub fn call_id(item: &Value) -> Option<&str> {
-    item.get("call_id").and_then(Value::as_str)
+    let field = super::call_kind::pairing_field(item_type(item)).unwrap_or("call_id");
+    item.get(field).and_then(Value::as_str)
 }
 
 #[cfg(test)]
