@@ -147,6 +147,10 @@ pub(super) struct ReportPaths {
     /// JSON reports hold no transcripts).
     #[arg(long, value_name = "FILE")]
     pub(super) html: Option<PathBuf>,
+    /// Write a Markdown summary here: the counts and every failing check, for a CI's job
+    /// summary (`$GITHUB_STEP_SUMMARY`).
+    #[arg(long, value_name = "FILE")]
+    pub(super) summary_markdown: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::report::{console, html, json, junit, merge};
+use crate::report::{console, html, json, junit, merge, summary};
 
 use super::args::MergeArgs;
 use super::error::{CliError, exit};
@@ -28,6 +28,9 @@ pub(super) fn merge(args: MergeArgs) -> Result<u8, CliError> {
     }
     if let Some(path) = &args.reports.junit {
         written = written.and(junit::write(path, &merged.controller, &mut merged.cases));
+    }
+    if let Some(path) = &args.reports.summary_markdown {
+        written = written.and(summary::write(path, &merged.controller, &merged.cases));
     }
     if let Some(path) = &args.reports.html {
         let page = html::run_page(&html::RunPage {

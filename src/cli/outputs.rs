@@ -14,6 +14,7 @@ impl ReportPaths {
             ("JSON report", json),
             ("JUnit report", self.junit.as_deref()),
             ("HTML report", self.html.as_deref()),
+            ("Markdown summary", self.summary_markdown.as_deref()),
         ])
     }
 }

@@ -13,6 +13,7 @@ use crate::report::html::HtmlReporter;
 use crate::report::json::JsonReporter;
 use crate::report::junit::JunitReporter;
 use crate::report::progress::ProgressReporter;
+use crate::report::summary::SummaryReporter;
 use crate::report::{Reporters, Summary};
 use crate::runner;
 
@@ -98,6 +99,9 @@ pub(super) async fn run(args: RunArgs) -> Result<u8, CliError> {
     }
     if let Some(path) = &args.reports.html {
         reporters.push(HtmlReporter::new(path.clone()));
+    }
+    if let Some(path) = &args.reports.summary_markdown {
+        reporters.push(SummaryReporter::new(path.clone()));
     }
     // Listening before the first case starts: a signal from then on stops the run
     // cleanly, with a partial report.

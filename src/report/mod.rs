@@ -12,6 +12,7 @@ pub(crate) mod matrix;
 pub(crate) mod merge;
 pub(crate) mod progress;
 mod reporter;
+pub(crate) mod summary;
 pub(crate) mod writable;
 
 pub use case::{CaseReport, REPORT_FORMAT, RunReport, Summary};
