@@ -1,39 +1,43 @@
 //! The pytest plugin in `harness/python`: its example suite runs three catalogue cases
 //! against an in-process loop through `loopcheck serve`, and a seeded defect fails with
-//! the check that catches it.
+//! the check that catches it. The plugin is loaded from the source tree; the `loopcheck`
+//! wheel that installs it is tested by `packaging/ci-check.sh`.
 
 use std::process::{Command, Output};
 
 use crate::support;
 
 /// Runs pytest on `target` (relative to the repository) with the plugin from the source
-/// tree; None when the plugin or the SDK is not installed here.
+/// tree; None when pytest or the SDK is not installed here.
 fn pytest(target: &str) -> Option<Output> {
     let python = support::python();
     let probe = Command::new(&python)
-        .args(["-c", "import openai, jsonschema, pytest, loopcheck_pytest"])
+        .args(["-c", "import openai, jsonschema, pytest"])
         .output();
     match probe {
         Ok(output) if output.status.success() => {}
         Ok(output) => {
             support::missing_sdk(
-                "pytest plugin (pip install ./harness/python)",
+                "pytest (pip install -r harness/python/requirements.txt)",
                 String::from_utf8_lossy(&output.stderr).trim(),
             );
             return None;
         }
         Err(err) => {
-            support::missing_sdk("pytest plugin", &err.to_string());
+            support::missing_sdk("pytest", &err.to_string());
             return None;
         }
     }
     let root = support::root();
     let output = Command::new(&python)
         .args(["-m", "pytest", target, "-q", "-p", "no:cacheprovider"])
+        // The plugin as it is in this tree, named: no installed copy (an older
+        // `loopcheck` wheel, say) registers itself beside it.
+        .args(["-p", "loopcheck_pytest.plugin"])
+        .env("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        .env("PYTHONPATH", root.join("harness/python"))
         .current_dir(&root)
         .env("LOOPCHECK_BIN", support::loopcheck_bin())
-        // The plugin as it is in this tree, ahead of the installed copy.
-        .env("PYTHONPATH", root.join("harness/python"))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("pytest starts");

@@ -21,7 +21,8 @@ def pytest_addoption(parser):
     group = parser.getgroup("loopcheck")
     group.addoption(
         "--loopcheck-bin",
-        help="the loopcheck binary (default: $LOOPCHECK_BIN, else `loopcheck` on PATH)",
+        help="the loopcheck binary (default: the one installed with this package, else "
+        "$LOOPCHECK_BIN, else `loopcheck` on PATH)",
     )
     group.addoption(
         "--loopcheck-filter",

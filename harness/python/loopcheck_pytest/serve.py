@@ -1,8 +1,10 @@
 """A `loopcheck serve` process and its sessions, over plain HTTP (standard library only)."""
 
 import fnmatch
+import importlib.metadata
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import threading
@@ -26,19 +28,48 @@ class ShouldWarning(UserWarning):
 
 
 def find_binary(explicit=None):
-    """The loopcheck binary: `explicit`, else $LOOPCHECK_BIN, else `loopcheck` on PATH."""
-    for candidate in (explicit, os.environ.get("LOOPCHECK_BIN")):
+    """The loopcheck binary: `explicit`, else the one installed with this package (the
+    `loopcheck` wheel), else $LOOPCHECK_BIN, else `loopcheck` on PATH."""
+    candidates = (
+        (explicit, "given"),
+        (packaged_binary(), None),
+        (os.environ.get("LOOPCHECK_BIN"), "given"),
+    )
+    for candidate, given in candidates:
         if candidate:
-            if not os.path.isfile(candidate):
+            if given and not os.path.isfile(candidate):
                 raise ServeError(f"no loopcheck binary at {candidate!r}")
             return candidate
     found = shutil.which("loopcheck")
     if found is None:
         raise ServeError(
-            "no loopcheck binary: install it (cargo install --path <loopcheck checkout>), "
-            "or name it with --loopcheck-bin or the LOOPCHECK_BIN environment variable"
+            "no loopcheck binary: install it (pip install loopcheck), or name it with "
+            "--loopcheck-bin or the LOOPCHECK_BIN environment variable"
         )
     return found
+
+
+def packaged_binary():
+    """The `loopcheck` binary the wheel installed beside this module, or None when this
+    module is not the installed `loopcheck` distribution's (a source checkout, say).
+
+    The distribution's file list is the authority: it names both this module and the
+    binary, so a copy of the plugin on sys.path never picks up another install's binary.
+    """
+    try:
+        dist = importlib.metadata.distribution("loopcheck")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    files = dist.files or []
+    here = pathlib.Path(__file__).resolve()
+    located = [(file, pathlib.Path(dist.locate_file(file)).resolve()) for file in files]
+    if not any(path == here for _, path in located):
+        return None
+    name = "loopcheck.exe" if os.name == "nt" else "loopcheck"
+    for file, path in located:
+        if file.name == name and path.parent.name in ("bin", "Scripts") and path.is_file():
+            return str(path)
+    return None
 
 
 def request(method, url, body=None, timeout=30, token=None):
