@@ -1,15 +1,17 @@
 // loopcheck for vitest: runs the catalogue's cases against a tool loop that lives inside
 // your application, through one `loopcheck serve` for the whole test run (docs/serve.md).
+// The `loopcheck` npm package ships it as `loopcheck/vitest`; in a loopcheck checkout it
+// is `loopcheck-node-controller/vitest`.
 //
 // In vitest.config.mjs, name this module as a global setup, so the main process starts the
 // server once and stops it when the run ends:
 //
-//   export default defineConfig({ test: { globalSetup: ['loopcheck-node-controller/vitest'] } });
+//   export default defineConfig({ test: { globalSetup: ['loopcheck/vitest'] } });
 //
 // In a test file:
 //
 //   import { test } from 'vitest';
-//   import { loopcheckCases, loopcheckSession } from 'loopcheck-node-controller/vitest';
+//   import { loopcheckCases, loopcheckSession } from 'loopcheck/vitest';
 //
 //   const runs = await loopcheckCases({ filter: ['dispatch/*'], supports: ['previous_response_id'] });
 //   test.for(runs)('%s', async (run, ctx) => {
@@ -20,6 +22,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { AssertionError } from 'node:assert';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { inject, onTestFinished } from 'vitest';
 
@@ -32,8 +35,33 @@ const URL_KEY = 'loopcheckUrl';
 // ---------------------------------------------------------------------------------------
 // The global setup: runs in vitest's main process, once per run.
 
-/** Where `loopcheck` is: `LOOPCHECK_BIN`, else the first `loopcheck` on the `PATH`. */
-export function findLoopcheck(env = process.env) {
+/** The npm package that carries the binary for this platform (npm/README.md). */
+export function platformPackage(platform = process.platform, arch = process.arch) {
+  return `@loopcheck/${platform}-${arch}`;
+}
+
+/**
+ * The binary of the `loopcheck` npm package's platform package, when it is installed
+ * beside this module (an optional dependency npm installs on the platforms it fits);
+ * otherwise null.
+ */
+export function packagedLoopcheck() {
+  try {
+    const manifest = createRequire(import.meta.url).resolve(`${platformPackage()}/package.json`);
+    const bin = path.join(path.dirname(manifest), 'bin', process.platform === 'win32' ? 'loopcheck.exe' : 'loopcheck');
+    accessSync(bin, constants.X_OK);
+    return bin;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Where `loopcheck` is: the one the `loopcheck` npm package installed, else
+ * `LOOPCHECK_BIN`, else the first `loopcheck` on the `PATH`.
+ */
+export function findLoopcheck(env = process.env, packaged = packagedLoopcheck()) {
+  if (packaged) return packaged;
   if (env.LOOPCHECK_BIN) return env.LOOPCHECK_BIN;
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
@@ -46,7 +74,7 @@ export function findLoopcheck(env = process.env) {
     }
   }
   throw new Error(
-    'loopcheck: no loopcheck binary found: set LOOPCHECK_BIN to its path, or put `loopcheck` on the PATH',
+    'loopcheck: no loopcheck binary found: npm install loopcheck, set LOOPCHECK_BIN to its path, or put `loopcheck` on the PATH',
   );
 }
 
