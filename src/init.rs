@@ -1,6 +1,7 @@
 //! `loopcheck init [python|node]`: a starter controller on the official SDK, its
-//! manifest, a `loopcheck.toml`, and a CI workflow that runs the catalogue and keeps the
-//! reports. Existing files are never overwritten without `--force`.
+//! manifest, a `loopcheck.toml`, and a CI workflow that runs the catalogue in shards
+//! through loopcheck's GitHub Action and keeps the reports. Existing files are never
+//! overwritten without `--force`.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,17 @@ const NODE_LOOP: &str = include_str!("../templates/init/loop.mjs");
 /// The capabilities the starter loops really have: the two state modes, nothing more.
 const MANIFEST: &str = "{\"supports\": [\"previous_response_id\", \"stateless\"]}\n";
 
+/// The repository of loopcheck's GitHub Action (`action.yml` at its root), as a
+/// workflow's `uses:` names it.
+pub const ACTION_REPOSITORY: &str = "loopcheck/loopcheck";
+
+/// This loopcheck's version: the action's tag and the package the workflow installs,
+/// so a project starts on the loopcheck that wrote it.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The shards the workflow's matrix splits the catalogue into.
+const SHARDS: usize = 2;
+
 /// Every file `init` writes, relative to the target folder, with its text.
 pub fn files(language: Language) -> Vec<(PathBuf, String)> {
     let (file, source, command, setup) = match language {
@@ -26,13 +38,13 @@ pub fn files(language: Language) -> Vec<(PathBuf, String)> {
             "loop.py",
             PYTHON_LOOP,
             "python3 loop.py",
-            "      - uses: actions/setup-python@v5\n        with:\n          python-version: \"3.11\"\n      - run: pip install openai==3.57.0\n",
+            "      - uses: actions/setup-python@e797f83bcb11b83ae66e0230d6156d7c80228e7c # v6.0.0\n        with:\n          python-version: \"3.11\"\n      - run: pip install openai==3.57.0\n",
         ),
         Language::Node => (
             "loop.mjs",
             NODE_LOOP,
             "node loop.mjs",
-            "      - uses: actions/setup-node@v4\n        with:\n          node-version: \"20\"\n      - run: npm install\n",
+            "      - uses: actions/setup-node@a0853c24544627f65ddf259abe73b1d18a591444 # v5.0.0\n        with:\n          node-version: \"20\"\n      - run: npm install\n",
         ),
     };
     let mut files = vec![
@@ -44,7 +56,7 @@ pub fn files(language: Language) -> Vec<(PathBuf, String)> {
         (PathBuf::from("loopcheck.toml"), settings(command)),
         (
             PathBuf::from(".github/workflows/loopcheck.yml"),
-            workflow(file, setup),
+            workflow(file, command, setup),
         ),
     ];
     if language == Language::Node {
@@ -70,27 +82,39 @@ fn settings(command: &str) -> String {
     )
 }
 
-fn workflow(file: &str, setup: &str) -> String {
+/// The CI workflow: loopcheck's action on each shard of the catalogue, its reports kept
+/// as artifacts and its counts and failing checks in the job summary.
+fn workflow(file: &str, command: &str, setup: &str) -> String {
+    let shards = (1..=SHARDS)
+        .map(|k| k.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     format!(
-        "# Runs the tool loop in {file} against loopcheck's conformance catalogue and keeps\n\
-         # the JUnit, HTML and JSON reports. Set the repository variable LOOPCHECK_GIT to the\n\
-         # git URL loopcheck is installed from.\n\
+        "# Runs the tool loop in {file} against loopcheck's conformance catalogue, in\n\
+         # {SHARDS} shards, and keeps each shard's JUnit and HTML reports (docs: installing).\n\
          name: loopcheck\n\
          on: [push, pull_request]\n\
+         permissions:\n\
+         \x20 contents: read\n\
          jobs:\n\
          \x20 loopcheck:\n\
          \x20   runs-on: ubuntu-latest\n\
+         \x20   strategy:\n\
+         \x20     fail-fast: false\n\
+         \x20     matrix:\n\
+         \x20       shard: [{shards}]\n\
          \x20   steps:\n\
-         \x20     - uses: actions/checkout@v4\n\
-         {setup}\
-         \x20     - name: Install loopcheck\n\
-         \x20       run: cargo install --locked --git \"${{{{ vars.LOOPCHECK_GIT }}}}\" loopcheck\n\
-         \x20     - run: loopcheck run --profile ci\n\
-         \x20     - uses: actions/upload-artifact@v4\n\
-         \x20       if: always()\n\
+         \x20     - uses: actions/checkout@08c6903cd8c0fde910a37f88322edcfb5dd907a8 # v5.0.0\n\
          \x20       with:\n\
-         \x20         name: loopcheck-reports\n\
-         \x20         path: target/loopcheck/\n"
+         \x20         persist-credentials: false\n\
+         {setup}\
+         \x20     # The release this workflow was written for; pin it to that tag's commit once\n\
+         \x20     # you have checked it, as the actions above are.\n\
+         \x20     - uses: {ACTION_REPOSITORY}@v{VERSION} # zizmor: ignore[unpinned-uses]\n\
+         \x20       with:\n\
+         \x20         controller: {command}\n\
+         \x20         partition: hash:${{{{ matrix.shard }}}}/{SHARDS}\n\
+         \x20         version: \"{VERSION}\"\n"
     )
 }
 
@@ -158,8 +182,13 @@ mod tests {
                 .find(|(p, _)| p.ends_with("loopcheck.yml"))
                 .unwrap()
                 .1;
-            assert!(workflow.contains("${{ vars.LOOPCHECK_GIT }}"), "{workflow}");
-            assert!(workflow.contains("loopcheck run --profile ci"));
+            let action = format!("uses: {ACTION_REPOSITORY}@v{VERSION}");
+            assert!(workflow.contains(&action), "{workflow}");
+            assert!(
+                workflow.contains("partition: hash:${{ matrix.shard }}/2"),
+                "{workflow}"
+            );
+            assert!(workflow.contains("controller: ") && workflow.contains("loop."));
         }
     }
 
