@@ -37,6 +37,7 @@ mod sharding;
 mod snapshot_runs;
 mod surface;
 mod upstream;
+mod versions;
 mod vitest_helper;
 mod websocket;
 mod wiremock_plugin;
