@@ -135,6 +135,8 @@ pub struct Profile {
     pub junit: Option<PathBuf>,
     /// The HTML report's path.
     pub html: Option<PathBuf>,
+    /// The Markdown summary's path.
+    pub summary_markdown: Option<PathBuf>,
     /// The expected failures.
     pub baseline: Option<PathBuf>,
     /// The snapshot folder.
@@ -163,6 +165,7 @@ const SETTINGS: &[(&str, &str)] = &[
     ("report-json", "a file path, as a string"),
     ("junit", "a file path, as a string"),
     ("html", "a file path, as a string"),
+    ("summary-markdown", "a file path, as a string"),
     ("baseline", "a file path, as a string"),
     ("snapshots", "a folder path, as a string"),
     ("partition", "slice:K/N or hash:K/N, with 1 <= K <= N"),
@@ -191,6 +194,7 @@ impl Profile {
             report_json: self.report_json.or(base.report_json),
             junit: self.junit.or(base.junit),
             html: self.html.or(base.html),
+            summary_markdown: self.summary_markdown.or(base.summary_markdown),
             baseline: self.baseline.or(base.baseline),
             snapshots: self.snapshots.or(base.snapshots),
             partition: self.partition.or(base.partition),
@@ -210,6 +214,7 @@ impl Profile {
         self.report_json = self.report_json.map(at);
         self.junit = self.junit.map(at);
         self.html = self.html.map(at);
+        self.summary_markdown = self.summary_markdown.map(at);
         self.baseline = self.baseline.map(at);
         self.snapshots = self.snapshots.map(at);
         self
@@ -233,6 +238,7 @@ impl Profile {
             "report-json" => self.report_json = Some(path(entry)?),
             "junit" => self.junit = Some(path(entry)?),
             "html" => self.html = Some(path(entry)?),
+            "summary-markdown" => self.summary_markdown = Some(path(entry)?),
             "baseline" => self.baseline = Some(path(entry)?),
             "snapshots" => self.snapshots = Some(path(entry)?),
             "partition" => {
@@ -616,6 +622,7 @@ fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Profile, Con
         report_json: path("LOOPCHECK_REPORT_JSON"),
         junit: path("LOOPCHECK_JUNIT"),
         html: path("LOOPCHECK_HTML"),
+        summary_markdown: path("LOOPCHECK_SUMMARY_MARKDOWN"),
         baseline: path("LOOPCHECK_BASELINE"),
         snapshots: path("LOOPCHECK_SNAPSHOTS"),
         partition: read(env, "LOOPCHECK_PARTITION", "partition", partition)?,
@@ -732,7 +739,7 @@ junit = "out/junit.xml"
     fn mistakes_are_named_with_their_place() {
         let (_dir, path) = file("[profile.default]\njobs = 2\ncontroler = \"x\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err().to_string();
-        assert!(err.ends_with("loopcheck.toml:3:1: unknown key `controler` in [profile.default]; expected one of controller, supports, jobs, timeout, startup-timeout, seed, filter, paths, report-json, junit, html, baseline, snapshots, partition\n(hint: did you mean `controller`?)"), "{err}");
+        assert!(err.ends_with("loopcheck.toml:3:1: unknown key `controler` in [profile.default]; expected one of controller, supports, jobs, timeout, startup-timeout, seed, filter, paths, report-json, junit, html, summary-markdown, baseline, snapshots, partition\n(hint: did you mean `controller`?)"), "{err}");
         let (_dir, path) = file("[profile.default]\njobs = \"two\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err().to_string();
         assert!(

@@ -42,6 +42,7 @@ fn with_settings(mut args: RunArgs) -> Result<RunArgs, ConfigError> {
     args.reports.report_json = args.reports.report_json.or(profile.report_json);
     args.reports.junit = args.reports.junit.or(profile.junit);
     args.reports.html = args.reports.html.or(profile.html);
+    args.reports.summary_markdown = args.reports.summary_markdown.or(profile.summary_markdown);
     args.baseline = args.baseline.or(profile.baseline);
     args.snapshots = args.snapshots.or(profile.snapshots);
     args.partition = args.partition.or(profile.partition);

@@ -35,6 +35,7 @@ mod serve;
 mod settings;
 mod sharding;
 mod snapshot_runs;
+mod summary_markdown;
 mod surface;
 mod upstream;
 mod versions;
