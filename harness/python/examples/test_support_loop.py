@@ -1,7 +1,7 @@
 """The support loop against three catalogue cases, each through its own loopcheck session.
 
-Run: pip install ./harness/python && pytest harness/python/examples
-(with `loopcheck` on PATH, or LOOPCHECK_BIN naming it).
+Run: pip install loopcheck && pytest harness/python/examples
+(the plugin starts the binary its package installed).
 """
 
 import json
