@@ -245,7 +245,9 @@ def _locate(loc: tuple, root: Any, missing: bool) -> tuple[list[Any], list[tuple
         if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             keys.append(part)
             node = node[part]
-        elif isinstance(node, dict) and isinstance(part, str) and (part in node or (last and missing)):
+        elif isinstance(node, dict) and isinstance(part, str) and (
+            part in node or last and missing
+        ):
             keys.append(part)
             node = node.get(part)
         else:
@@ -263,25 +265,10 @@ def _path(keys: list[Any], wildcard: bool = False) -> str:
     return text
 
 
-def _node(root: Any, keys: list[Any]) -> Any:
-    node = root
-    for key in keys:
-        if isinstance(node, dict):
-            node = node.get(key)
-        elif isinstance(node, list) and isinstance(key, int) and key < len(node):
-            node = node[key]
-        else:
-            return None
-    return node
-
-
-def _mismatched_type(error: dict, keys: list[Any], at: int) -> bool:
-    """The error says a union member's `type` is another kind."""
-    return (
-        len(keys) == at + 1
-        and keys[at] == "type"
-        and error["type"] in ("literal_error", "enum")
-    )
+def _mismatched_type(error: dict, rest: list[Any]) -> bool:
+    """The error, at `rest` under a union member, says the node's `type` is another
+    member's kind."""
+    return rest == ["type"] and error["type"] in ("literal_error", "enum")
 
 
 def _under(entry: tuple, prefix: tuple, before: tuple, at: int) -> bool:
@@ -315,37 +302,35 @@ def complaints(error: ValidationError, root: Any) -> list[Complaint]:
         for (prefix, before, at), names in sorted(points.items(), key=lambda p: p[0][2]):
             if len(names) < 2:
                 continue
-            inside = [
-                entry
-                for entry in located
-                if _under(entry, prefix, before, at)
-            ]
+            inside = [entry for entry in located if _under(entry, prefix, before, at)]
             mismatched = {
                 members[len(before)][1]
                 for e, keys, members in inside
-                if _mismatched_type(e, keys[at:], 0)
+                if _mismatched_type(e, keys[at:])
             }
             matching = names - mismatched
             if matching:
-                drop = [entry for entry in inside if entry[2][len(before)][1] not in matching]
+                drop = {id(entry) for entry in inside if entry[2][len(before)][1] not in matching}
                 if not drop:
                     continue
-                located = [entry for entry in located if not any(entry is d for d in drop)]
+                located = [entry for entry in located if id(entry) not in drop]
             else:
-                node = _node(root, list(prefix))
+                node = _walk(root, _path(list(prefix)))
                 kind = node.get("type") if isinstance(node, dict) else node
                 expected = sorted(
                     {
                         e["ctx"]["expected"]
                         for e, keys, members in inside
-                        if _mismatched_type(e, keys[at:], 0) and "expected" in e.get("ctx", {})
+                        if _mismatched_type(e, keys[at:]) and "expected" in e.get("ctx", {})
                     }
                 )
                 summary = {
                     "type": "union_kind",
-                    "msg": f"no kind the spec allows here has type {kind!r} (it allows {', '.join(expected)})",
+                    "msg": f"no kind the spec allows here has type {kind!r} "
+                    f"(it allows {', '.join(expected)})",
                 }
-                located = [entry for entry in located if not any(entry is d for d in inside)]
+                gone = {id(entry) for entry in inside}
+                located = [entry for entry in located if id(entry) not in gone]
                 located.append((summary, list(prefix), list(before)))
             changed = True
             break
@@ -393,6 +378,7 @@ def _concrete(path: str, pattern: str) -> str:
 
 
 def _walk(root: Any, path: str) -> Any:
+    """The node at `path` (`a.b[2].c`), or None."""
     node = root
     for part in path.replace("[", ".[").split("."):
         if not part:
@@ -441,7 +427,11 @@ def main() -> int:
             difference = excused_by(complaint, value)
             if difference is None:
                 failures.append(
-                    {"label": document["label"], "path": complaint.path or "(the whole document)", "complaint": complaint.message}
+                    {
+                        "label": document["label"],
+                        "path": complaint.path or "(the whole document)",
+                        "complaint": complaint.message,
+                    }
                 )
             else:
                 key = f"{difference.reason} ({difference.sdk})"
