@@ -1,8 +1,9 @@
 //! `loopcheck fuzz`: property fuzzing of a controller. proptest generates whole cases
 //! (rounds of parallel calls to known and unknown tools with valid, malformed or
-//! schema-violating arguments, reasoning and preambles, denials, transient tool
-//! failures and approvals, transport faults, incomplete, failed and refused turns,
-//! streams delivered badly, program pauses), each only where the controller declares the
+//! schema-violating arguments, custom tool calls in and out of their grammar, reasoning
+//! (with its text) and preambles, citations, denials, transient tool failures and
+//! approvals, transport faults, incomplete (content-filtered too), failed and refused
+//! turns, streams delivered badly, program pauses), each only where the controller declares the
 //! capability; the oracle judges each as it judges a catalogue case. On the first
 //! failure the case is shrunk, rerunning the real controller at each step, to a minimal
 //! scenario written as an ordinary scenario file that `loopcheck run` replays. Failures

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::scenario::{
-    ApprovalRule, CallSpec, Delivery, DenyRule, ErrorShape, Expectation, FORMAT_VERSION, Fault,
-    Level, MessageFull, MessageSpec, Outcome, OutputSpec, ProgramOutputSpec, ProgramSpec,
-    ReasoningSpec, Scenario, StateMode, StreamError, TaskSpec, ToolBehaviour, ToolRef, Turn,
-    TurnStatus, UnavailableRule,
+    Annotation, ApprovalRule, CallSpec, CustomCallSpec, Delivery, DenyRule, ErrorShape,
+    Expectation, FORMAT_VERSION, Fault, Level, MessageFull, MessageSpec, Outcome, OutputSpec,
+    ProgramOutputSpec, ProgramSpec, ReasoningSpec, Scenario, StateMode, StreamError, TaskSpec,
+    ToolBehaviour, ToolRef, Turn, TurnStatus, UnavailableRule,
 };
 
 /// One call the model makes, by what a correct controller must do with it.
@@ -37,6 +37,16 @@ pub enum CallKind {
     RefundApproved,
     /// A refund the approver refuses.
     RefundDenied,
+}
+
+/// A call to the custom tool `stock_of`, whose input a regex grammar constrains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CustomCall {
+    /// A SKU the grammar takes (picked by the number).
+    Valid(u8),
+    /// An input that breaks the grammar: the controller must not run it, and must answer
+    /// the call with an error output.
+    BrokenGrammar,
 }
 
 /// A transport fault before a round's turn is served; a correct client retries it.
@@ -68,6 +78,12 @@ pub struct Round {
     /// Over the socket: the server closes the connection once this turn is sent (its
     /// time limit), so the loop must reconnect to go on.
     pub close_connection: bool,
+    /// The reasoning item carries its reasoning text besides its summary.
+    pub reasoning_text: bool,
+    /// The preamble cites a source (an `output_text` annotation).
+    pub cited: bool,
+    /// A custom tool call after the function calls (not in a program's round).
+    pub custom: Option<CustomCall>,
 }
 
 /// How the last turn ends the loop.
@@ -77,7 +93,8 @@ pub enum End {
     Answer(bool),
     /// A refusal.
     Refusal,
-    /// Incomplete, with the message cut off.
+    /// Incomplete, with the message cut off (by the output limit, or by the content
+    /// filter when the plan says `filtered`).
     IncompleteText,
     /// Incomplete, with a call's arguments cut off.
     IncompleteCall,
@@ -126,6 +143,13 @@ pub struct Plan {
     /// A round budget that runs out before the last turn: the loop must stop after
     /// this many requests (1 to the number of rounds).
     pub budget: Option<usize>,
+    /// The final answer cites its sources (`output_text` annotations).
+    pub cited: bool,
+    /// The final answer's reasoning item carries its reasoning text.
+    pub reasoning_text: bool,
+    /// An incomplete text ending was cut by the content filter (`incomplete_details.reason:
+    /// content_filter`), not by the output limit.
+    pub filtered: bool,
 }
 
 /// What a correct controller reports for a plan.
@@ -156,6 +180,10 @@ fn expectation(plan: &Plan, answer: &str) -> Expectation {
 }
 
 const SKUS: &[&str] = &["A1", "B2", "C3", "D4", "E5", "F6", "G7", "H8"];
+/// The custom tool: one SKU as its whole input, constrained by a regex grammar.
+const CUSTOM_TOOL: &str = "stock_of";
+/// An input `CUSTOM_TOOL`'s grammar does not take.
+const OFF_GRAMMAR: &str = "a7; drop";
 const CITIES: &[&str] = &["Lisbon", "Oslo", "Zürich", "Kraków", "Québec"];
 
 /// The call a kind becomes: tool name and arguments (a string is sent verbatim).
@@ -219,6 +247,36 @@ fn message(text: &str) -> OutputSpec {
     OutputSpec::Message(MessageSpec::Text(text.to_owned()))
 }
 
+/// A message whose text cites a web page (over its whole text) and a file (at its end).
+fn cited_message(text: &str) -> OutputSpec {
+    let end = text.chars().count() as u32;
+    OutputSpec::Message(MessageSpec::Full(MessageFull {
+        text: text.to_owned(),
+        status: None,
+        refusal: None,
+        annotations: vec![
+            Annotation::UrlCitation {
+                start_index: 0,
+                end_index: end,
+                title: "Stock and weather".to_owned(),
+                url: "https://example.com/stock".to_owned(),
+            },
+            Annotation::FileCitation {
+                file_id: "file-stock01".to_owned(),
+                filename: "stock.csv".to_owned(),
+                index: end,
+            },
+        ],
+    }))
+}
+
+fn reasoning(summary: Option<String>, text: bool) -> OutputSpec {
+    OutputSpec::Reasoning(ReasoningSpec {
+        summary,
+        text: text.then(|| "Look the values up before answering.".to_owned()),
+    })
+}
+
 impl Plan {
     /// The scenario of this plan, with id `id` and a summary that says where it came from.
     pub fn scenario(&self, id: &str, summary: &str) -> Scenario {
@@ -234,13 +292,16 @@ impl Plan {
                 }));
             }
             if round.reasoning {
-                output.push(OutputSpec::Reasoning(ReasoningSpec {
-                    summary: Some(format!("Round {} of lookups.", index + 1)),
-                    text: None,
-                }));
+                let summary = Some(format!("Round {} of lookups.", index + 1));
+                output.push(reasoning(summary, round.reasoning_text));
             }
             if round.preamble {
-                output.push(message("Let me look that up."));
+                let preamble = "Let me look that up.";
+                output.push(if round.cited {
+                    cited_message(preamble)
+                } else {
+                    message(preamble)
+                });
             }
             let caller = (round.program && self.programmatic).then(|| format!("p{}", index + 1));
             if let Some(label) = &caller {
@@ -269,6 +330,16 @@ impl Plan {
                     caller: caller.clone(),
                 }));
             }
+            if let Some(custom) = round.custom.filter(|_| caller.is_none()) {
+                let input = match custom {
+                    CustomCall::Valid(n) => SKUS[n as usize % SKUS.len()],
+                    CustomCall::BrokenGrammar => OFF_GRAMMAR,
+                };
+                output.push(OutputSpec::CustomCall(CustomCallSpec {
+                    name: CUSTOM_TOOL.to_owned(),
+                    input: input.to_owned(),
+                }));
+            }
             program_open = caller;
             let mut turn = turn(output);
             turn.faults = round.faults.iter().copied().map(fault).collect();
@@ -288,13 +359,20 @@ impl Plan {
         match self.end {
             End::Answer(_) | End::Cut | End::ErrorEvent | End::ClientError | End::NoRetry => {
                 if self.end == End::Answer(true) {
-                    last.push(OutputSpec::Reasoning(ReasoningSpec::default()));
+                    last.push(reasoning(None, self.reasoning_text));
                 }
-                last.push(message(answer));
+                last.push(if self.cited {
+                    cited_message(answer)
+                } else {
+                    message(answer)
+                });
             }
             End::Refusal => last.push(OutputSpec::Refusal("I can't help with that.".to_owned())),
             End::IncompleteText => {
                 end.status = TurnStatus::Incomplete;
+                if self.filtered {
+                    end.incomplete_reason = Some("content_filter".to_owned());
+                }
                 last.push(OutputSpec::Message(MessageSpec::Full(MessageFull {
                     text: "Here is what I fou".to_owned(),
                     status: Some("incomplete".to_owned()),
@@ -382,6 +460,12 @@ impl Plan {
             tools.push(ToolRef::Fixture("get_stock".to_owned()));
         }
         tools.push(ToolRef::Fixture("get_weather".to_owned()));
+        if self.calls_custom() {
+            tools.push(ToolRef::Inline(json!({
+                "type": "custom", "name": CUSTOM_TOOL,
+                "description": "The available units of one SKU, given as the whole input.",
+                "format": {"type": "grammar", "syntax": "regex", "definition": "[A-Z][0-9]+"}})));
+        }
         if self.approvals {
             tools.push(ToolRef::Fixture("issue_refund".to_owned()));
         }
@@ -414,8 +498,24 @@ impl Plan {
         }
     }
 
+    /// Whether a round calls the custom tool (a program's round never does).
+    fn calls_custom(&self) -> bool {
+        self.rounds
+            .iter()
+            .any(|round| round.custom.is_some() && !(round.program && self.programmatic))
+    }
+
     fn behaviours(&self) -> BTreeMap<String, ToolBehaviour> {
         let mut tools = BTreeMap::new();
+        if self.calls_custom() {
+            tools.insert(
+                CUSTOM_TOOL.to_owned(),
+                ToolBehaviour {
+                    default: Some(json!({"available_units": 8})),
+                    ..ToolBehaviour::default()
+                },
+            );
+        }
         tools.insert(
             "get_stock".to_owned(),
             ToolBehaviour {

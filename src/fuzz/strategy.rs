@@ -1,8 +1,13 @@
 //! proptest strategies for plans, limited to what the controller declares it supports:
 //! a state mode it declares, streams only with `stream`, refunds only with `approvals`,
-//! programs only with `programmatic`. Every choice is ordered simplest first, so proptest
-//! shrinks a failing plan towards fewer rounds, fewer calls, plain valid calls and no
-//! faults.
+//! programs only with `programmatic`, custom tool calls only with `custom`. Every choice is
+//! ordered simplest first, so proptest shrinks a failing plan towards fewer rounds, fewer
+//! calls, plain valid calls and no faults.
+//!
+//! The output beside the calls (citations, reasoning text, the content filter's ending,
+//! custom calls) is drawn after everything else, from the end of each case's random
+//! stream: a seed's cases keep the rounds, calls and endings they had before those
+//! existed.
 
 use std::collections::BTreeSet;
 
@@ -10,7 +15,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
-use super::plan::{CallKind, Chunking, End, Plan, Round, Transient};
+use super::plan::{CallKind, Chunking, CustomCall, End, Plan, Round, Transient};
 use crate::scenario::StateMode;
 
 /// What the generator may use.
@@ -91,8 +96,34 @@ fn round(approvals: bool, programmatic: bool) -> impl Strategy<Value = Round> {
                 program,
                 faults: if faulty { faults } else { Vec::new() },
                 close_connection,
+                reasoning_text: false,
+                cited: false,
+                custom: None,
             },
         )
+}
+
+/// What a round has beside its calls and faults: (reasoning text, a cited preamble, a
+/// custom call).
+type RoundOutput = (bool, bool, Option<CustomCall>);
+
+fn round_output(custom: bool) -> impl Strategy<Value = RoundOutput> {
+    (
+        prop::bool::weighted(0.25),
+        prop::bool::weighted(0.25),
+        if custom {
+            prop::option::weighted(
+                0.3,
+                prop_oneof![
+                    3 => (0u8..8).prop_map(CustomCall::Valid),
+                    1 => Just(CustomCall::BrokenGrammar),
+                ],
+            )
+            .boxed()
+        } else {
+            Just(None).boxed()
+        },
+    )
 }
 
 /// How the last turn ends; the stream-only endings become answers in a case that does
@@ -111,6 +142,15 @@ fn end() -> BoxedStrategy<End> {
         (1, Just(End::ErrorEvent).boxed()),
     ];
     proptest::strategy::Union::new_weighted(ends).boxed()
+}
+
+/// Whether the last turn has a final message (the answer, or the one a fault or a cut
+/// stream keeps from the controller).
+fn has_answer(end: End) -> bool {
+    matches!(
+        end,
+        End::Answer(_) | End::Cut | End::ErrorEvent | End::ClientError | End::NoRetry
+    )
 }
 
 fn chunking() -> impl Strategy<Value = Chunking> {
@@ -133,6 +173,7 @@ pub fn plans(profile: &Profile) -> BoxedStrategy<Plan> {
     let websocket = profile.has("websocket");
     let approvals = profile.has("approvals");
     let programmatic = profile.has("programmatic");
+    let custom = profile.has("custom");
     let rounds = profile.max_turns.max(1) - 1;
     (
         proptest::sample::select(states),
@@ -149,9 +190,16 @@ pub fn plans(profile: &Profile) -> BoxedStrategy<Plan> {
         } else {
             Just(false).boxed()
         },
+        // Last, so that what comes before is drawn as it was without them.
+        vec(round_output(custom), rounds..=rounds),
+        (
+            prop::bool::weighted(0.25),
+            prop::bool::weighted(0.25),
+            prop::bool::weighted(0.5),
+        ),
     )
         .prop_map(
-            move |(state, stream, rounds, end, budget, websocket)| Plan {
+            move |(state, stream, rounds, end, budget, websocket, outputs, last)| Plan {
                 state,
                 // The socket carries events: a case over it is a streamed one.
                 stream: if websocket {
@@ -162,7 +210,17 @@ pub fn plans(profile: &Profile) -> BoxedStrategy<Plan> {
                 websocket,
                 approvals,
                 programmatic,
-                rounds,
+                rounds: rounds
+                    .into_iter()
+                    .zip(outputs)
+                    .map(|(round, (reasoning_text, cited, custom))| Round {
+                        // Only what the round has: a plan shrinks to one it would print.
+                        reasoning_text: reasoning_text && round.reasoning,
+                        cited: cited && round.preamble,
+                        custom: custom.filter(|_| !(round.program && programmatic)),
+                        ..round
+                    })
+                    .collect(),
                 end: match end {
                     End::Cut | End::ErrorEvent if stream.is_none() && !websocket => {
                         End::Answer(false)
@@ -170,6 +228,9 @@ pub fn plans(profile: &Profile) -> BoxedStrategy<Plan> {
                     end => end,
                 },
                 budget,
+                cited: last.0 && has_answer(end),
+                reasoning_text: last.1 && end == End::Answer(true),
+                filtered: last.2 && end == End::IncompleteText,
             },
         )
         .boxed()

@@ -16,7 +16,8 @@ use crate::support::{missing_sdk, root};
 
 /// Mutants whose defect generated cases reach: parallel calls (to one tool or several),
 /// rejected calls, denials, incomplete turns, stateless replays of reasoning, a budget
-/// that runs out.
+/// that runs out, custom tool calls (their grammar, their answer's kind), reasoning text
+/// and the content filter's ending.
 const REACHABLE: &[&str] = &[
     "first-call-only.py",
     "results-keyed-by-name.py",
@@ -27,6 +28,10 @@ const REACHABLE: &[&str] = &[
     "incomplete-as-answer.py",
     "drop-reasoning.py",
     "execute-on-last-round.py",
+    "custom-grammar-unchecked.py",
+    "custom-answered-as-function.py",
+    "reasoning-text-in-answer.py",
+    "content-filter-as-answer.py",
 ];
 
 /// Most cases a mutant's defect may take to be found.

@@ -18,6 +18,7 @@ mod junit;
 mod layering;
 mod msrv;
 mod mutants;
+mod open_responses;
 mod output;
 mod process;
 mod properties;

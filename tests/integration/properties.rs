@@ -35,6 +35,7 @@ fn profile() -> Profile {
             "websocket",
             "programmatic",
             "approvals",
+            "custom",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -125,6 +126,84 @@ fn socket_cases_with_server_closes_are_generated_only_for_websocket_controllers(
     let mut http_only = profile();
     http_only.supports.remove("websocket");
     assert_eq!(count(&http_only), (0, 0));
+}
+
+/// The output the fake has only lately sent is drawn too: custom tool calls (valid, and
+/// breaking their grammar) for a controller that declares `custom` and only for one,
+/// citations and reasoning text for any, and the content filter's incomplete ending;
+/// and every such case is a valid scenario.
+#[test]
+fn generated_cases_draw_custom_calls_citations_reasoning_text_and_the_content_filter() {
+    use loopcheck::scenario::{Annotation, MessageSpec, OutputSpec};
+    use proptest::strategy::ValueTree;
+    #[derive(Debug, Default, PartialEq)]
+    struct Seen {
+        valid_custom: usize,
+        broken_custom: usize,
+        cited: usize,
+        reasoning_text: usize,
+        filtered: usize,
+    }
+    let count = |profile: &Profile| {
+        let mut runner = runner(1);
+        let strategy = plans(profile);
+        let mut seen = Seen::default();
+        for _ in 0..300 {
+            let scenario = strategy
+                .new_tree(&mut runner)
+                .unwrap()
+                .current()
+                .scenario("fuzz/count", "A generated case.");
+            let yaml = serde_saphyr::to_string(&scenario).expect("a scenario serializes");
+            parse(Path::new("fuzz/count.yaml"), &yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+            let custom_tool = scenario.task.tools.iter().any(|tool| {
+                matches!(tool, loopcheck::scenario::ToolRef::Inline(def) if def["type"] == "custom")
+            });
+            for turn in &scenario.script {
+                for item in &turn.output {
+                    match item {
+                        OutputSpec::CustomCall(call) => {
+                            assert!(custom_tool, "a custom call without the custom tool");
+                            if call.input == "a7; drop" {
+                                seen.broken_custom += 1;
+                            } else {
+                                seen.valid_custom += 1;
+                            }
+                        }
+                        OutputSpec::Message(MessageSpec::Full(message))
+                            if message
+                                .annotations
+                                .iter()
+                                .any(|a| matches!(a, Annotation::UrlCitation { .. })) =>
+                        {
+                            seen.cited += 1
+                        }
+                        OutputSpec::Reasoning(reasoning) if reasoning.text.is_some() => {
+                            seen.reasoning_text += 1
+                        }
+                        _ => {}
+                    }
+                }
+                seen.filtered +=
+                    usize::from(turn.incomplete_reason.as_deref() == Some("content_filter"));
+            }
+        }
+        seen
+    };
+    let seen = count(&profile());
+    assert!(
+        seen.valid_custom > 10
+            && seen.broken_custom > 3
+            && seen.cited > 10
+            && seen.reasoning_text > 10
+            && seen.filtered > 3,
+        "{seen:?}"
+    );
+    let mut without_custom = profile();
+    without_custom.supports.remove("custom");
+    let seen = count(&without_custom);
+    assert_eq!((seen.valid_custom, seen.broken_custom), (0, 0));
+    assert!(seen.cited > 10 && seen.reasoning_text > 10, "{seen:?}");
 }
 
 #[test]

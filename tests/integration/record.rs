@@ -823,3 +823,144 @@ async fn record_without_a_task_keeps_the_commands_own_task_and_tools_url() {
         "/my/own/task.json\nhttp://tools.example/own\n"
     );
 }
+
+/// What the upstream served in one recorded run: per accepted create, in order, the
+/// Response and (for a stream) its events.
+fn served_turns(fake: &loopcheck::wiremock::LoopcheckFake) -> Vec<(Value, Vec<Value>)> {
+    fake.session()
+        .transcript()
+        .model
+        .iter()
+        .filter(|exchange| exchange.turn.is_some())
+        .map(|exchange| match &*exchange.response {
+            Value::Array(events) => {
+                let terminal = events
+                    .iter()
+                    .rev()
+                    .find(|event| event["response"].is_object())
+                    .map(|event| event["response"].clone())
+                    .unwrap_or_default();
+                (terminal, events.clone())
+            }
+            body => (body.clone(), Vec::new()),
+        })
+        .collect()
+}
+
+/// Custom tool calls, output_text annotations and reasoning text, recorded through the
+/// proxy from the fake as upstream (as JSON bodies and as streams): the cassette holds
+/// every output item and every event value for value as the upstream sent them, and
+/// replays to the reference without drift.
+#[tokio::test(flavor = "multi_thread")]
+async fn custom_calls_citations_and_reasoning_text_are_recorded_verbatim_and_replay() {
+    use loopcheck::scenario::Delivery;
+    use loopcheck::wiremock::LoopcheckFake;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for id in [
+        "custom/01-custom-call",
+        "output/01-annotations",
+        "output/02-reasoning-text",
+    ] {
+        for delivery in [Delivery::Json, Delivery::Stream] {
+            let run = format!("{id} [{delivery}]");
+            let scenario = crate::support::case(id).scenario.delivered(delivery);
+            let task = dir
+                .path()
+                .join(format!("{}-{delivery}.yaml", id.replace('/', "-")));
+            std::fs::write(&task, serde_saphyr::to_string(&scenario).unwrap()).unwrap();
+            let fake = LoopcheckFake::new(scenario, StateMode::Stateless)
+                .unwrap_or_else(|err| panic!("{run}: the fake serves faithfully: {err}"));
+            let server = MockServer::start().await;
+            fake.mount(&server).await;
+            let cassette = dir
+                .path()
+                .join(format!("{}-{delivery}.json", id.replace('/', "-")));
+            let upstream = format!("{}/v1", server.uri());
+            let bin = bin();
+            let output = record(
+                &upstream,
+                &cassette,
+                &["--task", task.to_str().unwrap(), "--state", "stateless"],
+                &[&bin, "reference-controller"],
+                &[("OPENAI_API_KEY", fake.api_key())],
+            )
+            .await;
+            assert!(output.status.success(), "{run}: {}", text(&output));
+
+            let served = served_turns(&fake);
+            let document: Value =
+                serde_json::from_slice(&std::fs::read(&cassette).unwrap()).unwrap();
+            let turns = document["script"].as_array().expect("the cassette's turns");
+            assert_eq!(
+                turns.len(),
+                served.len(),
+                "{run}: one turn per served response"
+            );
+            for (n, (turn, (response, events))) in turns.iter().zip(&served).enumerate() {
+                let recorded = &turn["recorded"];
+                assert_eq!(
+                    recorded["response"]["output"], response["output"],
+                    "{run}: turn {n}'s output items differ from what the upstream sent"
+                );
+                let recorded_events: Vec<&Value> = recorded["events"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|e| &e["event"])
+                    .collect();
+                assert_eq!(
+                    recorded_events,
+                    events.iter().collect::<Vec<_>>(),
+                    "{run}: turn {n}'s events differ from what the upstream sent"
+                );
+                assert_eq!(recorded_events.is_empty(), delivery == Delivery::Json);
+                for item in response["output"].as_array().into_iter().flatten() {
+                    if item["type"] == "custom_tool_call" {
+                        seen.insert("custom_tool_call");
+                    }
+                    for part in item["content"].as_array().into_iter().flatten() {
+                        if part["type"] == "reasoning_text" {
+                            seen.insert("reasoning_text");
+                        }
+                        if part["annotations"]
+                            .as_array()
+                            .is_some_and(|a| !a.is_empty())
+                        {
+                            seen.insert("annotations");
+                        }
+                    }
+                }
+                for event in events {
+                    let kind = event["type"].as_str().unwrap_or_default();
+                    if kind.starts_with("response.custom_tool_call_input.")
+                        || kind.starts_with("response.reasoning_text.")
+                        || kind == "response.output_text.annotation.added"
+                    {
+                        seen.insert("their stream events");
+                    }
+                }
+            }
+
+            let (output, cases) = run_cassette(&cassette, &[]).await;
+            assert!(output.status.success(), "{run}: {}", text(&output));
+            assert_eq!(cases[0]["verdict"], "pass", "{run}: {:#}", cases[0]);
+            assert_eq!(
+                cases[0]["recording"]["status"], "matched",
+                "{run}: {:#}",
+                cases[0]
+            );
+        }
+    }
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        [
+            "annotations",
+            "custom_tool_call",
+            "reasoning_text",
+            "their stream events"
+        ],
+        "the recordings hold every new kind of output"
+    );
+}

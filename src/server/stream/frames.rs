@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::StreamedResponse;
 use crate::scenario::RecordedEvent;
 use crate::transcript::event_data;
+use crate::wire::call_kind;
 use crate::wire::write::value_to;
 
 /// A stream's events rendered to the bytes a front end writes, with how to deliver them.
@@ -194,9 +195,11 @@ pub fn replay(recorded: &[RecordedEvent]) -> StreamFrames {
     for (index, RecordedEvent { event, .. }) in recorded.iter().enumerate() {
         write_frame(&mut out, event);
         ends.push(out.len());
+        // Every kind of call the controller runs, not function calls alone: the oracle
+        // judges a custom call run before its `output_item.done` too.
         if event["type"] == "response.output_item.done"
-            && event["item"]["type"] == "function_call"
-            && let Some(call_id) = event["item"]["call_id"].as_str()
+            && let Some(kind) = event["item"]["type"].as_str().and_then(call_kind::of_call)
+            && let Some(call_id) = event["item"][kind.call_ref].as_str()
         {
             call_done.push((index, call_id.to_owned()));
         }
