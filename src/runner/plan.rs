@@ -64,6 +64,16 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if custom {
         needed.push("custom");
     }
+    // MCP approvals: the controller decides each request the script makes. Hosted items
+    // (an `mcp_call` included) need nothing: every controller replays output items.
+    let mcp = scenario.script.iter().any(|turn| {
+        turn.output
+            .iter()
+            .any(|item| matches!(item, OutputSpec::McpApproval(_)))
+    });
+    if mcp {
+        needed.push("mcp");
+    }
     needed
 }
 

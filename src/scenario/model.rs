@@ -608,6 +608,16 @@ pub enum OutputSpec {
     /// A call to a `custom` tool: free-form text input.
     #[serde(rename = "custom_call")]
     CustomCall(CustomCallSpec),
+    /// An MCP approval request: the model asks to call an `mcp` tool whose server
+    /// requires approval; the controller answers with an `mcp_approval_response`.
+    #[serde(rename = "mcp_approval")]
+    McpApproval(McpApprovalSpec),
+    /// An item of a hosted tool the server ran (`web_search_call`, `file_search_call`,
+    /// `code_interpreter_call`, `image_generation_call`, `mcp_call`, `mcp_list_tools`):
+    /// its fields as the API writes them, `type` included; the fake adds its `id`, and a
+    /// `status` of `completed` where the kind has one and none is given. An `mcp_call`'s
+    /// `arguments` may be an object (sent as its JSON text).
+    Hosted(serde_json::Map<String, Value>),
     /// A `program` item of programmatic tool calling.
     Program(ProgramSpec),
     /// A `program_output` item: the program's result.
@@ -623,6 +633,30 @@ pub struct CustomCallSpec {
     pub name: String,
     /// The free-form input text, sent verbatim.
     pub input: String,
+}
+
+/// A scripted MCP approval request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpApprovalSpec {
+    /// The label of the task's `mcp` tool whose server offers the tool.
+    pub server_label: String,
+    /// The MCP tool's name.
+    pub name: String,
+    /// Arguments: an object (serialized to a JSON string), or a string sent verbatim.
+    pub arguments: Value,
+}
+
+impl McpApprovalSpec {
+    /// The `arguments` string as sent on the wire.
+    pub fn arguments_string(&self) -> std::borrow::Cow<'_, str> {
+        match &self.arguments {
+            Value::String(raw) => raw.into(),
+            other => serde_json::to_string(other)
+                .expect("a JSON value serializes")
+                .into(),
+        }
+    }
 }
 
 /// A scripted program.

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use crate::scenario::{Annotation, OutputSpec, Turn, TurnStatus};
 use crate::wire::IdGen;
+use crate::wire::call_kind::MCP_APPROVAL;
+use crate::wire::hosted;
 use crate::wire::item::OutputItem;
 use crate::wire::replay::follows;
 use crate::wire::request::{ItemKeys, call_id, item_id, item_type};
@@ -335,6 +337,29 @@ pub(crate) fn response_status(turn: &Turn) -> ResponseStatus {
     }
 }
 
+/// A scripted hosted item's fields after `id` and `type`: `status` first (`completed`
+/// unless given, for the kinds that have one), then the scenario's in its order, an
+/// `mcp_call`'s object `arguments` as their JSON text, as the API sends them.
+fn hosted_fields(
+    kind: hosted::HostedKind,
+    fields: &serde_json::Map<String, Value>,
+) -> Vec<(&str, Value)> {
+    let mut out = Vec::with_capacity(fields.len() + 1);
+    if kind.has_status && !fields.contains_key("status") {
+        out.push(("status", Value::from("completed")));
+    }
+    for (key, value) in fields {
+        match key.as_str() {
+            "id" | "type" => {}
+            "arguments" if !value.is_string() => {
+                out.push((key.as_str(), Value::from(value.to_string())));
+            }
+            _ => out.push((key.as_str(), value.clone())),
+        }
+    }
+    out
+}
+
 /// The full output items of `turn`, their generated values drawn from `draws`; a
 /// program is remembered in `issued` by its label, for the calls it owns.
 pub(crate) fn output_items<'a>(
@@ -382,6 +407,27 @@ pub(crate) fn output_items<'a>(
                 input: &call.input,
                 name: &call.name,
             },
+            OutputSpec::McpApproval(request) => OutputItem::McpApprovalRequest {
+                id: draws.item_id(MCP_APPROVAL.id_prefix, index),
+                arguments: request.arguments_string(),
+                name: &request.name,
+                server_label: &request.server_label,
+            },
+            OutputSpec::Hosted(fields) => {
+                // Lint refuses a hosted item of no known kind.
+                let Some(kind) = fields
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .and_then(hosted::of_item)
+                else {
+                    continue;
+                };
+                OutputItem::Hosted {
+                    id: draws.item_id(kind.id_prefix, index),
+                    kind: kind.item,
+                    fields: hosted_fields(kind, fields),
+                }
+            }
             OutputSpec::Program(program) => {
                 let item = OutputItem::Program {
                     id: draws.item_id("cm", index),
