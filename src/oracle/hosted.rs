@@ -221,3 +221,112 @@ fn not_dispatched(f: &Facts, made: &[Made]) -> CheckResult {
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::{self, PreviousResponseId, Stateless};
+
+    const SEARCH: &str = "hosted/01-search-and-code";
+
+    /// Plays the case's two rounds, the replay's items passed through `replayed`.
+    fn play(state: StateMode, replayed: impl Fn(Vec<Value>) -> Vec<Value>) -> Run {
+        let run = Run::case(SEARCH, state);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let outputs = run.execute(&response);
+        let mut next = run.next_body(&first, &response, &outputs);
+        if state == Stateless {
+            let items = next["input"].as_array().cloned().unwrap_or_default();
+            next["input"] = json!(replayed(items));
+        }
+        run.create(&next);
+        run
+    }
+
+    #[test]
+    fn a_replay_as_sent_passes_and_a_chained_run_is_not_judged_for_it() {
+        let judgement = play(Stateless, |items| items).judge_completed();
+        assert_all_pass(&judgement, &["hosted/replayed", "hosted/not-dispatched"]);
+        let judgement = play(PreviousResponseId, |items| items).judge_completed();
+        assert_not_judged(&judgement, "hosted/replayed");
+        assert_passes(&judgement, "hosted/not-dispatched");
+    }
+
+    #[test]
+    fn a_replay_with_null_fields_added_passes() {
+        let judgement = play(Stateless, |mut items| {
+            for item in &mut items {
+                if item["type"] == "web_search_call" {
+                    item["extra"] = Value::Null;
+                }
+            }
+            items
+        })
+        .judge_completed();
+        assert_passes(&judgement, "hosted/replayed");
+    }
+
+    #[test]
+    fn a_dropped_hosted_item_fails_replayed_naming_it() {
+        let judgement = play(Stateless, |items| {
+            items
+                .into_iter()
+                .filter(|item| item["type"] != "code_interpreter_call")
+                .collect()
+        })
+        .judge_completed();
+        assert_fails_with(
+            &judgement,
+            "hosted/replayed",
+            &["(code_interpreter_call)", "left out of the replay"],
+        );
+    }
+
+    #[test]
+    fn an_altered_hosted_item_fails_replayed_naming_the_field() {
+        let judgement = play(Stateless, |mut items| {
+            for item in &mut items {
+                if item["type"] == "file_search_call" {
+                    item["queries"] = json!(["beach"]);
+                }
+            }
+            items
+        })
+        .judge_completed();
+        assert_fails_with(
+            &judgement,
+            "hosted/replayed",
+            &["(file_search_call)", "replayed altered", "`queries`"],
+        );
+    }
+
+    #[test]
+    fn a_hosted_item_run_or_answered_fails_not_dispatched() {
+        let run = Run::case(SEARCH, PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let search = response["output"][0].clone();
+        assert_eq!(search["type"], "web_search_call");
+        run.send(
+            "POST",
+            "/tools/call/web_search",
+            Some(&json!({"call_id": search["id"], "arguments": {}, "principal": "user-1"})),
+        );
+        let mut outputs = run.execute(&response);
+        outputs
+            .push(json!({"type": "function_call_output", "call_id": search["id"], "output": "{}"}));
+        run.create(&run.next_body(&first, &response, &outputs));
+        let judgement = run.judge_completed();
+        assert_fails_with(
+            &judgement,
+            "hosted/not-dispatched",
+            &[
+                "ran 'web_search' on the backend",
+                "a function_call_output answers",
+            ],
+        );
+    }
+}

@@ -184,3 +184,132 @@ fn asked_about_other(request: &Request, approval: &ToolExchange) -> Option<Strin
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::{self, PreviousResponseId, Stateless};
+
+    const GRANTED: &str = "mcp/01-approval-granted";
+    const REFUSED: &str = "mcp/02-approval-refused";
+    const TWO: &str = "mcp/03-two-approvals-one-refused";
+    const CHECKS: [&str; 3] = [
+        "mcp/approval-answered",
+        "mcp/approval-asked",
+        "mcp/approval-decision",
+    ];
+
+    /// How a controller answers an approval request: asks the approver or not, then
+    /// turns the approver's answer (null when not asked) into its decision.
+    type Decide = fn(&Value) -> Value;
+
+    /// The approver's decision as a correct controller sends it.
+    fn as_decided(answer: &Value) -> Value {
+        if answer["approved"] == true {
+            json!({"approve": true})
+        } else {
+            json!({"approve": false, "reason": answer["reason"]})
+        }
+    }
+
+    /// Plays `case` through: each approval request put to the approver when `ask`, and
+    /// answered with what `decide` makes of its answer.
+    fn play(case: &str, state: StateMode, ask: bool, decide: Decide) -> Run {
+        let run = Run::case(case, state);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let mut outputs = Vec::new();
+        for request in response["output"].as_array().into_iter().flatten() {
+            if request["type"] != "mcp_approval_request" {
+                continue;
+            }
+            let answer = if ask {
+                let arguments: Value =
+                    serde_json::from_str(request["arguments"].as_str().unwrap()).unwrap();
+                let body = json!({"call_id": request["id"], "name": request["name"],
+                    "arguments": arguments, "server_label": request["server_label"],
+                    "principal": "user-1"});
+                run.send("POST", "/tools/approvals", Some(&body)).1
+            } else {
+                Value::Null
+            };
+            let mut decision =
+                json!({"type": "mcp_approval_response", "approval_request_id": request["id"]});
+            for (key, value) in decide(&answer).as_object().unwrap() {
+                decision[key] = value.clone();
+            }
+            outputs.push(decision);
+        }
+        run.create(&run.next_body(&first, &response, &outputs));
+        run
+    }
+
+    #[test]
+    fn a_controller_that_asks_and_sends_the_decision_passes() {
+        for case in [GRANTED, REFUSED, TWO] {
+            for state in [PreviousResponseId, Stateless] {
+                let judgement = play(case, state, true, as_decided).judge_completed();
+                assert_all_pass(&judgement, &CHECKS);
+                assert_passes(&judgement, "wire/accepted");
+            }
+        }
+    }
+
+    #[test]
+    fn approving_without_asking_fails_asked_naming_the_request() {
+        let judgement = play(
+            GRANTED,
+            PreviousResponseId,
+            false,
+            |_| json!({"approve": true}),
+        )
+        .judge_completed();
+        assert_fails_with(
+            &judgement,
+            "mcp/approval-asked",
+            &["github/create_issue", "without asking the approver"],
+        );
+    }
+
+    #[test]
+    fn a_refusal_answered_approve_true_fails_decision() {
+        let judgement = play(TWO, Stateless, true, |_| json!({"approve": true})).judge_completed();
+        assert_fails_with(
+            &judgement,
+            "mcp/approval-decision",
+            &["refused", "github/close_issue", "expected false"],
+        );
+    }
+
+    #[test]
+    fn a_refusal_without_the_approvers_reason_fails_decision() {
+        let judgement = play(
+            REFUSED,
+            PreviousResponseId,
+            true,
+            |_| json!({"approve": false}),
+        )
+        .judge_completed();
+        assert_fails(
+            &judgement,
+            "mcp/approval-decision",
+            "expected the approver's reason",
+        );
+    }
+
+    #[test]
+    fn a_run_that_stops_at_an_approval_request_fails_answered() {
+        let run = Run::case(GRANTED, PreviousResponseId);
+        run.create(&run.first_body());
+        let judgement = run.judge(json!({"status": "completed", "output_text": ""}));
+        assert_fails(&judgement, "mcp/approval-answered", "without answering");
+    }
+
+    #[test]
+    fn a_run_without_approval_requests_is_not_judged() {
+        let judgement = Run::played("correlation/01-single-call", Stateless).judge_completed();
+        assert_none_judged(&judgement, &CHECKS);
+    }
+}

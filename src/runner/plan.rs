@@ -289,6 +289,23 @@ mod tests {
     }
 
     #[test]
+    fn a_case_with_mcp_approval_requests_needs_mcp_and_hosted_items_need_nothing() {
+        for id in [
+            "mcp/01-approval-granted",
+            "mcp/03-two-approvals-one-refused",
+        ] {
+            let case = crate::scenario::catalogue_scenario(id);
+            let needed = required_capabilities(&case, StateMode::Stateless);
+            assert!(needed.contains(&"mcp"), "{id}: {needed:?}");
+        }
+        for id in ["mcp/04-list-tools-and-call", "hosted/01-search-and-code"] {
+            let case = crate::scenario::catalogue_scenario(id);
+            let needed = required_capabilities(&case, StateMode::Stateless);
+            assert_eq!(needed, ["stateless"], "{id}");
+        }
+    }
+
+    #[test]
     fn a_streamed_run_asks_the_controller_for_a_stream() {
         let case = crate::scenario::catalogue_scenario("budget/01-endless-tool-calls");
         let streamed = case.delivered(Delivery::Stream);

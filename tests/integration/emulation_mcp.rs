@@ -85,12 +85,18 @@ async fn round1(server: &RunningServer, key: &str) -> Vec<Value> {
     assert_eq!(output.len(), 3, "{response}");
     let (search, list, request) = (&output[0], &output[1], &output[2]);
     assert_eq!(search["type"], "web_search_call");
-    assert!(search["id"].as_str().unwrap().starts_with("ws_"), "{search}");
+    assert!(
+        search["id"].as_str().unwrap().starts_with("ws_"),
+        "{search}"
+    );
     assert_eq!(search["status"], "completed");
     assert_eq!(search["action"]["query"], "checkout timeout");
     assert_eq!(list["type"], "mcp_list_tools");
     assert!(list["id"].as_str().unwrap().starts_with("mcpl_"), "{list}");
-    assert!(list.get("status").is_none(), "mcp_list_tools has no status: {list}");
+    assert!(
+        list.get("status").is_none(),
+        "mcp_list_tools has no status: {list}"
+    );
     assert_eq!(list["tools"][0]["name"], "create_issue");
     assert_eq!(request["type"], "mcp_approval_request");
     assert!(
@@ -241,7 +247,13 @@ async fn an_mcp_call_with_an_error_streams_its_failed_event() {
     body["stream"] = json!(true);
     let (status, _, text) = post(&server, &key, &body).await;
     assert_eq!(status, 200, "{text}");
-    assert!(text.contains("event: response.mcp_call.in_progress"), "{text}");
+    assert!(
+        text.contains("event: response.mcp_call.in_progress"),
+        "{text}"
+    );
     assert!(text.contains("event: response.mcp_call.failed"), "{text}");
-    assert!(!text.contains("event: response.mcp_call.completed"), "{text}");
+    assert!(
+        !text.contains("event: response.mcp_call.completed"),
+        "{text}"
+    );
 }
