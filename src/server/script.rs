@@ -32,6 +32,9 @@ pub struct Issued {
     pub programs_by_call: HashMap<String, Value>,
     /// The `caller` of each program-owned function call, by call_id.
     pub callers: HashMap<String, Value>,
+    /// The id of the latest MCP approval request, by server label and tool name: the
+    /// `mcp_call` the server makes once it is approved names it.
+    pub mcp_approval_requests: HashMap<(String, String), String>,
 }
 
 /// A generated reasoning item, as its replays are checked.
@@ -360,6 +363,22 @@ fn hosted_fields(
     out
 }
 
+/// For a scripted `mcp_call` without an `approval_request_id`, the id of the approval
+/// request issued earlier for its server and tool, as the API's call names the request
+/// it ran on.
+fn approved_request(
+    kind: hosted::HostedKind,
+    fields: &serde_json::Map<String, Value>,
+    issued: &Issued,
+) -> Option<String> {
+    if kind.item != "mcp_call" || fields.contains_key("approval_request_id") {
+        return None;
+    }
+    let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);
+    let key = (text("server_label")?, text("name")?);
+    issued.mcp_approval_requests.get(&key).cloned()
+}
+
 /// The full output items of `turn`, their generated values drawn from `draws`; a
 /// program is remembered in `issued` by its label, for the calls it owns.
 pub(crate) fn output_items<'a>(
@@ -407,12 +426,19 @@ pub(crate) fn output_items<'a>(
                 input: &call.input,
                 name: &call.name,
             },
-            OutputSpec::McpApproval(request) => OutputItem::McpApprovalRequest {
-                id: draws.item_id(MCP_APPROVAL.id_prefix, index),
-                arguments: request.arguments_string(),
-                name: &request.name,
-                server_label: &request.server_label,
-            },
+            OutputSpec::McpApproval(request) => {
+                let id = draws.item_id(MCP_APPROVAL.id_prefix, index);
+                issued.mcp_approval_requests.insert(
+                    (request.server_label.clone(), request.name.clone()),
+                    id.clone(),
+                );
+                OutputItem::McpApprovalRequest {
+                    id,
+                    arguments: request.arguments_string(),
+                    name: &request.name,
+                    server_label: &request.server_label,
+                }
+            }
             OutputSpec::Hosted(fields) => {
                 // Lint refuses a hosted item of no known kind.
                 let Some(kind) = fields
@@ -422,10 +448,14 @@ pub(crate) fn output_items<'a>(
                 else {
                     continue;
                 };
+                let mut hosted = hosted_fields(kind, fields);
+                if let Some(request) = approved_request(kind, fields, issued) {
+                    hosted.push(("approval_request_id", Value::from(request)));
+                }
                 OutputItem::Hosted {
                     id: draws.item_id(kind.id_prefix, index),
                     kind: kind.item,
-                    fields: hosted_fields(kind, fields),
+                    fields: hosted,
                 }
             }
             OutputSpec::Program(program) => {

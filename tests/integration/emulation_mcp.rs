@@ -127,6 +127,8 @@ async fn an_approved_request_gets_the_mcp_call_and_the_answer() {
     assert!(call["id"].as_str().unwrap().starts_with("mcp_"), "{call}");
     assert_eq!(call["arguments"], r#"{"title":"Checkout times out"}"#);
     assert_eq!(call["error"]["code"], 502);
+    // The call names the request it ran on.
+    assert_eq!(call["approval_request_id"], id, "{call}");
     assert_eq!(response_text(&response), "The issue could not be opened.");
 }
 
