@@ -264,6 +264,49 @@ export async function answerCalls(tools, calls) {
   return outputs;
 }
 
+/** An MCP approval request put to the approver: the mcp_approval_response to send,
+ * approving only on an explicit grant and giving the reason of a refusal. */
+export async function decideApproval(tools, request) {
+  let args;
+  try {
+    args = JSON.parse(request.arguments);
+  } catch {
+    args = request.arguments;
+  }
+  const body = {
+    call_id: request.id,
+    name: request.name,
+    arguments: args,
+    server_label: request.server_label,
+    principal: tools.principal,
+  };
+  const decision = { type: 'mcp_approval_response', approval_request_id: request.id };
+  let reason;
+  try {
+    const answer = await postJson(`${tools.url}/approvals`, body);
+    if (answer.status === 200 && answer.body?.approved === true) return { ...decision, approve: true };
+    reason =
+      answer.status === 200 && answer.body?.approved === false
+        ? answer.body.reason || 'no reason given'
+        : `approval request failed: HTTP ${answer.status}`;
+  } catch (err) {
+    reason = `approval request failed: ${err.message}`;
+  }
+  return { ...decision, approve: false, reason };
+}
+
+/** One mcp_approval_response per MCP approval request, in their order. Hosted items
+ * (web_search_call, mcp_call, ...) ran on the server and are only replayed. */
+export async function answerApprovals(tools, requests) {
+  const decisions = [];
+  for (const request of requests) {
+    const decision = await impl.decideApproval(tools, request);
+    log(`  ${request.id} ${request.server_label}/${request.name} -> approve: ${decision.approve}`);
+    decisions.push(decision);
+  }
+  return decisions;
+}
+
 /** A minimal shape check: the Node SDK returns the parsed JSON without validating it (its
  * types exist only at compile time), so a body the loop cannot read must fail the case
  * here, not as a TypeError deep inside. */
@@ -662,7 +705,9 @@ export function checkStatus(response) {
 export function isFinal(response) {
   const kinds = new Set(response.output.map((item) => item.type));
   const calls = Object.keys(ANSWER_TYPES).some((type) => kinds.has(type));
-  return !calls && (!kinds.has('program_output') || kinds.has('message'));
+  // An MCP approval request awaits the controller's decision, as a call awaits its output.
+  const approvals = kinds.has('mcp_approval_request');
+  return !calls && !approvals && (!kinds.has('program_output') || kinds.has('message'));
 }
 
 /** The answer: the text of every output_text part of every message (the SDKs' `output_text`,
@@ -764,7 +809,10 @@ async function rounds(task, client, tools, deadline, socket) {
     if (impl.isFinal(response)) return impl.finalAnswer(response);
     // These outputs (or the program's result) could never be sent back: execute nothing.
     if (round === maxRounds) throw new Stop('max_rounds', 'model kept calling tools');
-    impl.advance(state, response, await impl.answerCalls(tools, calls));
+    const requests = response.output.filter((item) => item.type === 'mcp_approval_request');
+    const outputs = await impl.answerCalls(tools, calls);
+    outputs.push(...(await impl.answerApprovals(tools, requests)));
+    impl.advance(state, response, outputs);
   }
   throw new Stop('max_rounds', 'max_rounds allows no model request');
 }
@@ -803,7 +851,7 @@ export async function main() {
 
 /** Every piece the loop calls; replace one to inject a defect (see harness/mutants/). */
 export const impl = {
-  makeTools, handleCall, outputItem, answerCalls, streamResponse, socketResponse, send, checkStatus, isFinal,
+  makeTools, handleCall, outputItem, answerCalls, decideApproval, answerApprovals, streamResponse, socketResponse, send, checkStatus, isFinal,
   finalAnswer, replayItems, initialState, requestBody, advance, run, makeClient, startClock,
 };
 

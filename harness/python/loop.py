@@ -166,6 +166,35 @@ class Tools:
         except OSError as err:  # urllib.error.URLError is an OSError
             return error_output(f"tool backend unreachable: {err}")
 
+    def decide(self, request):
+        """An MCP approval request put to the approver: the mcp_approval_response to send,
+        approving only on an explicit grant and giving the reason of a refusal."""
+        try:
+            arguments = json.loads(request.arguments)
+        except ValueError:
+            arguments = request.arguments
+        body = {
+            "call_id": request.id,
+            "name": request.name,
+            "arguments": arguments,
+            "server_label": request.server_label,
+            "principal": self.principal,
+        }
+        try:
+            status, answer = post_json(f"{self.url}/approvals", body)
+        except OSError as err:
+            status, answer = None, {"reason": f"approval request failed: {err}"}
+        decision = {"type": "mcp_approval_response", "approval_request_id": request.id}
+        if status == 200 and answer.get("approved") is True:
+            return {**decision, "approve": True}
+        if status == 200 and answer.get("approved") is False:
+            reason = answer.get("reason") or "no reason given"
+        elif status is None:
+            reason = answer["reason"]
+        else:
+            reason = f"approval request failed: HTTP {status}"
+        return {**decision, "approve": False, "reason": reason}
+
     def lookup(self, name):
         """The registry entry (schema validator or None, allowed callers); None if unknown."""
         return self.registry.get(name)
@@ -738,11 +767,17 @@ def pending_calls(response):
     return [item for item in response.output if item.type in ANSWER_TYPES]
 
 
-def is_final(response, calls):
-    """No calls means the answer, unless a program just finished (`program_output`, no
-    message): then the model answers in one more request."""
+def approval_requests(response):
+    """The MCP approval requests of a response: the model waits for a decision on each.
+    Hosted items (web_search_call, mcp_call, ...) ran on the server and are only replayed."""
+    return [item for item in response.output if item.type == "mcp_approval_request"]
+
+
+def is_final(response, calls, requests=()):
+    """No calls and no approval requests mean the answer, unless a program just finished
+    (`program_output`, no message): then the model answers in one more request."""
     kinds = {item.type for item in response.output}
-    return not calls and ("program_output" not in kinds or "message" in kinds)
+    return not calls and not requests and ("program_output" not in kinds or "message" in kinds)
 
 
 def has_room(round_, max_rounds):
@@ -756,6 +791,16 @@ def answer(call, output):
     if call.caller is not None:  # a program's child call: the program resumes on it
         item["caller"] = call.caller.to_dict(mode="json")
     return item
+
+
+def answer_approvals(requests, tools):
+    """One mcp_approval_response per approval request, in their order."""
+    decisions = []
+    for request in requests:
+        decision = tools.decide(request)
+        log(f"  {request.id} {request.server_label}/{request.name} -> approve: {decision['approve']}")
+        decisions.append(decision)
+    return decisions
 
 
 def answer_calls(calls, tools):
@@ -807,13 +852,14 @@ def run(task, client, tools):
                 response = poll(client, response)
             check_status(response)
             calls = pending_calls(response)
+            requests = approval_requests(response)
             kinds = sorted({item.type for item in response.output})
             log(f"round {round_}/{max_rounds}: {len(calls)} function call(s), items {kinds}")
-            if is_final(response, calls):
+            if is_final(response, calls, requests):
                 return final_answer(response)
             if not has_room(round_, max_rounds):  # outputs (or a program's result) never sent
                 raise Stop("max_rounds", "model kept calling tools")
-            outputs = answer_calls(calls, tools)
+            outputs = answer_calls(calls, tools) + answer_approvals(requests, tools)
             sent = next_input(state, sent, response, outputs)
             config = next_config(config, response, state)
         raise Stop("max_rounds", "max_rounds allows no model request")

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::json_compare::json_equal;
 use crate::tools::CallValidity;
-use crate::transcript::ToolRequestKind;
+use crate::transcript::{ToolExchange, ToolRequestKind};
 use crate::wire::replay::message_text;
 
 /// The `authz` checks.
@@ -51,13 +51,25 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if !f.tools.is_empty() {
         out.push(principal_forwarded(f));
     }
-    if f.tools.iter().any(|t| t.kind == ToolRequestKind::Approval) {
+    // An MCP approval request is asked about under its own id: the `mcp` family judges it.
+    let own_approvals: Vec<&ToolExchange> = f
+        .tools
+        .iter()
+        .filter(|t| {
+            t.kind == ToolRequestKind::Approval
+                && !t
+                    .call_id
+                    .as_deref()
+                    .is_some_and(|id| super::mcp::is_approval_request(f, id))
+        })
+        .collect();
+    if !own_approvals.is_empty() {
         out.push(approval_request_matches(f));
     }
     out.extend(tool_text_as_data(f));
-    if f.tools
+    if own_approvals
         .iter()
-        .any(|t| t.kind == ToolRequestKind::Approval && t.response["approved"] == false)
+        .any(|t| t.response["approved"] == false)
     {
         out.push(approval_denied(f));
     }
@@ -269,11 +281,14 @@ fn principal_forwarded(f: &Facts) -> CheckResult {
 /// What the approver is asked must be the call it authorises: its tool and arguments.
 fn approval_request_matches(f: &Facts) -> CheckResult {
     let mut problems = Vec::new();
-    for request in f
-        .tools
-        .iter()
-        .filter(|t| t.kind == ToolRequestKind::Approval)
-    {
+    // An MCP approval request is asked about under its own id: the `mcp` family judges it.
+    for request in f.tools.iter().filter(|t| {
+        t.kind == ToolRequestKind::Approval
+            && !t
+                .call_id
+                .as_deref()
+                .is_some_and(|id| super::mcp::is_approval_request(f, id))
+    }) {
         let Some(call) = request.call_id.as_deref().and_then(|id| f.call_by_id(id)) else {
             problems.push(format!(
                 "an approval was asked for call_id {}, which the model never issued",

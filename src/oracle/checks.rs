@@ -167,6 +167,16 @@ checks! {
         "(stateless, replay) replay `program` items verbatim, fingerprint included";
     PROGRAM_CONTINUED = "program/continued", Must,
         "go on past `program_output` to the model's final message";
+    MCP_APPROVAL_ANSWERED = "mcp/approval-answered", Must,
+        "answer every `mcp_approval_request` exactly once, in the next request, with an `mcp_approval_response` naming its id";
+    MCP_APPROVAL_ASKED = "mcp/approval-asked", Must,
+        "put every MCP approval request to the approver (its id, tool and arguments) before answering it";
+    MCP_APPROVAL_DECISION = "mcp/approval-decision", Must,
+        "answer an MCP approval request with the approver's decision: `approve: true` only when it granted it, `approve: false` with its reason when it refused";
+    HOSTED_REPLAYED = "hosted/replayed", Must,
+        "(stateless, replay) replay every hosted tool item (`web_search_call`, `file_search_call`, `code_interpreter_call`, `image_generation_call`, `mcp_call`, `mcp_list_tools`) and MCP approval request as the server sent it";
+    HOSTED_NOT_DISPATCHED = "hosted/not-dispatched", Must,
+        "never run a hosted tool or an MCP tool itself: no backend request for a hosted item or an MCP tool, no output item answering one";
     STATE_CONVERSATION = "state/conversation", Must,
         "(conversation) name the same conversation on every request";
     TERMINAL_RESULT_LINE = "terminal/result-line", Must,

@@ -80,7 +80,7 @@ fn own_id(f: &Facts) -> CheckResult {
     for (position, request) in f.requests.iter().enumerate() {
         for item in Facts::input_of(request) {
             let kind = item_type(&item);
-            if call_kind::of_answer(kind).is_none() {
+            if !call_kind::of_answer(kind).is_some_and(|kind| kind.runs_on_client()) {
                 continue;
             }
             seen += 1;
@@ -133,7 +133,7 @@ fn answer_kind(f: &Facts) -> Option<CheckResult> {
     for (position, request) in f.requests.iter().enumerate() {
         for item in Facts::input_of(request) {
             let kind = item_type(&item);
-            if call_kind::of_answer(kind).is_none() {
+            if !call_kind::of_answer(kind).is_some_and(|kind| kind.runs_on_client()) {
                 continue;
             }
             let Some(call) = call_id(&item).and_then(|id| f.call_by_id(id)) else {

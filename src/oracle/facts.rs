@@ -139,6 +139,8 @@ impl<'a> Facts<'a> {
             for (item, kind) in output
                 .iter()
                 .filter_map(|item| Some((item, call_kind::of_call(item_type(item))?)))
+                // An MCP approval request is decided, not run: the `mcp` family judges it.
+                .filter(|(_, kind)| kind.runs_on_client())
             {
                 let name = item["name"].as_str().unwrap_or_default().to_owned();
                 let arguments = item[kind.input_field]
@@ -320,7 +322,8 @@ impl<'a> Facts<'a> {
         Self::input_of(request)
             .into_iter()
             .filter(|item| {
-                call_kind::of_answer(item_type(item)).is_some() && call_id(item) == Some(call)
+                call_kind::of_answer(item_type(item)).is_some_and(|kind| kind.runs_on_client())
+                    && call_id(item) == Some(call)
             })
             .collect()
     }

@@ -9,7 +9,9 @@ mod correlation;
 mod dispatch;
 mod effects;
 pub(crate) mod facts;
+mod hosted;
 mod judge;
+mod mcp;
 #[cfg(test)]
 mod newcomer_messages;
 mod program;

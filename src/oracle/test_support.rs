@@ -396,7 +396,8 @@ pub fn calls(response: &Value) -> Vec<Value> {
         .into_iter()
         .flatten()
         .filter(|item| {
-            crate::wire::call_kind::of_call(item["type"].as_str().unwrap_or_default()).is_some()
+            crate::wire::call_kind::of_call(item["type"].as_str().unwrap_or_default())
+                .is_some_and(|kind| kind.runs_on_client())
         })
         .cloned()
         .collect()

@@ -64,6 +64,16 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if custom {
         needed.push("custom");
     }
+    // MCP approvals: the controller decides each request the script makes. Hosted items
+    // (an `mcp_call` included) need nothing: every controller replays output items.
+    let mcp = scenario.script.iter().any(|turn| {
+        turn.output
+            .iter()
+            .any(|item| matches!(item, OutputSpec::McpApproval(_)))
+    });
+    if mcp {
+        needed.push("mcp");
+    }
     needed
 }
 
@@ -276,6 +286,23 @@ mod tests {
         let case = crate::scenario::catalogue_scenario("correlation/01-single-call");
         let needed = required_capabilities(&case, StateMode::Stateless);
         assert!(!needed.contains(&"custom"), "{needed:?}");
+    }
+
+    #[test]
+    fn a_case_with_mcp_approval_requests_needs_mcp_and_hosted_items_need_nothing() {
+        for id in [
+            "mcp/01-approval-granted",
+            "mcp/03-two-approvals-one-refused",
+        ] {
+            let case = crate::scenario::catalogue_scenario(id);
+            let needed = required_capabilities(&case, StateMode::Stateless);
+            assert!(needed.contains(&"mcp"), "{id}: {needed:?}");
+        }
+        for id in ["mcp/04-list-tools-and-call", "hosted/01-search-and-code"] {
+            let case = crate::scenario::catalogue_scenario(id);
+            let needed = required_capabilities(&case, StateMode::Stateless);
+            assert_eq!(needed, ["stateless"], "{id}");
+        }
     }
 
     #[test]

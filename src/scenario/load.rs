@@ -115,6 +115,7 @@ pub const HOSTED_TOOLS: &[&str] = &[
     "file_search",
     "code_interpreter",
     "image_generation",
+    "mcp",
 ];
 
 /// The names of a task's tools.
@@ -162,6 +163,63 @@ fn check_custom_tool(def: &Value) -> Result<String, (String, String)> {
         }
     }
     Ok(name.to_owned())
+}
+
+/// MCP and hosted items: each `mcp` tool has a `server_label`, each approval request
+/// names the label of one of them, and each hosted item is of a known kind. An error is
+/// (text to locate, message).
+fn check_mcp_and_hosted(scenario: &Scenario) -> Result<(), (String, String)> {
+    let err = |needle: &str, message: String| Err((needle.to_owned(), message));
+    let mut labels = BTreeSet::new();
+    for tool in &scenario.task.tools {
+        if let ToolRef::Inline(def) = tool
+            && def["type"] == "mcp"
+        {
+            let Some(label) = def.get("server_label").and_then(Value::as_str) else {
+                return err("mcp", "inline mcp tool without a `server_label`".to_owned());
+            };
+            labels.insert(label);
+        }
+    }
+    for (number, turn) in scenario.script.iter().enumerate() {
+        for item in &turn.output {
+            match item {
+                OutputSpec::McpApproval(request)
+                    if !labels.contains(request.server_label.as_str()) =>
+                {
+                    return err(
+                        "mcp_approval",
+                        format!(
+                            "turn {}: an mcp_approval for server '{}', which no `mcp` tool of the task names: expected one of [{}]",
+                            number + 1,
+                            request.server_label,
+                            labels.iter().copied().collect::<Vec<_>>().join(", ")
+                        ),
+                    );
+                }
+                OutputSpec::Hosted(fields) => {
+                    let kind = fields.get("type").and_then(Value::as_str);
+                    if kind.and_then(crate::wire::hosted::of_item).is_none() {
+                        let kinds: Vec<&str> = crate::wire::hosted::HOSTED_KINDS
+                            .iter()
+                            .map(|kind| kind.item)
+                            .collect();
+                        return err(
+                            "hosted",
+                            format!(
+                                "turn {}: a hosted item of type {}: expected one of {}",
+                                number + 1,
+                                kind.map_or("(none)".to_owned(), |k| format!("'{k}'")),
+                                kinds.join(", ")
+                            ),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Semantic checks beyond the schema. An error is (text to locate, message).
@@ -291,6 +349,7 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
             );
         }
     }
+    check_mcp_and_hosted(scenario)?;
     let mut names = BTreeSet::new();
     for tool in &scenario.task.tools {
         match tool {
@@ -352,8 +411,18 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
             );
         }
     }
+    // The approver decides on the MCP tools the script asks approval for, by name.
+    let mcp_tools: BTreeSet<&str> = scenario
+        .script
+        .iter()
+        .flat_map(|turn| &turn.output)
+        .filter_map(|item| match item {
+            OutputSpec::McpApproval(request) => Some(request.name.as_str()),
+            _ => None,
+        })
+        .collect();
     for name in scenario.tools.keys() {
-        if !names.contains(name) {
+        if !names.contains(name) && !mcp_tools.contains(name.as_str()) {
             return err(
                 name,
                 format!("behaviour given for tool '{name}', which is not one of the task's tools"),

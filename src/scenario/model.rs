@@ -24,7 +24,8 @@ use crate::contract::{Delivery, StateMode};
 ///   `task.tool_timeout_ms`, and a tool's `slow` answers (`when`, `delay_ms`,
 ///   `attempts`); a stream's `done_delay_ms` and `terminal_delay_ms`; a tool's `rate_limited` answers (`when`,
 ///   `attempts`, `retry_after`, `retry_after_ms`) and an `unavailable` rule without
-///   `attempts` (a tool that stays down); a case's `deliveries`.
+///   `attempts` (a tool that stays down); a case's `deliveries`; `mcp_approval` and
+///   `hosted` output items.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -608,6 +609,16 @@ pub enum OutputSpec {
     /// A call to a `custom` tool: free-form text input.
     #[serde(rename = "custom_call")]
     CustomCall(CustomCallSpec),
+    /// An MCP approval request: the model asks to call an `mcp` tool whose server
+    /// requires approval; the controller answers with an `mcp_approval_response`.
+    #[serde(rename = "mcp_approval")]
+    McpApproval(McpApprovalSpec),
+    /// An item of a hosted tool the server ran (`web_search_call`, `file_search_call`,
+    /// `code_interpreter_call`, `image_generation_call`, `mcp_call`, `mcp_list_tools`):
+    /// its fields as the API writes them, `type` included; the fake adds its `id`, and a
+    /// `status` of `completed` where the kind has one and none is given. An `mcp_call`'s
+    /// `arguments` may be an object (sent as its JSON text).
+    Hosted(serde_json::Map<String, Value>),
     /// A `program` item of programmatic tool calling.
     Program(ProgramSpec),
     /// A `program_output` item: the program's result.
@@ -623,6 +634,30 @@ pub struct CustomCallSpec {
     pub name: String,
     /// The free-form input text, sent verbatim.
     pub input: String,
+}
+
+/// A scripted MCP approval request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpApprovalSpec {
+    /// The label of the task's `mcp` tool whose server offers the tool.
+    pub server_label: String,
+    /// The MCP tool's name.
+    pub name: String,
+    /// Arguments: an object (serialized to a JSON string), or a string sent verbatim.
+    pub arguments: Value,
+}
+
+impl McpApprovalSpec {
+    /// The `arguments` string as sent on the wire.
+    pub fn arguments_string(&self) -> std::borrow::Cow<'_, str> {
+        match &self.arguments {
+            Value::String(raw) => raw.into(),
+            other => serde_json::to_string(other)
+                .expect("a JSON value serializes")
+                .into(),
+        }
+    }
 }
 
 /// A scripted program.

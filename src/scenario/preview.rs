@@ -187,6 +187,19 @@ fn turn_lines(number: usize, turn: &Turn) -> String {
             OutputSpec::CustomCall(call) => {
                 format!("custom_tool_call {} {:?}", call.name, call.input)
             }
+            OutputSpec::McpApproval(request) => format!(
+                "mcp_approval_request {}/{} {}",
+                request.server_label,
+                request.name,
+                request.arguments_string()
+            ),
+            OutputSpec::Hosted(fields) => format!(
+                "hosted {}",
+                fields
+                    .get("type")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("(no type)")
+            ),
             OutputSpec::Program(program) => format!("program {}", program.label),
             OutputSpec::ProgramOutput(output) => {
                 format!("program_output of {}: {:?}", output.program, output.result)

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use crate::scenario::{Annotation, OutputSpec, Turn, TurnStatus};
 use crate::wire::IdGen;
+use crate::wire::call_kind::MCP_APPROVAL;
+use crate::wire::hosted;
 use crate::wire::item::OutputItem;
 use crate::wire::replay::follows;
 use crate::wire::request::{ItemKeys, call_id, item_id, item_type};
@@ -30,6 +32,9 @@ pub struct Issued {
     pub programs_by_call: HashMap<String, Value>,
     /// The `caller` of each program-owned function call, by call_id.
     pub callers: HashMap<String, Value>,
+    /// The id of the latest MCP approval request, by server label and tool name: the
+    /// `mcp_call` the server makes once it is approved names it.
+    pub mcp_approval_requests: HashMap<(String, String), String>,
 }
 
 /// A generated reasoning item, as its replays are checked.
@@ -335,6 +340,45 @@ pub(crate) fn response_status(turn: &Turn) -> ResponseStatus {
     }
 }
 
+/// A scripted hosted item's fields after `id` and `type`: `status` first (`completed`
+/// unless given, for the kinds that have one), then the scenario's in its order, an
+/// `mcp_call`'s object `arguments` as their JSON text, as the API sends them.
+fn hosted_fields(
+    kind: hosted::HostedKind,
+    fields: &serde_json::Map<String, Value>,
+) -> Vec<(&str, Value)> {
+    let mut out = Vec::with_capacity(fields.len() + 1);
+    if kind.has_status && !fields.contains_key("status") {
+        out.push(("status", Value::from("completed")));
+    }
+    for (key, value) in fields {
+        match key.as_str() {
+            "id" | "type" => {}
+            "arguments" if !value.is_string() => {
+                out.push((key.as_str(), Value::from(value.to_string())));
+            }
+            _ => out.push((key.as_str(), value.clone())),
+        }
+    }
+    out
+}
+
+/// For a scripted `mcp_call` without an `approval_request_id`, the id of the approval
+/// request issued earlier for its server and tool, as the API's call names the request
+/// it ran on.
+fn approved_request(
+    kind: hosted::HostedKind,
+    fields: &serde_json::Map<String, Value>,
+    issued: &Issued,
+) -> Option<String> {
+    if kind.item != "mcp_call" || fields.contains_key("approval_request_id") {
+        return None;
+    }
+    let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);
+    let key = (text("server_label")?, text("name")?);
+    issued.mcp_approval_requests.get(&key).cloned()
+}
+
 /// The full output items of `turn`, their generated values drawn from `draws`; a
 /// program is remembered in `issued` by its label, for the calls it owns.
 pub(crate) fn output_items<'a>(
@@ -382,6 +426,38 @@ pub(crate) fn output_items<'a>(
                 input: &call.input,
                 name: &call.name,
             },
+            OutputSpec::McpApproval(request) => {
+                let id = draws.item_id(MCP_APPROVAL.id_prefix, index);
+                issued.mcp_approval_requests.insert(
+                    (request.server_label.clone(), request.name.clone()),
+                    id.clone(),
+                );
+                OutputItem::McpApprovalRequest {
+                    id,
+                    arguments: request.arguments_string(),
+                    name: &request.name,
+                    server_label: &request.server_label,
+                }
+            }
+            OutputSpec::Hosted(fields) => {
+                // Lint refuses a hosted item of no known kind.
+                let Some(kind) = fields
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .and_then(hosted::of_item)
+                else {
+                    continue;
+                };
+                let mut hosted = hosted_fields(kind, fields);
+                if let Some(request) = approved_request(kind, fields, issued) {
+                    hosted.push(("approval_request_id", Value::from(request)));
+                }
+                OutputItem::Hosted {
+                    id: draws.item_id(kind.id_prefix, index),
+                    kind: kind.item,
+                    fields: hosted,
+                }
+            }
             OutputSpec::Program(program) => {
                 let item = OutputItem::Program {
                     id: draws.item_id("cm", index),

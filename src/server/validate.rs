@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::script::Issued;
 use crate::wire::ApiError;
-use crate::wire::call_kind::{self, CALL_KINDS, FUNCTION};
+use crate::wire::call_kind::{self, CALL_KINDS, FUNCTION, MCP_APPROVAL};
 use crate::wire::ids::has_prefix;
 use crate::wire::request::ItemKeys;
 
@@ -109,6 +109,9 @@ fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
             "status",
         ],
         "custom_tool_call_output" => &["type", "id", "call_id", "output", "caller", "status"],
+        // SDK `response_input_item_param.py` `McpApprovalRequest`, `McpApprovalResponse`.
+        "mcp_approval_request" => &["type", "id", "arguments", "name", "server_label"],
+        "mcp_approval_response" => &["type", "id", "approval_request_id", "approve", "reason"],
         "item_reference" => &["type", "id"],
         "program" => &["type", "id", "call_id", "code", "fingerprint"],
         "program_output" => &["type", "id", "call_id", "result", "status"],
@@ -144,7 +147,7 @@ pub fn resolve_input<'a>(
                 "input[{index}].status"
             )));
         }
-        if call_kind::of_answer(kind).is_some()
+        if call_kind::of_answer(kind).is_some_and(|kind| kind.runs_on_client())
             && !matches!(parts, Some(Value::String(_) | Value::Array(_)))
         {
             return Err(ApiError::output_type(index, parts));
@@ -293,7 +296,9 @@ pub fn check_context(context: &Context, issued: &Issued) -> Result<(), ApiError>
     for kind in CALL_KINDS {
         check_answers(context, kind)?;
     }
-    for kind in CALL_KINDS {
+    // An MCP approval request left unanswered is no error: the API takes a request
+    // that goes on without deciding it (the tool is then not run).
+    for kind in CALL_KINDS.into_iter().filter(|kind| *kind != MCP_APPROVAL) {
         check_answered(context, kind)?;
     }
     Ok(())
@@ -315,11 +320,15 @@ fn check_answers(context: &Context, kind: call_kind::CallKind) -> Result<(), Api
             if !calls.contains(id) {
                 return Err(if function {
                     ApiError::no_tool_call(id)
+                } else if kind == MCP_APPROVAL {
+                    ApiError::no_approval_request(id)
                 } else {
                     ApiError::no_tool_call_of(kind.words, id)
                 });
             }
-            if !answered.insert(id) {
+            // Two decisions on one approval request: what the API answers is not known,
+            // so the fake takes them and the oracle judges (`mcp/approval-answered`).
+            if !answered.insert(id) && kind != MCP_APPROVAL {
                 return Err(ApiError::duplicate_output(id));
             }
         }

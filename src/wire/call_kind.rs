@@ -63,8 +63,30 @@ pub const CUSTOM: CallKind = CallKind {
     answer_ref: "call_id",
 };
 
+/// An `mcp` tool's approval request (`require_approval`): the controller answers it
+/// with its decision in an `mcp_approval_response`, and the server, never the
+/// controller, then runs the MCP tool.
+pub const MCP_APPROVAL: CallKind = CallKind {
+    call: "mcp_approval_request",
+    answer: "mcp_approval_response",
+    words: "mcp approval request",
+    input_field: "arguments",
+    id_prefix: "mcpr",
+    tool_type: "mcp",
+    call_ref: "id",
+    answer_ref: "approval_request_id",
+};
+
+impl CallKind {
+    /// Whether the controller runs the call itself (an MCP approval request is decided,
+    /// not run: the server runs the tool once approved).
+    pub fn runs_on_client(self) -> bool {
+        self != MCP_APPROVAL
+    }
+}
+
 /// Every kind, functions first.
-pub const CALL_KINDS: [CallKind; 2] = [FUNCTION, CUSTOM];
+pub const CALL_KINDS: [CallKind; 3] = [FUNCTION, CUSTOM, MCP_APPROVAL];
 
 /// The kind whose call item has this `type`.
 pub fn of_call(item_type: &str) -> Option<CallKind> {
@@ -88,5 +110,17 @@ mod tests {
             assert_eq!(of_call(kind.answer), None);
             assert_eq!(of_answer(kind.call), None);
         }
+    }
+
+    #[test]
+    fn an_mcp_approval_pairs_by_its_id_and_is_not_run_by_the_controller() {
+        assert_eq!(pairing_field("mcp_approval_request"), Some("id"));
+        assert_eq!(
+            pairing_field("mcp_approval_response"),
+            Some("approval_request_id")
+        );
+        assert_eq!(pairing_field("function_call"), None);
+        assert!(!MCP_APPROVAL.runs_on_client());
+        assert!(FUNCTION.runs_on_client() && CUSTOM.runs_on_client());
     }
 }

@@ -100,6 +100,21 @@ impl ApiError {
         )
     }
 
+    /// E3 for an `mcp_approval_response` whose `approval_request_id` names no approval
+    /// request in the context. The API refuses it; its exact words are not known, and
+    /// these keep the shape of its other pairing errors.
+    pub fn no_approval_request(approval_request_id: &str) -> Self {
+        Self::invalid(
+            400,
+            "E3",
+            format!(
+                "No approval request found for mcp_approval_response with approval_request_id {approval_request_id}."
+            ),
+            Some("input"),
+            None,
+        )
+    }
+
     /// E3: an output whose call_id matches no call.
     pub fn no_tool_call(call_id: &str) -> Self {
         Self::invalid(

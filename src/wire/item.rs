@@ -49,6 +49,20 @@ pub enum OutputItem<'a> {
         input: &'a str,
         name: &'a str,
     },
+    /// An `mcp_approval_request`: the model asks to call an MCP tool that needs approval.
+    McpApprovalRequest {
+        id: String,
+        arguments: Cow<'a, str>,
+        name: &'a str,
+        server_label: &'a str,
+    },
+    /// A hosted tool's item (`web_search_call`, `mcp_call`, ...): the scenario's fields
+    /// after `id` and `type`, in its order.
+    Hosted {
+        id: String,
+        kind: &'static str,
+        fields: Vec<(&'a str, Value)>,
+    },
     /// A `program` (programmatic tool calling).
     Program {
         id: String,
@@ -74,6 +88,8 @@ impl OutputItem<'_> {
             | OutputItem::Refusal { id, .. }
             | OutputItem::Call { id, .. }
             | OutputItem::CustomCall { id, .. }
+            | OutputItem::McpApprovalRequest { id, .. }
+            | OutputItem::Hosted { id, .. }
             | OutputItem::Program { id, .. }
             | OutputItem::ProgramOutput { id, .. } => id,
         }
@@ -86,6 +102,8 @@ impl OutputItem<'_> {
             OutputItem::Message { .. } | OutputItem::Refusal { .. } => "message",
             OutputItem::Call { .. } => "function_call",
             OutputItem::CustomCall { .. } => "custom_tool_call",
+            OutputItem::McpApprovalRequest { .. } => "mcp_approval_request",
+            OutputItem::Hosted { kind, .. } => kind,
             OutputItem::Program { .. } => "program",
             OutputItem::ProgramOutput { .. } => "program_output",
         }
@@ -200,6 +218,27 @@ impl OutputItem<'_> {
                 fields.put("call_id", call_id);
                 fields.put("input", input);
                 fields.put("name", name);
+            }
+            OutputItem::McpApprovalRequest {
+                id,
+                arguments,
+                name,
+                server_label,
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("arguments", arguments);
+                fields.put("name", name);
+                fields.put("server_label", server_label);
+            }
+            OutputItem::Hosted {
+                id, fields: rest, ..
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                for (key, value) in rest {
+                    fields.put_any(key, value);
+                }
             }
             // A program and its output put `type` first.
             OutputItem::Program {

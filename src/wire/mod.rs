@@ -5,6 +5,7 @@
 
 pub(crate) mod call_kind;
 pub(crate) mod error;
+pub(crate) mod hosted;
 pub(crate) mod ids;
 pub(crate) mod item;
 pub(crate) mod replay;

@@ -379,7 +379,7 @@ impl<'o, 's> Fields<'o, 's> {
     }
 
     /// Writes field `key`, any text, with `value`, or as set.
-    fn put_any(&mut self, key: &str, value: &Value) {
+    pub(crate) fn put_any(&mut self, key: &str, value: &Value) {
         self.key(key, false);
         self.value(key, |out| value_to(out, value));
     }

@@ -266,6 +266,7 @@ async fn async_openai_parses_every_response_and_stream_event_of_the_catalogue() 
         "stateless",
         "conversation",
         "stream",
+        "mcp",
     ]
     .map(str::to_owned)
     .into();

@@ -259,12 +259,17 @@ async fn rounds(
         response::check_status(&response)?;
         let output = response::output_items(&response)?;
         let calls = response::function_calls(output)?;
+        let approval_requests = response::approval_requests(output);
         eprintln!(
-            "round {round}/{}: {} function call(s)",
+            "round {round}/{}: {} function call(s), {} approval request(s)",
             task.max_rounds,
-            calls.len()
+            calls.len(),
+            approval_requests.len()
         );
-        if calls.is_empty() && !response::continues_after_program(output) {
+        if calls.is_empty()
+            && approval_requests.is_empty()
+            && !response::continues_after_program(output)
+        {
             return response::final_answer(output);
         }
         // The outputs of these calls, or the program's continuation, could never be sent.
@@ -277,6 +282,12 @@ async fn rounds(
             let output = tools.handle(call, deadline).await?;
             eprintln!("  {} {} -> {output}", call.call_id, call.name);
             outputs.push(response::function_call_output(call, output));
+        }
+        for request in approval_requests {
+            let decision =
+                before_deadline(deadline, async { Ok(tools.decide(request).await) }).await?;
+            eprintln!("  {} -> approve: {}", request["id"], decision["approve"]);
+            outputs.push(decision);
         }
         match &mut state {
             State::Chained(previous_response_id) => {

@@ -143,6 +143,16 @@ pub(crate) fn function_call_output(call: &FunctionCall, output: String) -> Value
     item
 }
 
+/// The MCP approval requests of a response (`mcp_approval_request`): the model waits for
+/// a decision on each. Hosted items (`web_search_call`, `mcp_call`, ...) ran on the server
+/// and are only replayed.
+pub(crate) fn approval_requests(output: &[Value]) -> Vec<&Value> {
+    output
+        .iter()
+        .filter(|item| item["type"] == "mcp_approval_request")
+        .collect()
+}
+
 /// Whether a response without function calls still awaits the model: a program finished
 /// (`program_output`) and the model has not answered yet (no message), so the model goes
 /// on after the program's result in another request.

@@ -225,6 +225,63 @@ impl Tools {
         output.await
     }
 
+    /// Decides an MCP approval request with the approver: the `mcp_approval_response` to
+    /// send, approving only on an explicit grant and giving the reason of a refusal.
+    pub(crate) async fn decide(&self, request: &Value) -> Value {
+        let id = request["id"].as_str().unwrap_or_default();
+        let text = request["arguments"].as_str().unwrap_or_default();
+        let body = json!({
+            "call_id": id,
+            "name": request["name"],
+            "arguments": serde_json::from_str::<Value>(text).unwrap_or_else(|_| json!(text)),
+            "server_label": request["server_label"],
+            "principal": self.principal,
+        });
+        let asked = async {
+            let answer = self
+                .http
+                .post(format!("{}/approvals", self.base_url))
+                .json(&body)
+                .send()
+                .await
+                .map_err(|e| format!("approval request failed: {}", describe(&e)))?;
+            let status = answer.status();
+            if !status.is_success() {
+                return Err(format!("approval request failed: HTTP {}", status.as_u16()));
+            }
+            answer
+                .json::<Value>()
+                .await
+                .map_err(|e| format!("approval request failed: {}", describe(&e)))
+        };
+        let (approve, reason) = match asked.await {
+            Ok(answer) if answer["approved"] == true => (true, None),
+            Ok(answer) if answer["approved"] == false => (
+                false,
+                Some(
+                    answer["reason"]
+                        .as_str()
+                        .unwrap_or("no reason given")
+                        .to_string(),
+                ),
+            ),
+            Ok(_) => (
+                false,
+                Some("approval request failed: malformed answer".to_string()),
+            ),
+            Err(why) => (false, Some(why)),
+        };
+        let mut response = json!({
+            "type": "mcp_approval_response",
+            "approval_request_id": id,
+            "approve": approve,
+        });
+        if let Some(reason) = reason {
+            response["reason"] = json!(reason);
+        }
+        response
+    }
+
     /// Asks for an approval; anything but an explicit grant means the call is not run.
     async fn approve(&self, call: &FunctionCall, args: &Value) -> Result<String, String> {
         let mut body = json!({

@@ -9,6 +9,7 @@ use super::StreamFrames;
 use super::source::{Items, StreamedItem, StreamedResponse};
 use crate::scenario::{ErrorShape, StreamSpec};
 use crate::wire::IdGen;
+use crate::wire::hosted::{self, HostedKind};
 use crate::wire::write::{Set, field, raw_field, value_to};
 
 /// The pieces of `text` of `size` characters each (an empty text is one empty piece): the
@@ -304,6 +305,28 @@ const CALL_ADDED: [(&str, Set<'static>); 2] = [
 /// A custom tool call as `output_item.added` announces it: its input empty.
 const CUSTOM_CALL_ADDED: [(&str, Set<'static>); 1] = [("input", Set::Str(""))];
 
+/// A hosted tool's item as announced: still running.
+const HOSTED_ADDED: [(&str, Set<'static>); 1] = [("status", Set::Str("in_progress"))];
+
+/// A hosted tool's item up to its `done`: added (in progress, where the kind has a
+/// status), then its progress events (the last one `failed` for an item with an
+/// `error`, where the kind has that event).
+fn hosted_events<I: StreamedItem>(b: &mut Builder, index: usize, item: &I, kind: HostedKind) {
+    let added: &[(&str, Set<'_>)] = if kind.has_status { &HOSTED_ADDED } else { &[] };
+    b.item("response.output_item.added", index, item, added);
+    let mut at = At::new(item, index, None);
+    let last = kind.progress.len().saturating_sub(1);
+    for (step, event) in kind.progress.iter().enumerate() {
+        let event = match kind.failed {
+            Some(failed) if step == last && item.has_error() => failed,
+            _ => event,
+        };
+        let out = b.start(event);
+        at.write(out);
+        b.end(false);
+    }
+}
+
 /// Plans the stream of `response` (the final Response object).
 pub fn plan(
     response: &dyn StreamedResponse,
@@ -529,6 +552,11 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 field(out, "input", input);
                 at.write(out);
                 b.end(false);
+            }
+            kind if hosted::of_item(kind).is_some() => {
+                if let Some(kind) = hosted::of_item(kind) {
+                    hosted_events(b, index, item, kind);
+                }
             }
             _ => b.item("response.output_item.added", index, item, &[]),
         }

@@ -211,6 +211,8 @@ pub trait StreamedItem {
     fn write_arguments(&self, out: &mut Vec<u8>);
     /// A custom tool call's `input` (empty when not a string).
     fn input(&self) -> &str;
+    /// Whether a hosted tool's item carries an `error` (its tool failed).
+    fn has_error(&self) -> bool;
     /// Writes the item with some fields set (see `object_with`).
     fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]);
 }
@@ -284,6 +286,10 @@ impl StreamedItem for Value {
 
     fn input(&self) -> &str {
         self["input"].as_str().unwrap_or_default()
+    }
+
+    fn has_error(&self) -> bool {
+        !self["error"].is_null()
     }
 
     fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]) {
@@ -374,6 +380,15 @@ impl StreamedItem for OutputItem<'_> {
         match self {
             OutputItem::CustomCall { input, .. } => input,
             _ => "",
+        }
+    }
+
+    fn has_error(&self) -> bool {
+        match self {
+            OutputItem::Hosted { fields, .. } => fields
+                .iter()
+                .any(|(key, value)| *key == "error" && !value.is_null()),
+            _ => false,
         }
     }
 
