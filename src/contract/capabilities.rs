@@ -18,6 +18,8 @@ pub const CAPABILITIES: &[&str] = &[
     "budgets",
     "webhook",
     "custom",
+    "shell",
+    "apply_patch",
 ];
 
 /// The capabilities of a controller that declares none.

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::checks;
-use super::facts::{Facts, output_text};
+use super::facts::{Facts, answer_result, output_text};
 use super::verdict::{CheckResult, Diff};
 use crate::json_compare::json_equal;
 use crate::tools::CallValidity;
@@ -219,7 +219,7 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
             };
             judged += 1;
             let text = output_text(output);
-            let actual: Option<Value> = serde_json::from_str(&text).ok();
+            let actual: Option<Value> = answer_result(output);
             let others: Vec<&str> = results
                 .iter()
                 .filter(|(id, result)| {

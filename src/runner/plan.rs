@@ -64,6 +64,33 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if custom {
         needed.push("custom");
     }
+    // Shell and patch tools: offered by the task, or called in the script. `shell`
+    // covers both shell tools.
+    let offered = |types: &[&str]| {
+        task.tools.iter().any(|tool| {
+            matches!(tool, ToolRef::Inline(def)
+                if def["type"].as_str().is_some_and(|t| types.contains(&t)))
+        })
+    };
+    let called = |wanted: fn(&OutputSpec) -> bool| {
+        scenario
+            .script
+            .iter()
+            .any(|turn| turn.output.iter().any(wanted))
+    };
+    if offered(&["shell", "local_shell"])
+        || called(|item| {
+            matches!(
+                item,
+                OutputSpec::ShellCall(_) | OutputSpec::LocalShellCall(_)
+            )
+        })
+    {
+        needed.push("shell");
+    }
+    if offered(&["apply_patch"]) || called(|item| matches!(item, OutputSpec::ApplyPatchCall(_))) {
+        needed.push("apply_patch");
+    }
     needed
 }
 

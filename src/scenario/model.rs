@@ -608,6 +608,15 @@ pub enum OutputSpec {
     /// A call to a `custom` tool: free-form text input.
     #[serde(rename = "custom_call")]
     CustomCall(CustomCallSpec),
+    /// A `shell_call`: commands for the `shell` tool.
+    #[serde(rename = "shell_call")]
+    ShellCall(ShellCallSpec),
+    /// A `local_shell_call`: one command for the `local_shell` tool.
+    #[serde(rename = "local_shell_call")]
+    LocalShellCall(LocalShellCallSpec),
+    /// An `apply_patch_call`: one file operation for the `apply_patch` tool.
+    #[serde(rename = "apply_patch_call")]
+    ApplyPatchCall(ApplyPatchCallSpec),
     /// A `program` item of programmatic tool calling.
     Program(ProgramSpec),
     /// A `program_output` item: the program's result.
@@ -623,6 +632,95 @@ pub struct CustomCallSpec {
     pub name: String,
     /// The free-form input text, sent verbatim.
     pub input: String,
+}
+
+/// A scripted `shell_call`: its `action`, as the model emits it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellCallSpec {
+    /// The commands to run, in order.
+    pub commands: Vec<String>,
+    /// The time limit for the commands, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// How many characters of each command's output to keep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_length: Option<u64>,
+}
+
+/// A scripted `local_shell_call`: its `exec` action's fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LocalShellCallSpec {
+    /// The command and its arguments.
+    pub command: Vec<String>,
+    /// Environment variables to set.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The time limit, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// The user to run it as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The directory to run it in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// A scripted `apply_patch_call`: its `operation`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyPatchCallSpec {
+    /// `create_file`, `update_file` or `delete_file`.
+    #[serde(rename = "type")]
+    pub operation: PatchOperation,
+    /// The file's path.
+    pub path: String,
+    /// The diff to apply (none for `delete_file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+/// What an `apply_patch_call` does to its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PatchOperation {
+    /// Create the file from the diff.
+    CreateFile,
+    /// Change the file by the diff.
+    UpdateFile,
+    /// Delete the file.
+    DeleteFile,
+}
+
+impl ShellCallSpec {
+    /// The call's `action` on the wire.
+    pub fn action(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+impl LocalShellCallSpec {
+    /// The call's `exec` action on the wire: every field of the SDK's
+    /// `LocalShellCallAction`, the optional ones `null` when not scripted.
+    pub fn action(&self) -> Value {
+        serde_json::json!({
+            "type": "exec",
+            "command": self.command,
+            "env": self.env,
+            "timeout_ms": self.timeout_ms,
+            "user": self.user,
+            "working_directory": self.working_directory,
+        })
+    }
+}
+
+impl ApplyPatchCallSpec {
+    /// The call's `operation` on the wire.
+    pub fn operation(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
 }
 
 /// A scripted program.

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::scenario::{Annotation, OutputSpec, Turn, TurnStatus};
 use crate::wire::IdGen;
+use crate::wire::call_kind::{APPLY_PATCH, CallKind, LOCAL_SHELL, SHELL};
 use crate::wire::item::OutputItem;
 use crate::wire::replay::follows;
 use crate::wire::request::{ItemKeys, call_id, item_id, item_type};
@@ -184,11 +185,14 @@ impl Follower {
 
 /// The types of the items the server generates: a follower of one of these keeps its
 /// type without a copy.
-const GENERATED_KINDS: [&str; 6] = [
+const GENERATED_KINDS: [&str; 9] = [
     "reasoning",
     "message",
     "function_call",
     "custom_tool_call",
+    "shell_call",
+    "local_shell_call",
+    "apply_patch_call",
     "program",
     "program_output",
 ];
@@ -335,6 +339,21 @@ pub(crate) fn response_status(turn: &Turn) -> ResponseStatus {
     }
 }
 
+/// A call whose input is a JSON object, its id and call_id drawn in that order.
+fn action_call<'a>(
+    kind: CallKind,
+    input: Value,
+    draws: &mut impl Draws,
+    index: usize,
+) -> OutputItem<'a> {
+    OutputItem::ActionCall {
+        kind,
+        id: draws.item_id(kind.id_prefix, index),
+        call_id: draws.call_id(index),
+        input,
+    }
+}
+
 /// The full output items of `turn`, their generated values drawn from `draws`; a
 /// program is remembered in `issued` by its label, for the calls it owns.
 pub(crate) fn output_items<'a>(
@@ -382,6 +401,13 @@ pub(crate) fn output_items<'a>(
                 input: &call.input,
                 name: &call.name,
             },
+            OutputSpec::ShellCall(call) => action_call(SHELL, call.action(), draws, index),
+            OutputSpec::LocalShellCall(call) => {
+                action_call(LOCAL_SHELL, call.action(), draws, index)
+            }
+            OutputSpec::ApplyPatchCall(call) => {
+                action_call(APPLY_PATCH, call.operation(), draws, index)
+            }
             OutputSpec::Program(program) => {
                 let item = OutputItem::Program {
                     id: draws.item_id("cm", index),

@@ -109,6 +109,48 @@ fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
             "status",
         ],
         "custom_tool_call_output" => &["type", "id", "call_id", "output", "caller", "status"],
+        // The SDK's input params `ShellCall`, `ShellCallOutput`, `LocalShellCall`,
+        // `LocalShellCallOutput`, `ApplyPatchCall`, `ApplyPatchCallOutput`.
+        "shell_call" => &[
+            "type",
+            "id",
+            "call_id",
+            "action",
+            "status",
+            "caller",
+            "environment",
+            "created_by",
+        ],
+        "shell_call_output" => &[
+            "type",
+            "id",
+            "call_id",
+            "output",
+            "max_output_length",
+            "status",
+            "caller",
+            "created_by",
+        ],
+        "local_shell_call" => &["type", "id", "call_id", "action", "status"],
+        "local_shell_call_output" => &["type", "id", "output", "status"],
+        "apply_patch_call" => &[
+            "type",
+            "id",
+            "call_id",
+            "operation",
+            "status",
+            "caller",
+            "created_by",
+        ],
+        "apply_patch_call_output" => &[
+            "type",
+            "id",
+            "call_id",
+            "status",
+            "output",
+            "caller",
+            "created_by",
+        ],
         "item_reference" => &["type", "id"],
         "program" => &["type", "id", "call_id", "code", "fingerprint"],
         "program_output" => &["type", "id", "call_id", "result", "status"],
@@ -144,7 +186,7 @@ pub fn resolve_input<'a>(
                 "input[{index}].status"
             )));
         }
-        if call_kind::of_answer(kind).is_some()
+        if parts_field == Some("output")
             && !matches!(parts, Some(Value::String(_) | Value::Array(_)))
         {
             return Err(ApiError::output_type(index, parts));

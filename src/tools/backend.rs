@@ -10,6 +10,9 @@ use crate::scenario::fixtures::{self, DEFAULT_REFUSAL};
 use crate::scenario::{RateLimitRule, Scenario, ToolBehaviour, ToolRef};
 use crate::transcript::ToolRequestKind;
 use crate::wire::IdGen;
+use crate::wire::call_kind::{
+    self, APPLY_PATCH, CALL_KINDS, CallKind, FUNCTION, LOCAL_SHELL, SHELL,
+};
 
 /// Arguments that violate a tool's schema: the first violation, and where it is.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +37,16 @@ impl RegisteredTool {
     /// Whether the tool is a `custom` tool, whose calls carry free-form text `input`.
     pub fn is_custom(&self) -> bool {
         self.definition.get("type").and_then(Value::as_str) == Some("custom")
+    }
+
+    /// The kind of call the tool's calls come as: `function` unless the tool's type is
+    /// another kind's (`custom`, `shell`, `local_shell`, `apply_patch`).
+    pub fn kind(&self) -> CallKind {
+        self.definition
+            .get("type")
+            .and_then(Value::as_str)
+            .and_then(call_kind::of_tool)
+            .unwrap_or(FUNCTION)
     }
 
     /// Whether `input` satisfies a custom tool's format: a `regex` grammar must match the
@@ -77,11 +90,8 @@ impl Registry {
                 ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
                 ToolRef::Inline(def) => def.clone(),
             };
-            let Some(name) = definition
-                .get("name")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-            else {
+            // A shell or apply_patch tool has no name: it is known by its type.
+            let Some(name) = call_kind::tool_name(&definition).map(str::to_owned) else {
                 continue;
             };
             let validator = definition
@@ -150,6 +160,15 @@ impl Registry {
         }
     }
 
+    /// Judges a call of a kind whose tool is known by its type (a `shell_call`, a
+    /// `local_shell_call`, an `apply_patch_call`): valid when the task offers that tool.
+    pub fn judge_typed_call(&self, kind: CallKind, name: &str) -> CallValidity {
+        match self.get(name) {
+            Some(tool) if tool.kind() == kind => CallValidity::Valid,
+            _ => CallValidity::UnknownTool,
+        }
+    }
+
     /// Judges a call the model issued; `caller` is the call's `caller` field.
     pub fn judge_call(&self, name: &str, arguments: &str, caller: Option<&Value>) -> CallValidity {
         let Some(tool) = self.get(name) else {
@@ -202,17 +221,59 @@ fn when_matches(when: Option<&Value>, arguments: &Value) -> bool {
     when.is_none_or(|pattern| matches_subset(pattern, arguments))
 }
 
-/// What a call request asks to run with: its `arguments`, or a custom tool call's
-/// `input` text.
+/// What a call or approval request asks to run with: the field of the call's input of
+/// the first kind that has one (`arguments`, a custom tool call's `input` text, a shell
+/// call's `action`, a patch's `operation`).
 pub fn call_input(body: &Value) -> Value {
-    body.get("arguments")
-        .or_else(|| body.get("input"))
+    CALL_KINDS
+        .into_iter()
+        .find_map(|kind| body.get(kind.input_field))
         .cloned()
         .unwrap_or(Value::Null)
 }
 
-/// The result a fixture tool returns for these arguments.
-pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments: &Value) -> Value {
+/// What a tool of a client-executed kind returns when the case scripts nothing: its
+/// result in the shape its answer item carries, so that a controller copies it over.
+/// A shell call's output chunks, one per command; a local shell call's stdout, stderr
+/// and exit code; a patch's status and log line.
+fn kind_result(kind: CallKind, input: &Value) -> Option<Value> {
+    let exited = json!({"type": "exit", "exit_code": 0});
+    if kind == SHELL {
+        let commands = input["commands"].as_array().cloned().unwrap_or_default();
+        return Some(Value::Array(
+            commands
+                .iter()
+                .map(|command| {
+                    let command = command.as_str().unwrap_or_default();
+                    json!({"stdout": format!("ran: {command}\n"), "stderr": "", "outcome": exited})
+                })
+                .collect(),
+        ));
+    }
+    if kind == LOCAL_SHELL {
+        let command: Vec<&str> = input["command"]
+            .as_array()
+            .map(|parts| parts.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        return Some(
+            json!({"stdout": format!("ran: {}\n", command.join(" ")), "stderr": "", "exit_code": 0}),
+        );
+    }
+    if kind == APPLY_PATCH {
+        let what = input["type"].as_str().unwrap_or_default().replace('_', " ");
+        let path = input["path"].as_str().unwrap_or_default();
+        return Some(json!({"status": "completed", "output": format!("{what}: {path}")}));
+    }
+    None
+}
+
+/// The result a fixture tool of this kind returns for these arguments.
+pub fn scripted_result(
+    behaviour: Option<&ToolBehaviour>,
+    kind: CallKind,
+    name: &str,
+    arguments: &Value,
+) -> Value {
     let rule = behaviour.and_then(|b| {
         b.results
             .iter()
@@ -223,10 +284,13 @@ pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments:
         (None, Some(default)) => default.clone(),
         // Echo the arguments so that results of different calls differ: a controller that
         // pairs results with the wrong call is then visible.
-        (None, None) if arguments.is_string() => {
-            json!({"tool": name, "input": arguments, "ok": true})
-        }
-        (None, None) => json!({"tool": name, "arguments": arguments, "ok": true}),
+        (None, None) => kind_result(kind, arguments).unwrap_or_else(|| {
+            if arguments.is_string() {
+                json!({"tool": name, "input": arguments, "ok": true})
+            } else {
+                json!({"tool": name, "arguments": arguments, "ok": true})
+            }
+        }),
     }
 }
 
@@ -389,6 +453,21 @@ impl ToolBackend {
                 return (s, b, false);
             }
             Value::String(input.to_owned())
+        } else if tool.kind() != FUNCTION {
+            // A shell call's `action`, a patch's `operation`: a JSON object.
+            let field = tool.kind().input_field;
+            let Some(input) = body.get(field).filter(|input| input.is_object()) else {
+                let (s, b) = error(
+                    422,
+                    "invalid_input",
+                    format!(
+                        "'{name}' runs {} items: send the call's `{field}` as a JSON object",
+                        tool.kind().call
+                    ),
+                );
+                return (s, b, false);
+            };
+            input.clone()
         } else {
             body.get("arguments").cloned().unwrap_or(Value::Null)
         };
@@ -486,7 +565,7 @@ impl ToolBackend {
         if let Some(result) = state.executed.get(call_id) {
             return (200, json!({"result": result}), false);
         }
-        let mut result = scripted_result(behaviour, name, &arguments);
+        let mut result = scripted_result(behaviour, tool.kind(), name, &arguments);
         let runs = state.runs.entry(name.to_owned()).or_insert(0);
         *runs += 1;
         if let (Some(field), Value::Object(fields)) =
@@ -508,7 +587,7 @@ impl ToolBackend {
             .unwrap_or_default()
             .to_owned();
         let call_id = body.get("call_id").and_then(Value::as_str);
-        let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
+        let arguments = call_input(body);
         let (status, reply) = match call_id {
             None => error(
                 422,

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::call_kind::CallKind;
 use super::write::{FieldSpans, Fields, Set, WriteJson, value_to};
 
 /// One generated output item; strings the scenario gives are borrowed from it.
@@ -49,6 +50,15 @@ pub enum OutputItem<'a> {
         input: &'a str,
         name: &'a str,
     },
+    /// A call of a kind whose input is a JSON object (`shell_call` with its `action`,
+    /// `local_shell_call`, `apply_patch_call` with its `operation`): the kind says its
+    /// type and input field.
+    ActionCall {
+        kind: CallKind,
+        id: String,
+        call_id: String,
+        input: Value,
+    },
     /// A `program` (programmatic tool calling).
     Program {
         id: String,
@@ -74,6 +84,7 @@ impl OutputItem<'_> {
             | OutputItem::Refusal { id, .. }
             | OutputItem::Call { id, .. }
             | OutputItem::CustomCall { id, .. }
+            | OutputItem::ActionCall { id, .. }
             | OutputItem::Program { id, .. }
             | OutputItem::ProgramOutput { id, .. } => id,
         }
@@ -86,6 +97,7 @@ impl OutputItem<'_> {
             OutputItem::Message { .. } | OutputItem::Refusal { .. } => "message",
             OutputItem::Call { .. } => "function_call",
             OutputItem::CustomCall { .. } => "custom_tool_call",
+            OutputItem::ActionCall { kind, .. } => kind.call,
             OutputItem::Program { .. } => "program",
             OutputItem::ProgramOutput { .. } => "program_output",
         }
@@ -107,6 +119,7 @@ impl OutputItem<'_> {
         match self {
             OutputItem::Call { call_id, .. }
             | OutputItem::CustomCall { call_id, .. }
+            | OutputItem::ActionCall { call_id, .. }
             | OutputItem::Program { call_id, .. } => Some(call_id),
             OutputItem::ProgramOutput { call_id, .. } => call_id.as_str(),
             _ => None,
@@ -200,6 +213,20 @@ impl OutputItem<'_> {
                 fields.put("call_id", call_id);
                 fields.put("input", input);
                 fields.put("name", name);
+            }
+            // In the order of the function call's fields; `status` is `completed`, as
+            // the response is done when the item is served.
+            OutputItem::ActionCall {
+                kind: call,
+                id,
+                call_id,
+                input,
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", "completed");
+                fields.put(call.input_field, input);
+                fields.put("call_id", call_id);
             }
             // A program and its output put `type` first.
             OutputItem::Program {
@@ -378,6 +405,12 @@ mod tests {
                 call_id: "call_2".into(),
                 input: "print(1)",
                 name: "run_python",
+            },
+            OutputItem::ActionCall {
+                kind: crate::wire::call_kind::SHELL,
+                id: "sh_1".into(),
+                call_id: "call_3".into(),
+                input: json!({"commands": ["ls -la"], "timeout_ms": 1000}),
             },
             OutputItem::Program {
                 id: "cm_1".into(),
