@@ -44,6 +44,9 @@ struct Tool {
     custom: Option<Option<regex::Regex>>,
     /// `allowed_callers`: `direct` and/or `programmatic`; only `direct` when omitted.
     allowed_callers: Vec<String>,
+    /// For a tool known by its type (`shell`, `local_shell`, `apply_patch`): the kind of
+    /// call that runs it.
+    typed: Option<CallKind>,
 }
 
 impl Registry {
@@ -70,6 +73,23 @@ impl Registry {
                     schema: None,
                     custom: Some(grammar),
                     allowed_callers: vec!["direct".to_string()],
+                    typed: None,
+                },
+            );
+        }
+        // Shell and patch tools have no name: each is known by its type.
+        for (tool_type, kind) in tools
+            .iter()
+            .filter_map(|tool| tool["type"].as_str())
+            .filter_map(|t| Some((t, CallKind::of_tool(t)?)))
+        {
+            registry.insert(
+                tool_type.to_string(),
+                Tool {
+                    schema: None,
+                    custom: None,
+                    allowed_callers: vec!["direct".to_string()],
+                    typed: Some(kind),
                 },
             );
         }
@@ -97,6 +117,7 @@ impl Registry {
                     schema,
                     custom: None,
                     allowed_callers,
+                    typed: None,
                 },
             );
         }
@@ -111,8 +132,16 @@ impl Registry {
             return Err(error_output(format!("unknown tool: {}", call.name)));
         };
         // A call of one kind names a tool of the same kind.
-        if (call.kind == CallKind::Custom) != tool.custom.is_some() {
+        if (call.kind == CallKind::Custom) != tool.custom.is_some()
+            || call.kind.typed_tool().is_some() != tool.typed.is_some()
+            || tool.typed.is_some_and(|kind| kind != call.kind)
+        {
             return Err(error_output(format!("unknown tool: {}", call.name)));
+        }
+        // A shell call's action, a patch's operation: run as the model wrote it.
+        if tool.typed.is_some() {
+            return serde_json::from_str(&call.arguments)
+                .map_err(|e| error_output(format!("invalid {}: {e}", call.kind.input_field())));
         }
         if let Some(grammar) = &tool.custom {
             if grammar
@@ -152,10 +181,7 @@ impl Registry {
 /// The backend request's key for what a call runs with: `arguments`, or a custom tool
 /// call's `input`.
 fn payload_key(call: &FunctionCall) -> &'static str {
-    match call.kind {
-        CallKind::Function => "arguments",
-        CallKind::Custom => "input",
-    }
+    call.kind.input_field()
 }
 
 /// Runs calls: validation, then approval when required, then the backend.
