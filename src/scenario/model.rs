@@ -25,6 +25,8 @@ use crate::contract::{Delivery, StateMode};
 ///   `attempts`); a stream's `done_delay_ms` and `terminal_delay_ms`; a tool's `rate_limited` answers (`when`,
 ///   `attempts`, `retry_after`, `retry_after_ms`) and an `unavailable` rule without
 ///   `attempts` (a tool that stays down); a case's `deliveries`.
+///   Also compatible: `shell_call`, `local_shell_call` and `apply_patch_call` items, and
+///   inline tools known by their type (`{type: shell}`, `local_shell`, `apply_patch`).
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
