@@ -64,7 +64,9 @@ pub const CUSTOM: CallKind = CallKind {
 };
 
 /// A `shell` tool's call: an `action` of `commands` to run (the SDK's
-/// `ResponseFunctionShellToolCall`). The API's ids for these start with `sh_`.
+/// `ResponseFunctionShellToolCall`). The API's ids for these start with `sh_`. The real
+/// API's pairing errors for this kind and the two after it are not known word for word:
+/// theirs are the function call's, with the kind's `words`.
 pub const SHELL: CallKind = CallKind {
     call: "shell_call",
     answer: "shell_call_output",

@@ -8,6 +8,7 @@ mod determinism;
 mod docs_pages;
 mod emulation;
 mod emulation_custom;
+mod emulation_shell;
 mod families;
 mod frameworks;
 mod fuzzing;
