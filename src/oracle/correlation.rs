@@ -619,6 +619,60 @@ mod tests {
     }
 
     #[test]
+    fn every_call_id_check_and_answer_kind_pass_a_correct_run_with_shell_and_patch_calls() {
+        for case in [
+            "shell/01-shell-call",
+            "shell/03-local-shell-call",
+            "shell/04-apply-patch",
+            "shell/06-shell-beside-function",
+        ] {
+            for state in [PreviousResponseId, Stateless] {
+                let run = Run::case(case, state);
+                run.correct();
+                let judgement = run.judge_completed();
+                assert_all_pass(&judgement, &CHECKS);
+                assert_passes(&judgement, "call-id/answer-kind");
+            }
+        }
+    }
+
+    #[test]
+    fn answer_kind_fails_a_shell_call_answered_with_a_function_call_output() {
+        let run = second_request_with("shell/06-shell-beside-function", |_, outputs| {
+            outputs
+                .into_iter()
+                .map(|item| json!({"type": "function_call_output", "call_id": item["call_id"], "output": "done"}))
+                .collect()
+        });
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/answer-kind",
+            "(shell_call {\"commands\":[\"ls reports\"]}) is a shell_call, answered by a function_call_output: expected a shell_call_output",
+        );
+    }
+
+    #[test]
+    fn result_matches_fails_a_shell_output_that_is_not_the_backends_and_a_local_shell_answer_read_by_its_id()
+     {
+        let run = second_request_with("shell/01-shell-call", |_, mut outputs| {
+            outputs[0]["output"][0]["stdout"] = json!("3 notes.md\n");
+            outputs
+        });
+        assert_fails(
+            &run.judge_completed(),
+            "call-id/result-matches",
+            "expected the backend's result for that call, [{\"stdout\":\"12 notes.md\\n\"",
+        );
+        let run = second_request_with("shell/03-local-shell-call", |_, outputs| {
+            assert!(outputs[0].get("call_id").is_none(), "{}", outputs[0]);
+            assert!(outputs[0]["id"].as_str().unwrap().starts_with("call_"));
+            outputs
+        });
+        let judgement = run.judge_completed();
+        assert_all_pass(&judgement, &CHECKS);
+    }
+
+    #[test]
     fn answered_names_the_answer_kind_a_custom_call_lacks() {
         let run = second_request_with("custom/01-custom-call", |_, _| Vec::new());
         assert_fails(

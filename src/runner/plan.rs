@@ -306,6 +306,21 @@ mod tests {
     }
 
     #[test]
+    fn a_case_with_shell_or_patch_tools_needs_shell_or_apply_patch() {
+        for (id, shell, patch) in [
+            ("shell/01-shell-call", true, false),
+            ("shell/03-local-shell-call", true, false),
+            ("shell/04-apply-patch", false, true),
+            ("custom/01-custom-call", false, false),
+        ] {
+            let case = crate::scenario::catalogue_scenario(id);
+            let needed = required_capabilities(&case, StateMode::Stateless);
+            assert_eq!(needed.contains(&"shell"), shell, "{id}: {needed:?}");
+            assert_eq!(needed.contains(&"apply_patch"), patch, "{id}: {needed:?}");
+        }
+    }
+
+    #[test]
     fn a_streamed_run_asks_the_controller_for_a_stream() {
         let case = crate::scenario::catalogue_scenario("budget/01-endless-tool-calls");
         let streamed = case.delivered(Delivery::Stream);

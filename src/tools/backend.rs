@@ -815,4 +815,96 @@ expect: {outcome: completed}
             assert_eq!(refused.body["error"]["code"], "invalid_input", "{body}");
         }
     }
+
+    /// A backend whose task offers the three tools known by their type; `shell` needs an
+    /// approval and refuses `rm`, a patch under `.github/` is denied.
+    fn typed_bench(tool: &'static str) -> Bench {
+        let yaml = r#"
+format: 1
+id: demo/typed
+summary: The shell, local shell and patch tools.
+level: must
+task:
+  input: "Hi"
+  tools: [{type: shell}, {type: local_shell}, {type: apply_patch}]
+  approval_required: [shell]
+tools:
+  shell:
+    approvals: [{when: {commands: [rm -rf build]}, approved: false, reason: No deleting.}]
+  apply_patch:
+    deny: [{when: {path: .github/ci.yml}, message: Not under .github.}]
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#;
+        let scenario = crate::scenario::parse(std::path::Path::new("tool.yaml"), yaml)
+            .unwrap_or_else(|err| panic!("{err}"));
+        Bench::of(&scenario, tool)
+    }
+
+    #[test]
+    fn the_tools_known_by_their_type_run_their_action_or_operation_with_results_of_their_kind() {
+        let mut local = typed_bench("local_shell");
+        let ran = local.call_with(&json!({"call_id": "call_1", "action": {"type": "exec", "command": ["git", "status"], "env": {}}}));
+        assert_eq!((ran.status, ran.effect), (200, true));
+        assert_eq!(
+            ran.body,
+            json!({"result": {"stdout": "ran: git status\n", "stderr": "", "exit_code": 0}})
+        );
+        let mut patch = typed_bench("apply_patch");
+        let ran = patch.call_with(&json!({"call_id": "call_2", "operation": {"type": "create_file", "path": "a.md", "diff": "+a"}}));
+        assert_eq!(
+            ran.body,
+            json!({"result": {"status": "completed", "output": "create file: a.md"}})
+        );
+        let denied = patch.call_with(&json!({"call_id": "call_3", "operation": {"type": "delete_file", "path": ".github/ci.yml"}}));
+        assert_eq!((denied.status, denied.effect), (403, false));
+        // Without its `action` (or with the function's `arguments`), a call is refused.
+        for body in [
+            json!({"call_id": "call_4"}),
+            json!({"call_id": "call_4", "arguments": {"commands": ["ls"]}}),
+            json!({"call_id": "call_4", "action": "ls"}),
+        ] {
+            let refused = local.call_with(&body);
+            assert_eq!((refused.status, refused.effect), (422, false), "{body}");
+            assert_eq!(refused.body["error"]["code"], "invalid_input", "{body}");
+        }
+    }
+
+    #[test]
+    fn a_shell_call_is_approved_on_its_action_and_runs_only_with_its_grant() {
+        let mut shell = typed_bench("shell");
+        let ask = |shell: &mut Bench, call_id: &str, commands: Value| {
+            shell.backend.approval(
+                &mut shell.state,
+                "key",
+                &json!({"call_id": call_id, "name": "shell", "action": {"commands": commands}}),
+            )
+        };
+        let refused = ask(&mut shell, "call_1", json!(["rm -rf build"]));
+        assert_eq!(
+            refused.body,
+            json!({"approved": false, "reason": "No deleting."})
+        );
+        let without = shell
+            .call_with(&json!({"call_id": "call_1", "action": {"commands": ["rm -rf build"]}}));
+        assert_eq!((without.status, without.effect), (409, false));
+        let granted = ask(&mut shell, "call_2", json!(["ls", "pwd"]));
+        let token = granted.body["approval"]
+            .as_str()
+            .expect("granted")
+            .to_owned();
+        let ran = shell.call_with(
+            &json!({"call_id": "call_2", "action": {"commands": ["ls", "pwd"]}, "approval": token}),
+        );
+        assert_eq!((ran.status, ran.effect), (200, true));
+        let exited = json!({"type": "exit", "exit_code": 0});
+        assert_eq!(
+            ran.body,
+            json!({"result": [
+                {"stdout": "ran: ls\n", "stderr": "", "outcome": exited},
+                {"stdout": "ran: pwd\n", "stderr": "", "outcome": exited},
+            ]})
+        );
+    }
 }
