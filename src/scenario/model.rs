@@ -648,6 +648,9 @@ pub struct ShellCallSpec {
     /// How many characters of each command's output to keep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_length: Option<u64>,
+    /// The `label` of an earlier `program` item, for a call made by that program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 /// A scripted `local_shell_call`: its `exec` action's fields.
@@ -682,6 +685,9 @@ pub struct ApplyPatchCallSpec {
     /// The diff to apply (none for `delete_file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// The `label` of an earlier `program` item, for a call made by that program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 /// What an `apply_patch_call` does to its file.
@@ -697,9 +703,16 @@ pub enum PatchOperation {
 }
 
 impl ShellCallSpec {
-    /// The call's `action` on the wire.
+    /// The call's `action` on the wire: the scripted fields but `caller`.
     pub fn action(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        let mut action = serde_json::json!({"commands": self.commands});
+        if let Some(timeout_ms) = self.timeout_ms {
+            action["timeout_ms"] = timeout_ms.into();
+        }
+        if let Some(length) = self.max_output_length {
+            action["max_output_length"] = length.into();
+        }
+        action
     }
 }
 
@@ -719,9 +732,13 @@ impl LocalShellCallSpec {
 }
 
 impl ApplyPatchCallSpec {
-    /// The call's `operation` on the wire.
+    /// The call's `operation` on the wire: the scripted fields but `caller`.
     pub fn operation(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        let mut operation = serde_json::json!({"type": self.operation, "path": self.path});
+        if let Some(diff) = &self.diff {
+            operation["diff"] = diff.as_str().into();
+        }
+        operation
     }
 }
 

@@ -150,6 +150,10 @@ impl Registrable for OutputItem<'_> {
             OutputItem::Call {
                 caller_id: Some(caller_id),
                 ..
+            }
+            | OutputItem::ActionCall {
+                caller_id: Some(caller_id),
+                ..
             } => Some(json!({"type": "program", "caller_id": caller_id})),
             _ => None,
         }
@@ -343,6 +347,7 @@ pub(crate) fn response_status(turn: &Turn) -> ResponseStatus {
 fn action_call<'a>(
     kind: CallKind,
     input: Value,
+    caller_id: Option<Value>,
     draws: &mut impl Draws,
     index: usize,
 ) -> OutputItem<'a> {
@@ -351,7 +356,19 @@ fn action_call<'a>(
         id: draws.item_id(kind.id_prefix, index),
         call_id: draws.call_id(index),
         input,
+        caller_id,
     }
+}
+
+/// The call_id of the program labelled `label`, for a call it makes.
+fn program_call_id(issued: &Issued, label: Option<&str>) -> Option<Value> {
+    label.map(|label| {
+        issued
+            .programs
+            .get(label)
+            .map(|p| p["call_id"].clone())
+            .unwrap_or(Value::Null)
+    })
 }
 
 /// The full output items of `turn`, their generated values drawn from `draws`; a
@@ -401,12 +418,16 @@ pub(crate) fn output_items<'a>(
                 input: &call.input,
                 name: &call.name,
             },
-            OutputSpec::ShellCall(call) => action_call(SHELL, call.action(), draws, index),
+            OutputSpec::ShellCall(call) => {
+                let caller_id = program_call_id(issued, call.caller.as_deref());
+                action_call(SHELL, call.action(), caller_id, draws, index)
+            }
             OutputSpec::LocalShellCall(call) => {
-                action_call(LOCAL_SHELL, call.action(), draws, index)
+                action_call(LOCAL_SHELL, call.action(), None, draws, index)
             }
             OutputSpec::ApplyPatchCall(call) => {
-                action_call(APPLY_PATCH, call.operation(), draws, index)
+                let caller_id = program_call_id(issued, call.caller.as_deref());
+                action_call(APPLY_PATCH, call.operation(), caller_id, draws, index)
             }
             OutputSpec::Program(program) => {
                 let item = OutputItem::Program {

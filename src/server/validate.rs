@@ -393,7 +393,7 @@ fn check_answered(context: &Context, kind: call_kind::CallKind) -> Result<(), Ap
 pub fn check_programs(context: &Context, issued: &Issued) -> Result<(), ApiError> {
     let input = &context.input;
     for (index, item) in input.iter().enumerate() {
-        if item.kind != "function_call_output" {
+        if call_kind::of_answer(item.kind).is_none() {
             continue;
         }
         let id = item.call_id.unwrap_or_default();
@@ -416,8 +416,10 @@ pub fn check_programs(context: &Context, issued: &Issued) -> Result<(), ApiError
     let programs = context.call_ids("program");
     for item in input {
         let caller = match item.kind {
-            "function_call" => item.item.get("caller"),
-            "function_call_output" => item.call_id.and_then(|id| issued.callers.get(id)),
+            kind if call_kind::of_call(kind).is_some() => item.item.get("caller"),
+            kind if call_kind::of_answer(kind).is_some() => {
+                item.call_id.and_then(|id| issued.callers.get(id))
+            }
             _ => None,
         };
         if let Some(caller_id) = caller

@@ -58,6 +58,8 @@ pub enum OutputItem<'a> {
         id: String,
         call_id: String,
         input: Value,
+        /// Set for a call a program makes (`shell_call`, `apply_patch_call`).
+        caller_id: Option<Value>,
     },
     /// A `program` (programmatic tool calling).
     Program {
@@ -221,12 +223,18 @@ impl OutputItem<'_> {
                 id,
                 call_id,
                 input,
+                caller_id,
             } => {
                 fields.put("id", id);
                 fields.put("type", kind);
                 fields.put("status", "completed");
                 fields.put(call.input_field, input);
                 fields.put("call_id", call_id);
+                if let Some(caller_id) = caller_id {
+                    fields.put_with("caller", |out| {
+                        write_part(out, br#"{"type":"program","caller_id":"#, caller_id);
+                    });
+                }
             }
             // A program and its output put `type` first.
             OutputItem::Program {
@@ -411,6 +419,7 @@ mod tests {
                 id: "sh_1".into(),
                 call_id: "call_3".into(),
                 input: json!({"commands": ["ls -la"], "timeout_ms": 1000}),
+                caller_id: Some(json!("call_p")),
             },
             OutputItem::Program {
                 id: "cm_1".into(),
