@@ -432,4 +432,47 @@ mod tests {
         assert_eq!(reason("cancelled"), "cancelled");
         assert_eq!(reason("in_progress"), "api_error");
     }
+
+    #[test]
+    fn shell_and_patch_calls_are_answered_by_their_own_kind_with_failures_in_their_fields() {
+        let output = [
+            json!({"type": "shell_call", "id": "sh_1", "call_id": "call_1", "status": "completed",
+                   "action": {"commands": ["ls"], "max_output_length": 100}}),
+            json!({"type": "local_shell_call", "id": "lsh_1", "call_id": "call_2", "status": "completed",
+                   "action": {"type": "exec", "command": ["pwd"], "env": {}}}),
+            json!({"type": "apply_patch_call", "id": "apc_1", "call_id": "call_3", "status": "completed",
+                   "operation": {"type": "delete_file", "path": "a.md"}}),
+        ];
+        let calls = function_calls(&output).unwrap();
+        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["shell", "local_shell", "apply_patch"]);
+        let chunks =
+            json!([{"stdout": "a\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]);
+        assert_eq!(
+            function_call_output(&calls[0], chunks.to_string()),
+            json!({"type": "shell_call_output", "call_id": "call_1", "output": chunks, "max_output_length": 100})
+        );
+        assert_eq!(
+            function_call_output(
+                &calls[0],
+                json!({"error": "approval denied: no"}).to_string()
+            )["output"],
+            json!([{"stdout": "", "stderr": "approval denied: no", "outcome": {"type": "exit", "exit_code": 1}}])
+        );
+        assert_eq!(
+            function_call_output(&calls[1], "{\"stdout\":\"/\"}".to_owned()),
+            json!({"type": "local_shell_call_output", "id": "call_2", "output": "{\"stdout\":\"/\"}"})
+        );
+        assert_eq!(
+            function_call_output(&calls[2], json!({"error": "forbidden: no"}).to_string()),
+            json!({"type": "apply_patch_call_output", "call_id": "call_3", "status": "failed", "output": "forbidden: no"})
+        );
+        assert_eq!(
+            function_call_output(
+                &calls[2],
+                json!({"status": "completed", "output": "deleted a.md"}).to_string()
+            )["status"],
+            "completed"
+        );
+    }
 }
