@@ -91,7 +91,7 @@ export function makeTools(task, toolsUrl) {
     }
     if (TYPED_TOOLS.includes(tool.type)) {
       // Shell and patch tools have no name: each is known by its type.
-      registry.set(tool.type, { typed: true });
+      registry.set(tool.type, { typed: true, allowedCallers: tool.allowed_callers ?? ['direct'] });
       continue;
     }
     if (tool.type !== 'function') continue;
@@ -191,7 +191,10 @@ const TYPED_TOOLS = Object.values(TYPED_CALLS).map(([name]) => name);
  * by its type; the output (the backend's result as JSON, or an error output). */
 async function handleTyped(tools, call) {
   const [name, field] = TYPED_CALLS[call.type];
-  if (!tools.registry.get(name)?.typed) return errorOutput(`unknown tool: ${name}`);
+  const entry = tools.registry.get(name);
+  if (!entry?.typed) return errorOutput(`unknown tool: ${name}`);
+  const caller = call.caller?.type === 'program' ? 'programmatic' : 'direct';
+  if (!entry.allowedCallers.includes(caller)) return errorOutput('Tool caller is excluded by allowed_callers.');
   return dispatch(tools, { ...call, name }, { call_id: call.call_id, [field]: call[field], principal: tools.principal });
 }
 

@@ -108,11 +108,12 @@ class Tools:
         # Custom tools take free-form text: name -> the compiled `regex` grammar the whole
         # input must match, or None (plain text, or a `lark` grammar, not checked here).
         self.custom = {}
-        # The tools known by their type (shell, local_shell, apply_patch), offered here.
-        self.typed = set()
+        # The tools known by their type (shell, local_shell, apply_patch) offered here:
+        # type -> the callers it allows.
+        self.typed = {}
         for tool in task["tools"]:
             if tool.get("type") in TYPED_TOOLS:
-                self.typed.add(tool["type"])
+                self.typed[tool["type"]] = tool.get("allowed_callers") or ["direct"]
                 continue
             if tool.get("type") == "custom":
                 self.custom[tool["name"]] = regex_grammar(tool.get("format"))
@@ -172,6 +173,8 @@ class Tools:
         name, field = TYPED_CALLS[call.type]
         if name not in self.typed:
             return typed_answer(call, error_output(f"unknown tool: {name}"))
+        if not self.caller_allowed(call, self.typed[name]):
+            return typed_answer(call, error_output("Tool caller is excluded by allowed_callers."))
         given = getattr(call, field).to_dict(mode="json")
         body = {"call_id": call.call_id, field: given, "principal": self.principal}
         return typed_answer(call, self.dispatch(call, body, name))
@@ -196,7 +199,9 @@ class Tools:
 
     @staticmethod
     def caller_allowed(call, allowed_callers):
-        caller = "programmatic" if call.caller and call.caller.type == "program" else "direct"
+        # A local shell call has no caller: always direct.
+        caller = getattr(call, "caller", None)
+        caller = "programmatic" if caller and caller.type == "program" else "direct"
         return caller in allowed_callers
 
     @staticmethod

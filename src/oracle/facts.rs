@@ -173,7 +173,14 @@ impl<'a> Facts<'a> {
                         Some(Value::String(arguments.clone())),
                     )
                 } else {
-                    (registry.judge_typed_call(kind, &name), Some(input))
+                    (
+                        registry.judge_typed_call(
+                            kind,
+                            &name,
+                            item.get("caller").filter(|c| !c.is_null()),
+                        ),
+                        Some(input),
+                    )
                 };
                 call_indices.push(calls.len());
                 calls.push(IssuedCall {

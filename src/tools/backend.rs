@@ -161,10 +161,18 @@ impl Registry {
     }
 
     /// Judges a call of a kind whose tool is known by its type (a `shell_call`, a
-    /// `local_shell_call`, an `apply_patch_call`): valid when the task offers that tool.
-    pub fn judge_typed_call(&self, kind: CallKind, name: &str) -> CallValidity {
+    /// `local_shell_call`, an `apply_patch_call`): valid when the task offers that tool
+    /// and its `allowed_callers` allow the call's caller.
+    pub fn judge_typed_call(
+        &self,
+        kind: CallKind,
+        name: &str,
+        caller: Option<&Value>,
+    ) -> CallValidity {
         match self.get(name) {
-            Some(tool) if tool.kind() == kind => CallValidity::Valid,
+            Some(tool) if tool.kind() == kind => {
+                caller_excluded(tool, caller).unwrap_or(CallValidity::Valid)
+            }
             _ => CallValidity::UnknownTool,
         }
     }
@@ -174,27 +182,8 @@ impl Registry {
         let Some(tool) = self.get(name) else {
             return CallValidity::UnknownTool;
         };
-        // without `allowed_callers` only direct calls are allowed.
-        let kind = match caller.and_then(|c| c.get("type")).and_then(Value::as_str) {
-            Some("program") => "programmatic",
-            _ => "direct",
-        };
-        let callers = tool.definition.get("allowed_callers");
-        let allowed = match callers.and_then(Value::as_array) {
-            Some(callers) => callers.iter().any(|c| c == kind),
-            None => kind == "direct",
-        };
-        if !allowed {
-            let bound = match callers {
-                Some(callers) => format!("allowed_callers is {callers}"),
-                None => "the tool has no allowed_callers, so only direct calls".to_owned(),
-            };
-            let who = if kind == "direct" {
-                "a direct call from the model"
-            } else {
-                "a call from a program"
-            };
-            return CallValidity::CallerNotAllowed(format!("{who}, and {bound}"));
+        if let Some(excluded) = caller_excluded(tool, caller) {
+            return excluded;
         }
         let parsed: Value = match serde_json::from_str(arguments) {
             Ok(value @ Value::Object(_)) => value,
@@ -219,6 +208,35 @@ impl Registry {
 
 fn when_matches(when: Option<&Value>, arguments: &Value) -> bool {
     when.is_none_or(|pattern| matches_subset(pattern, arguments))
+}
+
+/// `CallerNotAllowed` when the tool's `allowed_callers` exclude the call's `caller`.
+fn caller_excluded(tool: &RegisteredTool, caller: Option<&Value>) -> Option<CallValidity> {
+    // without `allowed_callers` only direct calls are allowed.
+    let kind = match caller.and_then(|c| c.get("type")).and_then(Value::as_str) {
+        Some("program") => "programmatic",
+        _ => "direct",
+    };
+    let callers = tool.definition.get("allowed_callers");
+    let allowed = match callers.and_then(Value::as_array) {
+        Some(callers) => callers.iter().any(|c| c == kind),
+        None => kind == "direct",
+    };
+    if !allowed {
+        let bound = match callers {
+            Some(callers) => format!("allowed_callers is {callers}"),
+            None => "the tool has no allowed_callers, so only direct calls".to_owned(),
+        };
+        let who = if kind == "direct" {
+            "a direct call from the model"
+        } else {
+            "a call from a program"
+        };
+        return Some(CallValidity::CallerNotAllowed(format!(
+            "{who}, and {bound}"
+        )));
+    }
+    None
 }
 
 /// What a call or approval request asks to run with: the field of the call's input of
@@ -905,6 +923,38 @@ expect: {outcome: completed}
                 {"stdout": "ran: ls\n", "stderr": "", "outcome": exited},
                 {"stdout": "ran: pwd\n", "stderr": "", "outcome": exited},
             ]})
+        );
+    }
+
+    #[test]
+    fn a_typed_call_is_judged_by_its_tools_kind_and_allowed_callers() {
+        let yaml = r#"
+format: 1
+id: demo/callers
+summary: A shell tool for programs only.
+level: must
+task:
+  input: "Hi"
+  tools: [{type: shell, allowed_callers: [programmatic]}, {type: programmatic_tool_calling}]
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#;
+        let scenario = crate::scenario::parse(std::path::Path::new("tool.yaml"), yaml)
+            .unwrap_or_else(|err| panic!("{err}"));
+        let registry = Registry::new(&scenario);
+        let program = json!({"type": "program", "caller_id": "call_p"});
+        assert_eq!(
+            registry.judge_typed_call(SHELL, "shell", Some(&program)),
+            CallValidity::Valid
+        );
+        assert!(matches!(
+            registry.judge_typed_call(SHELL, "shell", None),
+            CallValidity::CallerNotAllowed(why) if why.starts_with("a direct call from the model")
+        ));
+        assert_eq!(
+            registry.judge_typed_call(APPLY_PATCH, "apply_patch", Some(&program)),
+            CallValidity::UnknownTool
         );
     }
 }

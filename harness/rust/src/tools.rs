@@ -78,17 +78,16 @@ impl Registry {
             );
         }
         // Shell and patch tools have no name: each is known by its type.
-        for (tool_type, kind) in tools
-            .iter()
-            .filter_map(|tool| tool["type"].as_str())
-            .filter_map(|t| Some((t, CallKind::of_tool(t)?)))
-        {
+        for (tool, tool_type, kind) in tools.iter().filter_map(|tool| {
+            let tool_type = tool["type"].as_str()?;
+            Some((tool, tool_type, CallKind::of_tool(tool_type)?))
+        }) {
             registry.insert(
                 tool_type.to_string(),
                 Tool {
                     schema: None,
                     custom: None,
-                    allowed_callers: vec!["direct".to_string()],
+                    allowed_callers: allowed_callers(tool),
                     typed: Some(kind),
                 },
             );
@@ -104,13 +103,7 @@ impl Registry {
                         format!("tool {name} has an invalid parameters schema: {e}")
                     })?),
                 };
-            let allowed_callers = match tool["allowed_callers"].as_array() {
-                Some(callers) => callers
-                    .iter()
-                    .filter_map(|caller| caller.as_str().map(str::to_string))
-                    .collect(),
-                None => vec!["direct".to_string()],
-            };
+            let allowed_callers = allowed_callers(tool);
             registry.insert(
                 name.to_string(),
                 Tool {
@@ -140,6 +133,9 @@ impl Registry {
         }
         // A shell call's action, a patch's operation: run as the model wrote it.
         if tool.typed.is_some() {
+            if !tool.allowed_callers.iter().any(|c| c == call.caller_kind()) {
+                return Err(error_output("Tool caller is excluded by allowed_callers."));
+            }
             return serde_json::from_str(&call.arguments)
                 .map_err(|e| error_output(format!("invalid {}: {e}", call.kind.input_field())));
         }
@@ -175,6 +171,17 @@ impl Registry {
             )));
         }
         Ok(args)
+    }
+}
+
+/// A tool's `allowed_callers`: `direct` and/or `programmatic`; only `direct` when omitted.
+fn allowed_callers(tool: &Value) -> Vec<String> {
+    match tool["allowed_callers"].as_array() {
+        Some(callers) => callers
+            .iter()
+            .filter_map(|caller| caller.as_str().map(str::to_string))
+            .collect(),
+        None => vec!["direct".to_string()],
     }
 }
 
