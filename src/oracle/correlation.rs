@@ -103,10 +103,18 @@ fn own_id(f: &Facts) -> CheckResult {
             } else {
                 " which matches no call the model issued".to_owned()
             };
-            problems.push(format!(
-                "{}: {kind} carries call_id '{id}'{expected}",
-                f.request_label(position)
-            ));
+            // The field naming the call: `call_id`, or a local shell output's `id`.
+            let field = call_kind::of_answer(kind).map_or("call_id", |k| k.answer_ref);
+            problems.push(match call_id(&item) {
+                Some(_) => format!(
+                    "{}: {kind} carries {field} '{id}'{expected}",
+                    f.request_label(position)
+                ),
+                None => format!(
+                    "{}: {kind} has no {field}: expected the call_id of the call it answers in its {field}",
+                    f.request_label(position)
+                ),
+            });
         }
     }
     let answers = match kinds.len() {
