@@ -89,6 +89,11 @@ export function makeTools(task, toolsUrl) {
       registry.set(tool.name, { custom: true, grammar, allowedCallers: ['direct'] });
       continue;
     }
+    if (TYPED_TOOLS.includes(tool.type)) {
+      // Shell and patch tools have no name: each is known by its type.
+      registry.set(tool.type, { typed: true, allowedCallers: tool.allowed_callers ?? ['direct'] });
+      continue;
+    }
     if (tool.type !== 'function') continue;
     const validate = tool.parameters == null ? null : ajv.compile(tool.parameters);
     registry.set(tool.name, { validate, allowedCallers: tool.allowed_callers ?? ['direct'] });
@@ -140,6 +145,7 @@ export async function beforeDeadline(deadline, step) {
  * output so the model can go on, never dropped; it throws only Stop, when a budget ends the
  * loop (the call would go past max_tool_calls, or the deadline passed). */
 export async function handleCall(tools, call) {
+  if (call.type in TYPED_CALLS) return typedAnswer(call, await handleTyped(tools, call));
   // Everything the model sent is checked before anything is dispatched. The lookup is an
   // exact Map key: no trimming, no namespace stripping.
   const entry = tools.registry.get(call.name);
@@ -170,6 +176,57 @@ export async function handleCall(tools, call) {
     return errorOutput(`arguments do not match the schema: ${first.instancePath || '/'} ${first.message}`);
   }
   return dispatch(tools, call, { call_id: call.call_id, arguments: args, principal: tools.principal });
+}
+
+/** The tools known by their type, and the call items that call them: item type -> [tool
+ * name, the call's input field]. */
+export const TYPED_CALLS = {
+  shell_call: ['shell', 'action'],
+  local_shell_call: ['local_shell', 'action'],
+  apply_patch_call: ['apply_patch', 'operation'],
+};
+const TYPED_TOOLS = Object.values(TYPED_CALLS).map(([name]) => name);
+
+/** A shell, local shell or patch call: its `action` or `operation` run on the tool named
+ * by its type; the output (the backend's result as JSON, or an error output). */
+async function handleTyped(tools, call) {
+  const [name, field] = TYPED_CALLS[call.type];
+  const entry = tools.registry.get(name);
+  if (!entry?.typed) return errorOutput(`unknown tool: ${name}`);
+  const caller = call.caller?.type === 'program' ? 'programmatic' : 'direct';
+  if (!entry.allowedCallers.includes(caller)) return errorOutput('Tool caller is excluded by allowed_callers.');
+  return dispatch(tools, { ...call, name }, { call_id: call.call_id, [field]: call[field], principal: tools.principal });
+}
+
+/** The answer fields of a shell, local shell or patch call from its output: the backend's
+ * result as JSON, or this loop's own error output (`{"error": text}` alone, which no
+ * result of these tools is). A shell call's output is the backend's chunks, a failure one
+ * chunk with the reason in stderr and exit code 1; a local shell call's output is JSON
+ * text, as a function's; a patch says `completed` or `failed` in its status. */
+export function typedAnswer(call, output) {
+  let parsed = null;
+  try {
+    parsed = JSON.parse(output);
+  } catch {
+    parsed = null;
+  }
+  const failed =
+    parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) &&
+    Object.keys(parsed).length === 1 && typeof parsed.error === 'string';
+  if (call.type === 'shell_call') {
+    const chunks = failed
+      ? [{ stdout: '', stderr: parsed.error, outcome: { type: 'exit', exit_code: 1 } }]
+      : parsed;
+    const fields = { output: chunks };
+    if (call.action?.max_output_length != null) fields.max_output_length = call.action.max_output_length;
+    return fields;
+  }
+  if (call.type === 'apply_patch_call') {
+    if (failed) return { status: 'failed', output: parsed.error };
+    const result = parsed !== null && typeof parsed === 'object' ? parsed : {};
+    return { status: result.status ?? 'completed', output: String(result.output ?? '') };
+  }
+  return { output };
 }
 
 /** Approval when the tool needs one, then execution on the backend: the output to send. */
@@ -242,12 +299,25 @@ export function resultText(text, data) {
 }
 
 /** The call item types this loop runs, each with the type of the item that answers it. */
-export const ANSWER_TYPES = { function_call: 'function_call_output', custom_tool_call: 'custom_tool_call_output' };
+export const ANSWER_TYPES = {
+  function_call: 'function_call_output',
+  custom_tool_call: 'custom_tool_call_output',
+  shell_call: 'shell_call_output',
+  local_shell_call: 'local_shell_call_output',
+  apply_patch_call: 'apply_patch_call_output',
+};
+
+/** The answer field naming the call, where it is not `call_id`: a local shell call's
+ * output names it in its `id`. */
+export const ANSWER_REF = { local_shell_call_output: 'id' };
 
 /** The output item of the call's kind for a call. It echoes the call's `caller`: a
  * program's child output without it is rejected, and the program never resumes. */
 export function outputItem(call, output) {
-  const item = { type: ANSWER_TYPES[call.type], call_id: call.call_id, output };
+  const type = ANSWER_TYPES[call.type];
+  // A typed call's answer comes as its fields; the other kinds' as the output text.
+  const fields = output !== null && typeof output === 'object' ? output : { output };
+  const item = { type, [ANSWER_REF[type] ?? 'call_id']: call.call_id, ...fields };
   if (call.caller != null) item.caller = call.caller;
   return item;
 }
@@ -258,7 +328,7 @@ export async function answerCalls(tools, calls) {
   const outputs = [];
   for (const call of calls) {
     const output = await impl.handleCall(tools, call);
-    log(`  ${call.call_id} ${call.name} -> ${output}`);
+    log(`  ${call.call_id} ${call.name ?? call.type} -> ${JSON.stringify(output)}`);
     outputs.push(impl.outputItem(call, output));
   }
   return outputs;

@@ -57,8 +57,13 @@ def log(*args):
     print(*args, file=sys.stderr, flush=True)  # stdout is reserved for the result line
 
 
+class Failure(str):
+    """An error output: the call did not run, or ran and failed. Sent as it is for a
+    function or custom tool call; a shell or patch call reports it in its own fields."""
+
+
 def error_output(message):
-    return json.dumps({"error": str(message)})
+    return Failure(json.dumps({"error": str(message)}))
 
 
 def post_json(url, body, timeout=30):
@@ -103,7 +108,13 @@ class Tools:
         # Custom tools take free-form text: name -> the compiled `regex` grammar the whole
         # input must match, or None (plain text, or a `lark` grammar, not checked here).
         self.custom = {}
+        # The tools known by their type (shell, local_shell, apply_patch) offered here:
+        # type -> the callers it allows.
+        self.typed = {}
         for tool in task["tools"]:
+            if tool.get("type") in TYPED_TOOLS:
+                self.typed[tool["type"]] = tool.get("allowed_callers") or ["direct"]
+                continue
             if tool.get("type") == "custom":
                 self.custom[tool["name"]] = regex_grammar(tool.get("format"))
                 continue
@@ -127,6 +138,8 @@ class Tools:
         # A call without a `type` (built by hand, not by the SDK) is a function call.
         if getattr(call, "type", "function_call") == "custom_tool_call":
             return self.handle_custom(call)
+        if getattr(call, "type", "function_call") in TYPED_CALLS:
+            return self.handle_typed(call)
         entry = self.lookup(call.name)
         if entry is None:
             return error_output(f"unknown tool: {call.name}")
@@ -154,15 +167,29 @@ class Tools:
         body = {"call_id": call.call_id, "input": call.input, "principal": self.principal}
         return self.dispatch(call, body)
 
-    def dispatch(self, call, body):
-        """Approval when the tool needs one, then execution; the output to send."""
+    def handle_typed(self, call):
+        """A shell, local shell or patch call: its `action` or `operation` run on the
+        tool named by its type; the answer's fields in that kind's shape."""
+        name, field = TYPED_CALLS[call.type]
+        if name not in self.typed:
+            return typed_answer(call, error_output(f"unknown tool: {name}"))
+        if not self.caller_allowed(call, self.typed[name]):
+            return typed_answer(call, error_output("Tool caller is excluded by allowed_callers."))
+        given = getattr(call, field).to_dict(mode="json")
+        body = {"call_id": call.call_id, field: given, "principal": self.principal}
+        return typed_answer(call, self.dispatch(call, body, name))
+
+    def dispatch(self, call, body, name=None):
+        """Approval when the tool needs one, then execution; the output to send. `name`
+        is the tool's, for the calls that carry none (shell, patch)."""
+        name = name or call.name
         try:
-            if self.needs_approval(call.name):
-                approval, refusal = self.ask_approval(call, body)
+            if self.needs_approval(name):
+                approval, refusal = self.ask_approval(call, body, name)
                 if refusal is not None:
                     return refusal
                 body["approval"] = approval
-            return self.execute(call, body)
+            return self.execute(call, body, name)
         except OSError as err:  # urllib.error.URLError is an OSError
             return error_output(f"tool backend unreachable: {err}")
 
@@ -201,7 +228,9 @@ class Tools:
 
     @staticmethod
     def caller_allowed(call, allowed_callers):
-        caller = "programmatic" if call.caller and call.caller.type == "program" else "direct"
+        # A local shell call has no caller: always direct.
+        caller = getattr(call, "caller", None)
+        caller = "programmatic" if caller and caller.type == "program" else "direct"
         return caller in allowed_callers
 
     @staticmethod
@@ -223,9 +252,9 @@ class Tools:
     def needs_approval(self, name):
         return name in self.approval_required
 
-    def ask_approval(self, call, body):
+    def ask_approval(self, call, body, name):
         """(approval token, None), or (None, the error output that answers the call)."""
-        status, answer = post_json(f"{self.url}/approvals", {**body, "name": call.name})
+        status, answer = post_json(f"{self.url}/approvals", {**body, "name": name})
         if status != 200 or not isinstance(answer, dict):
             return None, error_output(f"approval request failed: HTTP {status}")
         if answer.get("approved") is False:
@@ -235,7 +264,7 @@ class Tools:
             return None, error_output("approval request failed: malformed answer")
         return answer["approval"], None
 
-    def execute(self, call, body):
+    def execute(self, call, body, name):
         """Runs the call on the backend; the output to send for it. Raises Stop when a
         budget ends the loop: the call would go past max_tool_calls, or the deadline
         passed."""
@@ -243,7 +272,7 @@ class Tools:
             if self.max_calls is not None and len(self.executed) >= self.max_calls:
                 raise Stop(
                     "max_tool_calls",
-                    f"{call.name} ({call.call_id}) would be tool execution "
+                    f"{name} ({call.call_id}) would be tool execution "
                     f"{len(self.executed) + 1}: max_tool_calls is {self.max_calls}",
                 )
             self.executed.add(call.call_id)
@@ -255,16 +284,16 @@ class Tools:
             limit = self.request_timeout()
             try:
                 status, answer, headers = post_json_with_headers(
-                    f"{self.url}/call/{call.name}", body, limit
+                    f"{self.url}/call/{name}", body, limit
                 )
             except TimeoutError:
                 time_left(self.deadline)  # Stop("timeout") when it was the deadline
-                log(f"tool {call.name} ({call.call_id}): no answer in time, attempt {attempt + 1}")
+                log(f"tool {name} ({call.call_id}): no answer in time, attempt {attempt + 1}")
                 timed_out = True
                 continue
             if not self.retryable(status):
                 break
-            log(f"tool {call.name} ({call.call_id}): HTTP {status} on attempt {attempt + 1}")
+            log(f"tool {name} ({call.call_id}): HTTP {status} on attempt {attempt + 1}")
             timed_out = False
             wait = self.retry_wait(headers)
             if wait is None:  # longer than any retry is worth: answered as failed
@@ -313,6 +342,42 @@ class Tools:
         error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
         code = "forbidden" if status == 403 else error.get("code") or f"HTTP {status}"
         return error_output(f"{code}: {error.get('message') or 'no message'}")
+
+
+# The tools known by their type, and the call items that call them: item type -> (tool
+# name, the call's input field).
+TYPED_TOOLS = ("shell", "local_shell", "apply_patch")
+TYPED_CALLS = {
+    "shell_call": ("shell", "action"),
+    "local_shell_call": ("local_shell", "action"),
+    "apply_patch_call": ("apply_patch", "operation"),
+}
+
+
+def typed_answer(call, output):
+    """The answer fields of a shell, local shell or patch call from its output (the
+    backend's result as JSON, or a Failure). A shell call's output is the backend's
+    chunks, a failure one chunk with the reason in stderr and exit code 1; a local shell
+    call's output is JSON text, as a function's; a patch reports `completed` or
+    `failed` in its status, the log line or reason in its output."""
+    failed = isinstance(output, Failure)
+    reason = json.loads(output)["error"] if failed else None
+    if call.type == "shell_call":
+        if failed:
+            chunks = [{"stdout": "", "stderr": reason, "outcome": {"type": "exit", "exit_code": 1}}]
+        else:
+            chunks = json.loads(output)
+        fields = {"output": chunks}
+        if call.action.max_output_length is not None:
+            fields["max_output_length"] = call.action.max_output_length
+        return fields
+    if call.type == "apply_patch_call":
+        if failed:
+            return {"status": "failed", "output": reason}
+        result = json.loads(output)
+        result = result if isinstance(result, dict) else {}
+        return {"status": result.get("status", "completed"), "output": str(result.get("output", ""))}
+    return {"output": str(output)}
 
 
 def regex_grammar(format_):
@@ -760,7 +825,14 @@ def poll(client, response):
 ANSWER_TYPES = {
     "function_call": "function_call_output",
     "custom_tool_call": "custom_tool_call_output",
+    "shell_call": "shell_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
 }
+
+# The answer field naming the call, where it is not `call_id`: a local shell call's
+# output names it in its `id`.
+ANSWER_REF = {"local_shell_call_output": "id"}
 
 
 def pending_calls(response):
@@ -786,9 +858,12 @@ def has_room(round_, max_rounds):
 
 
 def answer(call, output):
-    """The output item of the call's kind (function_call_output, custom_tool_call_output)."""
-    item = {"type": ANSWER_TYPES[call.type], "call_id": call.call_id, "output": output}
-    if call.caller is not None:  # a program's child call: the program resumes on it
+    """The output item of the call's kind (function_call_output, custom_tool_call_output,
+    shell_call_output, ...): `output` is the output text, or a typed call's answer fields."""
+    kind = ANSWER_TYPES[call.type]
+    fields = output if isinstance(output, dict) else {"output": output}
+    item = {"type": kind, ANSWER_REF.get(kind, "call_id"): call.call_id, **fields}
+    if getattr(call, "caller", None) is not None:  # a program's child call: the program resumes on it
         item["caller"] = call.caller.to_dict(mode="json")
     return item
 
@@ -808,7 +883,7 @@ def answer_calls(calls, tools):
     outputs = []
     for call in calls:
         output = tools.handle(call)
-        log(f"  {call.call_id} {call.name} -> {output}")
+        log(f"  {call.call_id} {getattr(call, 'name', call.type)} -> {output}")
         outputs.append(answer(call, output))
     return outputs
 

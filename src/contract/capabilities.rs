@@ -19,6 +19,8 @@ pub const CAPABILITIES: &[&str] = &[
     "webhook",
     "custom",
     "mcp",
+    "shell",
+    "apply_patch",
 ];
 
 /// The capabilities of a controller that declares none.

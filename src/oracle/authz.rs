@@ -621,6 +621,71 @@ mod tests {
     }
 
     #[test]
+    fn the_authz_checks_pass_a_refused_shell_call_and_a_denied_patch_reported_as_failed() {
+        for id in ["shell/02-shell-refused", "shell/05-apply-patch-denied"] {
+            for state in [PreviousResponseId, crate::scenario::StateMode::Stateless] {
+                let run = Run::played(id, state);
+                let judgement = run.judge_completed();
+                let judged: &[&str] = if id == "shell/02-shell-refused" {
+                    &[
+                        "authz/approval-denied",
+                        "authz/approval-asked",
+                        "authz/approval-before-execution",
+                        "authz/approval-request-matches",
+                    ]
+                } else {
+                    &["authz/denial-relayed"]
+                };
+                assert_all_pass(&judgement, judged);
+            }
+        }
+    }
+
+    #[test]
+    fn approval_denied_fails_a_refused_shell_call_answered_with_a_zero_exit() {
+        let judgement = answer_first_round("shell/02-shell-refused", |run, calls| {
+            let decision = ask_with(
+                run,
+                json!({"call_id": calls[0]["call_id"], "name": "shell", "action": calls[0]["action"], "principal": USER}),
+            );
+            assert_eq!(decision["approved"], false, "{decision}");
+            let mut answer = output(&calls[0], &json!({"error": "refused"}).to_string());
+            answer["output"][0]["outcome"]["exit_code"] = json!(0);
+            vec![answer]
+        });
+        assert_fails(
+            &judgement,
+            "authz/approval-denied",
+            "the shell_call_output for the refused call call_",
+        );
+        assert_fails(
+            &judgement,
+            "authz/approval-denied",
+            "reports success (every command exited 0): expected it to report the failure, with the reason \"Deleting files needs the repository owner's approval.\"",
+        );
+    }
+
+    #[test]
+    fn denial_relayed_fails_a_denied_patch_reported_completed() {
+        let judgement = answer_first_round("shell/05-apply-patch-denied", |run, calls| {
+            let mut answer = run.execute_calls(calls).remove(0);
+            assert_eq!(answer["status"], "failed", "{answer}");
+            answer["status"] = json!("completed");
+            vec![answer]
+        });
+        assert_fails(
+            &judgement,
+            "authz/denial-relayed",
+            "the apply_patch_call_output for the denied call call_",
+        );
+        assert_fails(
+            &judgement,
+            "authz/denial-relayed",
+            "(apply_patch_call {\"type\":\"delete_file\",\"path\":\".github/workflows/ci.yml\"}) reports success (status \"completed\")",
+        );
+    }
+
+    #[test]
     fn approval_denied_fails_a_refused_refund_dispatched_anyway() {
         let judgement = answer_first_round("authz/02-approval-denied", |run, calls| {
             ask(run, &calls[0], USER);

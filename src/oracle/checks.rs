@@ -46,7 +46,7 @@ checks! {
     CALL_ID_RESULT_MATCHES = "call-id/result-matches", Must,
         "send each call the backend's result for that very call (as it is, or in a one-level envelope such as `{\"result\": ...}`), and no other call's";
     CALL_ID_ANSWER_KIND = "call-id/answer-kind", Must,
-        "answer each call with the item of its kind: a `custom_tool_call` with a `custom_tool_call_output`, a `function_call` with a `function_call_output`";
+        "answer each call with the item of its kind: a `custom_tool_call` with a `custom_tool_call_output`, a `function_call` with a `function_call_output`, a `shell_call`, `local_shell_call` or `apply_patch_call` with its own `*_output`";
     REASONING_REPLAYED = "reasoning/replayed", Must,
         "(stateless, replay) replay every reasoning item with its `encrypted_content` intact (in replay, its stored id is enough)";
     REASONING_ITEMS_IN_ORDER = "reasoning/items-in-order", Must,

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::checks;
-use super::facts::{Facts, output_text};
+use super::facts::{Facts, answer_result, output_text};
 use super::verdict::{CheckResult, Diff};
 use crate::json_compare::json_equal;
 use crate::tools::CallValidity;
@@ -103,10 +103,18 @@ fn own_id(f: &Facts) -> CheckResult {
             } else {
                 " which matches no call the model issued".to_owned()
             };
-            problems.push(format!(
-                "{}: {kind} carries call_id '{id}'{expected}",
-                f.request_label(position)
-            ));
+            // The field naming the call: `call_id`, or a local shell output's `id`.
+            let field = call_kind::of_answer(kind).map_or("call_id", |k| k.answer_ref);
+            problems.push(match call_id(&item) {
+                Some(_) => format!(
+                    "{}: {kind} carries {field} '{id}'{expected}",
+                    f.request_label(position)
+                ),
+                None => format!(
+                    "{}: {kind} has no {field}: expected the call_id of the call it answers in its {field}",
+                    f.request_label(position)
+                ),
+            });
         }
     }
     let answers = match kinds.len() {
@@ -219,7 +227,7 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
             };
             judged += 1;
             let text = output_text(output);
-            let actual: Option<Value> = serde_json::from_str(&text).ok();
+            let actual: Option<Value> = answer_result(output);
             let others: Vec<&str> = results
                 .iter()
                 .filter(|(id, result)| {
@@ -616,6 +624,60 @@ mod tests {
             "wire/accepted",
             "No tool call found for function call output",
         );
+    }
+
+    #[test]
+    fn every_call_id_check_and_answer_kind_pass_a_correct_run_with_shell_and_patch_calls() {
+        for case in [
+            "shell/01-shell-call",
+            "shell/03-local-shell-call",
+            "shell/04-apply-patch",
+            "shell/06-shell-beside-function",
+        ] {
+            for state in [PreviousResponseId, Stateless] {
+                let run = Run::case(case, state);
+                run.correct();
+                let judgement = run.judge_completed();
+                assert_all_pass(&judgement, &CHECKS);
+                assert_passes(&judgement, "call-id/answer-kind");
+            }
+        }
+    }
+
+    #[test]
+    fn answer_kind_fails_a_shell_call_answered_with_a_function_call_output() {
+        let run = second_request_with("shell/06-shell-beside-function", |_, outputs| {
+            outputs
+                .into_iter()
+                .map(|item| json!({"type": "function_call_output", "call_id": item["call_id"], "output": "done"}))
+                .collect()
+        });
+        assert_fails(
+            &run.judge_failed("api_error"),
+            "call-id/answer-kind",
+            "(shell_call {\"commands\":[\"ls reports\"]}) is a shell_call, answered by a function_call_output: expected a shell_call_output",
+        );
+    }
+
+    #[test]
+    fn result_matches_fails_a_shell_output_that_is_not_the_backends_and_a_local_shell_answer_read_by_its_id()
+     {
+        let run = second_request_with("shell/01-shell-call", |_, mut outputs| {
+            outputs[0]["output"][0]["stdout"] = json!("3 notes.md\n");
+            outputs
+        });
+        assert_fails(
+            &run.judge_completed(),
+            "call-id/result-matches",
+            "expected the backend's result for that call, [{\"stdout\":\"12 notes.md\\n\"",
+        );
+        let run = second_request_with("shell/03-local-shell-call", |_, outputs| {
+            assert!(outputs[0].get("call_id").is_none(), "{}", outputs[0]);
+            assert!(outputs[0]["id"].as_str().unwrap().starts_with("call_"));
+            outputs
+        });
+        let judgement = run.judge_completed();
+        assert_all_pass(&judgement, &CHECKS);
     }
 
     #[test]

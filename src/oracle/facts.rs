@@ -9,7 +9,7 @@ use crate::transcript::{
     ControllerResult, ModelExchange, SocketEvent, ToolExchange, ToolRequestKind, Transcript,
     Unfinished, WebhookDelivery,
 };
-use crate::wire::call_kind::{self, CallKind, FUNCTION};
+use crate::wire::call_kind::{self, APPLY_PATCH, CUSTOM, CallKind, FUNCTION, SHELL};
 use crate::wire::replay::is_replay_of;
 use crate::wire::request::{call_id, item_type};
 
@@ -45,6 +45,14 @@ impl IssuedCall {
             Some(id) => format!(", called by program {id}"),
             None => String::new(),
         };
+        if self.kind != FUNCTION && self.kind != CUSTOM {
+            return format!(
+                "{} ({} {}{program})",
+                self.call_id,
+                self.kind.call,
+                crate::text::clip(&self.arguments, 80)
+            );
+        }
         if self.kind != FUNCTION {
             return format!(
                 "{} ({} {} {:?}{program})",
@@ -142,11 +150,16 @@ impl<'a> Facts<'a> {
                 // An MCP approval request is decided, not run: the `mcp` family judges it.
                 .filter(|(_, kind)| kind.runs_on_client())
             {
-                let name = item["name"].as_str().unwrap_or_default().to_owned();
-                let arguments = item[kind.input_field]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
+                let name = kind.tool_name(item).to_owned();
+                // A kind's input is a JSON text (a function's arguments, a custom tool
+                // call's input) or a JSON object (a shell call's action, a patch's
+                // operation), kept as the compact JSON text of the object.
+                let input = kind.input(item);
+                let arguments = match &input {
+                    Value::String(text) => text.clone(),
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                };
                 let (validity, parsed) = if kind == FUNCTION {
                     (
                         registry.judge_call(
@@ -156,10 +169,19 @@ impl<'a> Facts<'a> {
                         ),
                         serde_json::from_str(&arguments).ok(),
                     )
-                } else {
+                } else if kind == CUSTOM {
                     (
                         registry.judge_custom_call(&name, &arguments),
                         Some(Value::String(arguments.clone())),
+                    )
+                } else {
+                    (
+                        registry.judge_typed_call(
+                            kind,
+                            &name,
+                            item.get("caller").filter(|c| !c.is_null()),
+                        ),
+                        Some(input),
                     )
                 };
                 call_indices.push(calls.len());
@@ -460,6 +482,14 @@ impl<'a> Facts<'a> {
                 "{label} sends no error output for {what} call {}",
                 call.describe()
             )),
+            Some(output) if answer_reports_failure(output) == Some(false) => Some(format!(
+                "{label}: the {} for {what} call {} reports success ({}): expected it to report the failure{}",
+                item_type(output),
+                call.describe(),
+                failure_field(output),
+                said.map(|m| format!(", with the reason {m:?}"))
+                    .unwrap_or_default()
+            )),
             Some(output) if !looks_like_error(&output_text(output), said) => Some(format!(
                 "{label}: the output for {what} call {} is {}, which is not an error: expected it to say the call did not run{}",
                 call.describe(),
@@ -514,6 +544,10 @@ pub fn conversation_of(body: &Value) -> Option<String> {
 
 /// The text of a `function_call_output`'s `output` (a string, or text parts joined).
 pub fn output_text(item: &Value) -> String {
+    // A shell call's output is its chunks: stdout, stderr and outcome of each command.
+    if item_type(item) == SHELL.answer {
+        return item.get("output").map(Value::to_string).unwrap_or_default();
+    }
     match item.get("output") {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Array(parts)) => parts
@@ -523,6 +557,43 @@ pub fn output_text(item: &Value) -> String {
             .concat(),
         Some(other) => other.to_string(),
         None => String::new(),
+    }
+}
+
+/// The result an answer item carries, as a value to compare with the backend's: a
+/// patch's `status` and `output` (as the backend gives them), the parsed output text of
+/// other kinds (`None` when it is not JSON).
+pub fn answer_result(item: &Value) -> Option<Value> {
+    if item_type(item) == APPLY_PATCH.answer {
+        return Some(serde_json::json!({"status": item["status"], "output": item["output"]}));
+    }
+    serde_json::from_str(&output_text(item)).ok()
+}
+
+/// Whether an answer says its call failed, for the kinds that say so in a field of their
+/// own: an `apply_patch_call_output`'s `status` of `failed`, a `shell_call_output` with a
+/// command that exited non-zero or timed out. `None` for the kinds that say it in their
+/// text alone.
+pub fn answer_reports_failure(item: &Value) -> Option<bool> {
+    match item_type(item) {
+        kind if kind == APPLY_PATCH.answer => Some(item["status"] == "failed"),
+        kind if kind == SHELL.answer => Some(item["output"].as_array().is_some_and(|chunks| {
+            chunks.iter().any(|chunk| {
+                let outcome = &chunk["outcome"];
+                outcome["type"] == "timeout"
+                    || outcome["exit_code"].as_i64().is_some_and(|code| code != 0)
+            })
+        })),
+        _ => None,
+    }
+}
+
+/// Where an answer of a kind that reports failure in a field of its own said success.
+fn failure_field(item: &Value) -> String {
+    if item_type(item) == APPLY_PATCH.answer {
+        format!("status {}", item["status"])
+    } else {
+        "every command exited 0".to_owned()
     }
 }
 

@@ -244,16 +244,24 @@ expect: {outcome: completed}
         calls
             .iter()
             .map(|call| {
-                let name = call["name"].as_str().unwrap_or_default();
+                let kind = crate::wire::call_kind::of_call(call["type"].as_str().unwrap_or_default())
+                    .unwrap_or(crate::wire::call_kind::FUNCTION);
+                let name = kind.tool_name(call);
                 // A custom tool call runs with its text `input`.
                 if call["type"] == "custom_tool_call" {
                     let body = json!({"call_id": call["call_id"], "input": call["input"], "principal": self.task["principal"]});
                     return self.call_tool(call, &body);
                 }
-                let arguments: Value =
-                    serde_json::from_str(call["arguments"].as_str().unwrap_or_default())
-                        .unwrap_or(Value::Null);
-                let mut body = json!({"call_id": call["call_id"], "arguments": arguments, "principal": self.task["principal"]});
+                // A shell call its `action`, a patch its `operation`: objects as they came.
+                let (field, arguments) = match kind.input(call) {
+                    Value::String(text) => (
+                        "arguments",
+                        serde_json::from_str(&text).unwrap_or(Value::Null),
+                    ),
+                    input => (kind.input_field, input),
+                };
+                let mut body = json!({"call_id": call["call_id"], "principal": self.task["principal"]});
+                body[field] = arguments.clone();
                 let gated = self.task["approval_required"]
                     .as_array()
                     .is_some_and(|names| names.iter().any(|n| n == name));
@@ -261,10 +269,11 @@ expect: {outcome: completed}
                     let (_, decision) = self.send(
                         "POST",
                         "/tools/approvals",
-                        Some(&json!({"call_id": call["call_id"], "name": name, "arguments": arguments, "principal": self.task["principal"]})),
+                        Some(&json!({"call_id": call["call_id"], "name": name, field: arguments, "principal": self.task["principal"]})),
                     );
                     if decision["approved"] != true {
-                        return output(call, &json!({"error": "approval denied"}).to_string());
+                        let reason = format!("approval denied: {}", decision["reason"].as_str().unwrap_or_default());
+                        return output(call, &json!({"error": reason}).to_string());
                     }
                     body["approval"] = decision["approval"].clone();
                 }
@@ -276,7 +285,9 @@ expect: {outcome: completed}
     /// Sends `call` to the tool backend with request `body` and relays the answer as
     /// the call's output: its result, or its error as an error output.
     pub fn call_tool(&self, call: &Value, body: &Value) -> Value {
-        let name = call["name"].as_str().unwrap_or_default();
+        let kind = crate::wire::call_kind::of_call(call["type"].as_str().unwrap_or_default())
+            .unwrap_or(crate::wire::call_kind::FUNCTION);
+        let name = kind.tool_name(call);
         let (status, answer) = self.send("POST", &format!("/tools/call/{name}"), Some(body));
         let text = if status == 200 {
             answer["result"].to_string()
@@ -405,10 +416,36 @@ pub fn calls(response: &Value) -> Vec<Value> {
 
 /// The answer of the call's kind (`function_call_output`, `custom_tool_call_output`) to
 /// `call` with `text` (echoing its `caller`).
+/// A shell or patch call's answer carries the result in its own fields, and a failure
+/// (`text` an `{"error": ...}`) as a non-zero exit or a `failed` status.
 pub fn output(call: &Value, text: &str) -> Value {
-    let kind = crate::wire::call_kind::of_call(call["type"].as_str().unwrap_or_default())
-        .unwrap_or(crate::wire::call_kind::FUNCTION);
-    let mut item = json!({"type": kind.answer, "call_id": call["call_id"], "output": text});
+    use crate::wire::call_kind::{APPLY_PATCH, FUNCTION, SHELL, of_call};
+    let kind = of_call(call["type"].as_str().unwrap_or_default()).unwrap_or(FUNCTION);
+    let parsed: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let failure = parsed
+        .as_object()
+        .filter(|fields| fields.len() == 1)
+        .and_then(|fields| fields.get("error"))
+        .map(|reason| reason.as_str().map_or(reason.to_string(), str::to_owned));
+    let mut item = match (kind, failure) {
+        (SHELL, Some(reason)) => {
+            json!({"type": kind.answer, "call_id": call["call_id"], "output": [
+                {"stdout": "", "stderr": reason, "outcome": {"type": "exit", "exit_code": 1}}
+            ]})
+        }
+        (SHELL, None) => json!({"type": kind.answer, "call_id": call["call_id"], "output": parsed}),
+        (APPLY_PATCH, Some(reason)) => {
+            json!({"type": kind.answer, "call_id": call["call_id"], "status": "failed", "output": reason})
+        }
+        (APPLY_PATCH, None) => {
+            json!({"type": kind.answer, "call_id": call["call_id"], "status": parsed["status"], "output": parsed["output"]})
+        }
+        _ => {
+            let mut item = json!({"type": kind.answer, "output": text});
+            item[kind.answer_ref] = call["call_id"].clone();
+            item
+        }
+    };
     if let Some(caller) = call.get("caller").filter(|c| !c.is_null()) {
         item["caller"] = caller.clone();
     }

@@ -74,6 +74,33 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if mcp {
         needed.push("mcp");
     }
+    // Shell and patch tools: offered by the task, or called in the script. `shell`
+    // covers both shell tools.
+    let offered = |types: &[&str]| {
+        task.tools.iter().any(|tool| {
+            matches!(tool, ToolRef::Inline(def)
+                if def["type"].as_str().is_some_and(|t| types.contains(&t)))
+        })
+    };
+    let called = |wanted: fn(&OutputSpec) -> bool| {
+        scenario
+            .script
+            .iter()
+            .any(|turn| turn.output.iter().any(wanted))
+    };
+    if offered(&["shell", "local_shell"])
+        || called(|item| {
+            matches!(
+                item,
+                OutputSpec::ShellCall(_) | OutputSpec::LocalShellCall(_)
+            )
+        })
+    {
+        needed.push("shell");
+    }
+    if offered(&["apply_patch"]) || called(|item| matches!(item, OutputSpec::ApplyPatchCall(_))) {
+        needed.push("apply_patch");
+    }
     needed
 }
 
@@ -302,6 +329,21 @@ mod tests {
             let case = crate::scenario::catalogue_scenario(id);
             let needed = required_capabilities(&case, StateMode::Stateless);
             assert_eq!(needed, ["stateless"], "{id}");
+        }
+    }
+
+    #[test]
+    fn a_case_with_shell_or_patch_tools_needs_shell_or_apply_patch() {
+        for (id, shell, patch) in [
+            ("shell/01-shell-call", true, false),
+            ("shell/03-local-shell-call", true, false),
+            ("shell/04-apply-patch", false, true),
+            ("custom/01-custom-call", false, false),
+        ] {
+            let case = crate::scenario::catalogue_scenario(id);
+            let needed = required_capabilities(&case, StateMode::Stateless);
+            assert_eq!(needed.contains(&"shell"), shell, "{id}: {needed:?}");
+            assert_eq!(needed.contains(&"apply_patch"), patch, "{id}: {needed:?}");
         }
     }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::model::{Annotation, FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef};
 use crate::contract::{Delivery, StateMode};
 use crate::scenario::fixtures;
+use crate::wire::call_kind;
 
 /// A scenario file that could not be loaded, with where and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -364,6 +365,20 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                     );
                 }
                 names.insert(name.clone());
+            }
+            // A client-executed tool known by its type (`shell`, `local_shell`,
+            // `apply_patch`): the name `approval_required` and `tools:` give it.
+            ToolRef::Inline(def)
+                if def.get("name").is_none()
+                    && def
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .and_then(call_kind::of_tool)
+                        .is_some() =>
+            {
+                if let Some(name) = call_kind::tool_name(def) {
+                    names.insert(name.to_owned());
+                }
             }
             ToolRef::Inline(def) if def.get("type").and_then(Value::as_str) == Some("custom") => {
                 let name = check_custom_tool(def)?;

@@ -26,6 +26,8 @@ use crate::contract::{Delivery, StateMode};
 ///   `attempts`, `retry_after`, `retry_after_ms`) and an `unavailable` rule without
 ///   `attempts` (a tool that stays down); a case's `deliveries`; `mcp_approval` and
 ///   `hosted` output items.
+///   Also compatible: `shell_call`, `local_shell_call` and `apply_patch_call` items, and
+///   inline tools known by their type (`{type: shell}`, `local_shell`, `apply_patch`).
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -619,6 +621,15 @@ pub enum OutputSpec {
     /// `status` of `completed` where the kind has one and none is given. An `mcp_call`'s
     /// `arguments` may be an object (sent as its JSON text).
     Hosted(serde_json::Map<String, Value>),
+    /// A `shell_call`: commands for the `shell` tool.
+    #[serde(rename = "shell_call")]
+    ShellCall(ShellCallSpec),
+    /// A `local_shell_call`: one command for the `local_shell` tool.
+    #[serde(rename = "local_shell_call")]
+    LocalShellCall(LocalShellCallSpec),
+    /// An `apply_patch_call`: one file operation for the `apply_patch` tool.
+    #[serde(rename = "apply_patch_call")]
+    ApplyPatchCall(ApplyPatchCallSpec),
     /// A `program` item of programmatic tool calling.
     Program(ProgramSpec),
     /// A `program_output` item: the program's result.
@@ -657,6 +668,112 @@ impl McpApprovalSpec {
                 .expect("a JSON value serializes")
                 .into(),
         }
+    }
+}
+
+/// A scripted `shell_call`: its `action`, as the model emits it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellCallSpec {
+    /// The commands to run, in order.
+    pub commands: Vec<String>,
+    /// The time limit for the commands, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// How many characters of each command's output to keep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_length: Option<u64>,
+    /// The `label` of an earlier `program` item, for a call made by that program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+}
+
+/// A scripted `local_shell_call`: its `exec` action's fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LocalShellCallSpec {
+    /// The command and its arguments.
+    pub command: Vec<String>,
+    /// Environment variables to set.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The time limit, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// The user to run it as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The directory to run it in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// A scripted `apply_patch_call`: its `operation`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyPatchCallSpec {
+    /// `create_file`, `update_file` or `delete_file`.
+    #[serde(rename = "type")]
+    pub operation: PatchOperation,
+    /// The file's path.
+    pub path: String,
+    /// The diff to apply (none for `delete_file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// The `label` of an earlier `program` item, for a call made by that program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+}
+
+/// What an `apply_patch_call` does to its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PatchOperation {
+    /// Create the file from the diff.
+    CreateFile,
+    /// Change the file by the diff.
+    UpdateFile,
+    /// Delete the file.
+    DeleteFile,
+}
+
+impl ShellCallSpec {
+    /// The call's `action` on the wire: the scripted fields but `caller`.
+    pub fn action(&self) -> Value {
+        let mut action = serde_json::json!({"commands": self.commands});
+        if let Some(timeout_ms) = self.timeout_ms {
+            action["timeout_ms"] = timeout_ms.into();
+        }
+        if let Some(length) = self.max_output_length {
+            action["max_output_length"] = length.into();
+        }
+        action
+    }
+}
+
+impl LocalShellCallSpec {
+    /// The call's `exec` action on the wire: every field of the SDK's
+    /// `LocalShellCallAction`, the optional ones `null` when not scripted.
+    pub fn action(&self) -> Value {
+        serde_json::json!({
+            "type": "exec",
+            "command": self.command,
+            "env": self.env,
+            "timeout_ms": self.timeout_ms,
+            "user": self.user,
+            "working_directory": self.working_directory,
+        })
+    }
+}
+
+impl ApplyPatchCallSpec {
+    /// The call's `operation` on the wire: the scripted fields but `caller`.
+    pub fn operation(&self) -> Value {
+        let mut operation = serde_json::json!({"type": self.operation, "path": self.path});
+        if let Some(diff) = &self.diff {
+            operation["diff"] = diff.as_str().into();
+        }
+        operation
     }
 }
 

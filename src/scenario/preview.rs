@@ -200,6 +200,11 @@ fn turn_lines(number: usize, turn: &Turn) -> String {
                     .and_then(serde_json::Value::as_str)
                     .unwrap_or("(no type)")
             ),
+            OutputSpec::ShellCall(call) => format!("shell_call {}", call.action()),
+            OutputSpec::LocalShellCall(call) => format!("local_shell_call {}", call.action()),
+            OutputSpec::ApplyPatchCall(call) => {
+                format!("apply_patch_call {}", call.operation())
+            }
             OutputSpec::Program(program) => format!("program {}", program.label),
             OutputSpec::ProgramOutput(output) => {
                 format!("program_output of {}: {:?}", output.program, output.result)

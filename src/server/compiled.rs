@@ -241,7 +241,12 @@ fn compilable(turn: &Turn) -> bool {
             OutputSpec::Call(call) => call.caller.is_none(),
             OutputSpec::Program(_) | OutputSpec::ProgramOutput(_) => false,
             // Served by the writers and the planner: rare enough not to be compiled.
-            OutputSpec::CustomCall(_) | OutputSpec::McpApproval(_) | OutputSpec::Hosted(_) => false,
+            OutputSpec::CustomCall(_)
+            | OutputSpec::ShellCall(_)
+            | OutputSpec::LocalShellCall(_)
+            | OutputSpec::ApplyPatchCall(_)
+            | OutputSpec::McpApproval(_)
+            | OutputSpec::Hosted(_) => false,
             _ => true,
         })
 }

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::scenario::{Annotation, OutputSpec, Turn, TurnStatus};
 use crate::wire::IdGen;
 use crate::wire::call_kind::MCP_APPROVAL;
+use crate::wire::call_kind::{APPLY_PATCH, CallKind, LOCAL_SHELL, SHELL};
 use crate::wire::hosted;
 use crate::wire::item::OutputItem;
 use crate::wire::replay::follows;
@@ -154,6 +155,10 @@ impl Registrable for OutputItem<'_> {
             OutputItem::Call {
                 caller_id: Some(caller_id),
                 ..
+            }
+            | OutputItem::ActionCall {
+                caller_id: Some(caller_id),
+                ..
             } => Some(json!({"type": "program", "caller_id": caller_id})),
             _ => None,
         }
@@ -189,11 +194,14 @@ impl Follower {
 
 /// The types of the items the server generates: a follower of one of these keeps its
 /// type without a copy.
-const GENERATED_KINDS: [&str; 6] = [
+const GENERATED_KINDS: [&str; 9] = [
     "reasoning",
     "message",
     "function_call",
     "custom_tool_call",
+    "shell_call",
+    "local_shell_call",
+    "apply_patch_call",
     "program",
     "program_output",
 ];
@@ -379,6 +387,34 @@ fn approved_request(
     issued.mcp_approval_requests.get(&key).cloned()
 }
 
+/// A call whose input is a JSON object, its id and call_id drawn in that order.
+fn action_call<'a>(
+    kind: CallKind,
+    input: Value,
+    caller_id: Option<Value>,
+    draws: &mut impl Draws,
+    index: usize,
+) -> OutputItem<'a> {
+    OutputItem::ActionCall {
+        kind,
+        id: draws.item_id(kind.id_prefix, index),
+        call_id: draws.call_id(index),
+        input,
+        caller_id,
+    }
+}
+
+/// The call_id of the program labelled `label`, for a call it makes.
+fn program_call_id(issued: &Issued, label: Option<&str>) -> Option<Value> {
+    label.map(|label| {
+        issued
+            .programs
+            .get(label)
+            .map(|p| p["call_id"].clone())
+            .unwrap_or(Value::Null)
+    })
+}
+
 /// The full output items of `turn`, their generated values drawn from `draws`; a
 /// program is remembered in `issued` by its label, for the calls it owns.
 pub(crate) fn output_items<'a>(
@@ -457,6 +493,17 @@ pub(crate) fn output_items<'a>(
                     kind: kind.item,
                     fields: hosted,
                 }
+            }
+            OutputSpec::ShellCall(call) => {
+                let caller_id = program_call_id(issued, call.caller.as_deref());
+                action_call(SHELL, call.action(), caller_id, draws, index)
+            }
+            OutputSpec::LocalShellCall(call) => {
+                action_call(LOCAL_SHELL, call.action(), None, draws, index)
+            }
+            OutputSpec::ApplyPatchCall(call) => {
+                let caller_id = program_call_id(issued, call.caller.as_deref());
+                action_call(APPLY_PATCH, call.operation(), caller_id, draws, index)
             }
             OutputSpec::Program(program) => {
                 let item = OutputItem::Program {

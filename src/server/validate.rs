@@ -112,6 +112,48 @@ fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
         // SDK `response_input_item_param.py` `McpApprovalRequest`, `McpApprovalResponse`.
         "mcp_approval_request" => &["type", "id", "arguments", "name", "server_label"],
         "mcp_approval_response" => &["type", "id", "approval_request_id", "approve", "reason"],
+        // The SDK's input params `ShellCall`, `ShellCallOutput`, `LocalShellCall`,
+        // `LocalShellCallOutput`, `ApplyPatchCall`, `ApplyPatchCallOutput`.
+        "shell_call" => &[
+            "type",
+            "id",
+            "call_id",
+            "action",
+            "status",
+            "caller",
+            "environment",
+            "created_by",
+        ],
+        "shell_call_output" => &[
+            "type",
+            "id",
+            "call_id",
+            "output",
+            "max_output_length",
+            "status",
+            "caller",
+            "created_by",
+        ],
+        "local_shell_call" => &["type", "id", "call_id", "action", "status"],
+        "local_shell_call_output" => &["type", "id", "output", "status"],
+        "apply_patch_call" => &[
+            "type",
+            "id",
+            "call_id",
+            "operation",
+            "status",
+            "caller",
+            "created_by",
+        ],
+        "apply_patch_call_output" => &[
+            "type",
+            "id",
+            "call_id",
+            "status",
+            "output",
+            "caller",
+            "created_by",
+        ],
         "item_reference" => &["type", "id"],
         "program" => &["type", "id", "call_id", "code", "fingerprint"],
         "program_output" => &["type", "id", "call_id", "result", "status"],
@@ -147,7 +189,7 @@ pub fn resolve_input<'a>(
                 "input[{index}].status"
             )));
         }
-        if call_kind::of_answer(kind).is_some_and(|kind| kind.runs_on_client())
+        if parts_field == Some("output")
             && !matches!(parts, Some(Value::String(_) | Value::Array(_)))
         {
             return Err(ApiError::output_type(index, parts));
@@ -360,7 +402,7 @@ fn check_answered(context: &Context, kind: call_kind::CallKind) -> Result<(), Ap
 pub fn check_programs(context: &Context, issued: &Issued) -> Result<(), ApiError> {
     let input = &context.input;
     for (index, item) in input.iter().enumerate() {
-        if item.kind != "function_call_output" {
+        if call_kind::of_answer(item.kind).is_none() {
             continue;
         }
         let id = item.call_id.unwrap_or_default();
@@ -383,8 +425,10 @@ pub fn check_programs(context: &Context, issued: &Issued) -> Result<(), ApiError
     let programs = context.call_ids("program");
     for item in input {
         let caller = match item.kind {
-            "function_call" => item.item.get("caller"),
-            "function_call_output" => item.call_id.and_then(|id| issued.callers.get(id)),
+            kind if call_kind::of_call(kind).is_some() => item.item.get("caller"),
+            kind if call_kind::of_answer(kind).is_some() => {
+                item.call_id.and_then(|id| issued.callers.get(id))
+            }
             _ => None,
         };
         if let Some(caller_id) = caller

@@ -10,6 +10,9 @@ use crate::scenario::fixtures::{self, DEFAULT_REFUSAL};
 use crate::scenario::{RateLimitRule, Scenario, ToolBehaviour, ToolRef};
 use crate::transcript::ToolRequestKind;
 use crate::wire::IdGen;
+use crate::wire::call_kind::{
+    self, APPLY_PATCH, CALL_KINDS, CallKind, FUNCTION, LOCAL_SHELL, SHELL,
+};
 
 /// Arguments that violate a tool's schema: the first violation, and where it is.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +37,16 @@ impl RegisteredTool {
     /// Whether the tool is a `custom` tool, whose calls carry free-form text `input`.
     pub fn is_custom(&self) -> bool {
         self.definition.get("type").and_then(Value::as_str) == Some("custom")
+    }
+
+    /// The kind of call the tool's calls come as: `function` unless the tool's type is
+    /// another kind's (`custom`, `shell`, `local_shell`, `apply_patch`).
+    pub fn kind(&self) -> CallKind {
+        self.definition
+            .get("type")
+            .and_then(Value::as_str)
+            .and_then(call_kind::of_tool)
+            .unwrap_or(FUNCTION)
     }
 
     /// Whether `input` satisfies a custom tool's format: a `regex` grammar must match the
@@ -77,11 +90,8 @@ impl Registry {
                 ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
                 ToolRef::Inline(def) => def.clone(),
             };
-            let Some(name) = definition
-                .get("name")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-            else {
+            // A shell or apply_patch tool has no name: it is known by its type.
+            let Some(name) = call_kind::tool_name(&definition).map(str::to_owned) else {
                 continue;
             };
             let validator = definition
@@ -150,32 +160,30 @@ impl Registry {
         }
     }
 
+    /// Judges a call of a kind whose tool is known by its type (a `shell_call`, a
+    /// `local_shell_call`, an `apply_patch_call`): valid when the task offers that tool
+    /// and its `allowed_callers` allow the call's caller.
+    pub fn judge_typed_call(
+        &self,
+        kind: CallKind,
+        name: &str,
+        caller: Option<&Value>,
+    ) -> CallValidity {
+        match self.get(name) {
+            Some(tool) if tool.kind() == kind => {
+                caller_excluded(tool, caller).unwrap_or(CallValidity::Valid)
+            }
+            _ => CallValidity::UnknownTool,
+        }
+    }
+
     /// Judges a call the model issued; `caller` is the call's `caller` field.
     pub fn judge_call(&self, name: &str, arguments: &str, caller: Option<&Value>) -> CallValidity {
         let Some(tool) = self.get(name) else {
             return CallValidity::UnknownTool;
         };
-        // without `allowed_callers` only direct calls are allowed.
-        let kind = match caller.and_then(|c| c.get("type")).and_then(Value::as_str) {
-            Some("program") => "programmatic",
-            _ => "direct",
-        };
-        let callers = tool.definition.get("allowed_callers");
-        let allowed = match callers.and_then(Value::as_array) {
-            Some(callers) => callers.iter().any(|c| c == kind),
-            None => kind == "direct",
-        };
-        if !allowed {
-            let bound = match callers {
-                Some(callers) => format!("allowed_callers is {callers}"),
-                None => "the tool has no allowed_callers, so only direct calls".to_owned(),
-            };
-            let who = if kind == "direct" {
-                "a direct call from the model"
-            } else {
-                "a call from a program"
-            };
-            return CallValidity::CallerNotAllowed(format!("{who}, and {bound}"));
+        if let Some(excluded) = caller_excluded(tool, caller) {
+            return excluded;
         }
         let parsed: Value = match serde_json::from_str(arguments) {
             Ok(value @ Value::Object(_)) => value,
@@ -202,17 +210,88 @@ fn when_matches(when: Option<&Value>, arguments: &Value) -> bool {
     when.is_none_or(|pattern| matches_subset(pattern, arguments))
 }
 
-/// What a call request asks to run with: its `arguments`, or a custom tool call's
-/// `input` text.
+/// `CallerNotAllowed` when the tool's `allowed_callers` exclude the call's `caller`.
+fn caller_excluded(tool: &RegisteredTool, caller: Option<&Value>) -> Option<CallValidity> {
+    // without `allowed_callers` only direct calls are allowed.
+    let kind = match caller.and_then(|c| c.get("type")).and_then(Value::as_str) {
+        Some("program") => "programmatic",
+        _ => "direct",
+    };
+    let callers = tool.definition.get("allowed_callers");
+    let allowed = match callers.and_then(Value::as_array) {
+        Some(callers) => callers.iter().any(|c| c == kind),
+        None => kind == "direct",
+    };
+    if !allowed {
+        let bound = match callers {
+            Some(callers) => format!("allowed_callers is {callers}"),
+            None => "the tool has no allowed_callers, so only direct calls".to_owned(),
+        };
+        let who = if kind == "direct" {
+            "a direct call from the model"
+        } else {
+            "a call from a program"
+        };
+        return Some(CallValidity::CallerNotAllowed(format!(
+            "{who}, and {bound}"
+        )));
+    }
+    None
+}
+
+/// What a call or approval request asks to run with: the field of the call's input of
+/// the first kind that has one (`arguments`, a custom tool call's `input` text, a shell
+/// call's `action`, a patch's `operation`).
 pub fn call_input(body: &Value) -> Value {
-    body.get("arguments")
-        .or_else(|| body.get("input"))
+    CALL_KINDS
+        .into_iter()
+        .find_map(|kind| body.get(kind.input_field))
         .cloned()
         .unwrap_or(Value::Null)
 }
 
-/// The result a fixture tool returns for these arguments.
-pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments: &Value) -> Value {
+/// What a tool of a client-executed kind returns when the case scripts nothing: its
+/// result in the shape its answer item carries, so that a controller copies it over.
+/// A shell call's output chunks, one per command; a local shell call's stdout, stderr
+/// and exit code; a patch's status and log line.
+fn kind_result(kind: CallKind, input: &Value) -> Option<Value> {
+    let exited = json!({"type": "exit", "exit_code": 0});
+    if kind == SHELL {
+        let commands = input["commands"].as_array().cloned().unwrap_or_default();
+        return Some(Value::Array(
+            commands
+                .iter()
+                .map(|command| {
+                    let command = command.as_str().unwrap_or_default();
+                    json!({"stdout": format!("ran: {command}\n"), "stderr": "", "outcome": exited})
+                })
+                .collect(),
+        ));
+    }
+    if kind == LOCAL_SHELL {
+        let command: Vec<&str> = input["command"]
+            .as_array()
+            .map(|parts| parts.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        return Some(
+            json!({"stdout": format!("ran: {}\n", command.join(" ")), "stderr": "", "exit_code": 0}),
+        );
+    }
+    if kind == APPLY_PATCH {
+        let what = input["type"].as_str().unwrap_or_default().replace('_', " ");
+        let path = input["path"].as_str().unwrap_or_default();
+        return Some(json!({"status": "completed", "output": format!("{what}: {path}")}));
+    }
+    None
+}
+
+/// The result a fixture tool of this kind returns for these arguments.
+pub fn scripted_result(
+    behaviour: Option<&ToolBehaviour>,
+    kind: CallKind,
+    name: &str,
+    arguments: &Value,
+) -> Value {
     let rule = behaviour.and_then(|b| {
         b.results
             .iter()
@@ -223,10 +302,13 @@ pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments:
         (None, Some(default)) => default.clone(),
         // Echo the arguments so that results of different calls differ: a controller that
         // pairs results with the wrong call is then visible.
-        (None, None) if arguments.is_string() => {
-            json!({"tool": name, "input": arguments, "ok": true})
-        }
-        (None, None) => json!({"tool": name, "arguments": arguments, "ok": true}),
+        (None, None) => kind_result(kind, arguments).unwrap_or_else(|| {
+            if arguments.is_string() {
+                json!({"tool": name, "input": arguments, "ok": true})
+            } else {
+                json!({"tool": name, "arguments": arguments, "ok": true})
+            }
+        }),
     }
 }
 
@@ -389,6 +471,21 @@ impl ToolBackend {
                 return (s, b, false);
             }
             Value::String(input.to_owned())
+        } else if tool.kind() != FUNCTION {
+            // A shell call's `action`, a patch's `operation`: a JSON object.
+            let field = tool.kind().input_field;
+            let Some(input) = body.get(field).filter(|input| input.is_object()) else {
+                let (s, b) = error(
+                    422,
+                    "invalid_input",
+                    format!(
+                        "'{name}' runs {} items: send the call's `{field}` as a JSON object",
+                        tool.kind().call
+                    ),
+                );
+                return (s, b, false);
+            };
+            input.clone()
         } else {
             body.get("arguments").cloned().unwrap_or(Value::Null)
         };
@@ -486,7 +583,7 @@ impl ToolBackend {
         if let Some(result) = state.executed.get(call_id) {
             return (200, json!({"result": result}), false);
         }
-        let mut result = scripted_result(behaviour, name, &arguments);
+        let mut result = scripted_result(behaviour, tool.kind(), name, &arguments);
         let runs = state.runs.entry(name.to_owned()).or_insert(0);
         *runs += 1;
         if let (Some(field), Value::Object(fields)) =
@@ -508,7 +605,7 @@ impl ToolBackend {
             .unwrap_or_default()
             .to_owned();
         let call_id = body.get("call_id").and_then(Value::as_str);
-        let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
+        let arguments = call_input(body);
         let (status, reply) = match call_id {
             None => error(
                 422,
@@ -735,5 +832,129 @@ expect: {outcome: completed}
             assert_eq!((refused.status, refused.effect), (422, false), "{body}");
             assert_eq!(refused.body["error"]["code"], "invalid_input", "{body}");
         }
+    }
+
+    /// A backend whose task offers the three tools known by their type; `shell` needs an
+    /// approval and refuses `rm`, a patch under `.github/` is denied.
+    fn typed_bench(tool: &'static str) -> Bench {
+        let yaml = r#"
+format: 1
+id: demo/typed
+summary: The shell, local shell and patch tools.
+level: must
+task:
+  input: "Hi"
+  tools: [{type: shell}, {type: local_shell}, {type: apply_patch}]
+  approval_required: [shell]
+tools:
+  shell:
+    approvals: [{when: {commands: [rm -rf build]}, approved: false, reason: No deleting.}]
+  apply_patch:
+    deny: [{when: {path: .github/ci.yml}, message: Not under .github.}]
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#;
+        let scenario = crate::scenario::parse(std::path::Path::new("tool.yaml"), yaml)
+            .unwrap_or_else(|err| panic!("{err}"));
+        Bench::of(&scenario, tool)
+    }
+
+    #[test]
+    fn the_tools_known_by_their_type_run_their_action_or_operation_with_results_of_their_kind() {
+        let mut local = typed_bench("local_shell");
+        let ran = local.call_with(&json!({"call_id": "call_1", "action": {"type": "exec", "command": ["git", "status"], "env": {}}}));
+        assert_eq!((ran.status, ran.effect), (200, true));
+        assert_eq!(
+            ran.body,
+            json!({"result": {"stdout": "ran: git status\n", "stderr": "", "exit_code": 0}})
+        );
+        let mut patch = typed_bench("apply_patch");
+        let ran = patch.call_with(&json!({"call_id": "call_2", "operation": {"type": "create_file", "path": "a.md", "diff": "+a"}}));
+        assert_eq!(
+            ran.body,
+            json!({"result": {"status": "completed", "output": "create file: a.md"}})
+        );
+        let denied = patch.call_with(&json!({"call_id": "call_3", "operation": {"type": "delete_file", "path": ".github/ci.yml"}}));
+        assert_eq!((denied.status, denied.effect), (403, false));
+        // Without its `action` (or with the function's `arguments`), a call is refused.
+        for body in [
+            json!({"call_id": "call_4"}),
+            json!({"call_id": "call_4", "arguments": {"commands": ["ls"]}}),
+            json!({"call_id": "call_4", "action": "ls"}),
+        ] {
+            let refused = local.call_with(&body);
+            assert_eq!((refused.status, refused.effect), (422, false), "{body}");
+            assert_eq!(refused.body["error"]["code"], "invalid_input", "{body}");
+        }
+    }
+
+    #[test]
+    fn a_shell_call_is_approved_on_its_action_and_runs_only_with_its_grant() {
+        let mut shell = typed_bench("shell");
+        let ask = |shell: &mut Bench, call_id: &str, commands: Value| {
+            shell.backend.approval(
+                &mut shell.state,
+                "key",
+                &json!({"call_id": call_id, "name": "shell", "action": {"commands": commands}}),
+            )
+        };
+        let refused = ask(&mut shell, "call_1", json!(["rm -rf build"]));
+        assert_eq!(
+            refused.body,
+            json!({"approved": false, "reason": "No deleting."})
+        );
+        let without = shell
+            .call_with(&json!({"call_id": "call_1", "action": {"commands": ["rm -rf build"]}}));
+        assert_eq!((without.status, without.effect), (409, false));
+        let granted = ask(&mut shell, "call_2", json!(["ls", "pwd"]));
+        let token = granted.body["approval"]
+            .as_str()
+            .expect("granted")
+            .to_owned();
+        let ran = shell.call_with(
+            &json!({"call_id": "call_2", "action": {"commands": ["ls", "pwd"]}, "approval": token}),
+        );
+        assert_eq!((ran.status, ran.effect), (200, true));
+        let exited = json!({"type": "exit", "exit_code": 0});
+        assert_eq!(
+            ran.body,
+            json!({"result": [
+                {"stdout": "ran: ls\n", "stderr": "", "outcome": exited},
+                {"stdout": "ran: pwd\n", "stderr": "", "outcome": exited},
+            ]})
+        );
+    }
+
+    #[test]
+    fn a_typed_call_is_judged_by_its_tools_kind_and_allowed_callers() {
+        let yaml = r#"
+format: 1
+id: demo/callers
+summary: A shell tool for programs only.
+level: must
+task:
+  input: "Hi"
+  tools: [{type: shell, allowed_callers: [programmatic]}, {type: programmatic_tool_calling}]
+script:
+  - output: [{message: "Hello."}]
+expect: {outcome: completed}
+"#;
+        let scenario = crate::scenario::parse(std::path::Path::new("tool.yaml"), yaml)
+            .unwrap_or_else(|err| panic!("{err}"));
+        let registry = Registry::new(&scenario);
+        let program = json!({"type": "program", "caller_id": "call_p"});
+        assert_eq!(
+            registry.judge_typed_call(SHELL, "shell", Some(&program)),
+            CallValidity::Valid
+        );
+        assert!(matches!(
+            registry.judge_typed_call(SHELL, "shell", None),
+            CallValidity::CallerNotAllowed(why) if why.starts_with("a direct call from the model")
+        ));
+        assert_eq!(
+            registry.judge_typed_call(APPLY_PATCH, "apply_patch", Some(&program)),
+            CallValidity::UnknownTool
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::call_kind::CallKind;
 use super::write::{FieldSpans, Fields, Set, WriteJson, value_to};
 
 /// One generated output item; strings the scenario gives are borrowed from it.
@@ -63,6 +64,17 @@ pub enum OutputItem<'a> {
         kind: &'static str,
         fields: Vec<(&'a str, Value)>,
     },
+    /// A call of a kind whose input is a JSON object (`shell_call` with its `action`,
+    /// `local_shell_call`, `apply_patch_call` with its `operation`): the kind says its
+    /// type and input field.
+    ActionCall {
+        kind: CallKind,
+        id: String,
+        call_id: String,
+        input: Value,
+        /// Set for a call a program makes (`shell_call`, `apply_patch_call`).
+        caller_id: Option<Value>,
+    },
     /// A `program` (programmatic tool calling).
     Program {
         id: String,
@@ -90,6 +102,7 @@ impl OutputItem<'_> {
             | OutputItem::CustomCall { id, .. }
             | OutputItem::McpApprovalRequest { id, .. }
             | OutputItem::Hosted { id, .. }
+            | OutputItem::ActionCall { id, .. }
             | OutputItem::Program { id, .. }
             | OutputItem::ProgramOutput { id, .. } => id,
         }
@@ -104,6 +117,7 @@ impl OutputItem<'_> {
             OutputItem::CustomCall { .. } => "custom_tool_call",
             OutputItem::McpApprovalRequest { .. } => "mcp_approval_request",
             OutputItem::Hosted { kind, .. } => kind,
+            OutputItem::ActionCall { kind, .. } => kind.call,
             OutputItem::Program { .. } => "program",
             OutputItem::ProgramOutput { .. } => "program_output",
         }
@@ -125,6 +139,7 @@ impl OutputItem<'_> {
         match self {
             OutputItem::Call { call_id, .. }
             | OutputItem::CustomCall { call_id, .. }
+            | OutputItem::ActionCall { call_id, .. }
             | OutputItem::Program { call_id, .. } => Some(call_id),
             OutputItem::ProgramOutput { call_id, .. } => call_id.as_str(),
             _ => None,
@@ -238,6 +253,26 @@ impl OutputItem<'_> {
                 fields.put("type", kind);
                 for (key, value) in rest {
                     fields.put_any(key, value);
+                }
+            }
+            // In the order of the function call's fields; `status` is `completed`, as
+            // the response is done when the item is served.
+            OutputItem::ActionCall {
+                kind: call,
+                id,
+                call_id,
+                input,
+                caller_id,
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", "completed");
+                fields.put(call.input_field, input);
+                fields.put("call_id", call_id);
+                if let Some(caller_id) = caller_id {
+                    fields.put_with("caller", |out| {
+                        write_part(out, br#"{"type":"program","caller_id":"#, caller_id);
+                    });
                 }
             }
             // A program and its output put `type` first.
@@ -417,6 +452,13 @@ mod tests {
                 call_id: "call_2".into(),
                 input: "print(1)",
                 name: "run_python",
+            },
+            OutputItem::ActionCall {
+                kind: crate::wire::call_kind::SHELL,
+                id: "sh_1".into(),
+                call_id: "call_3".into(),
+                input: json!({"commands": ["ls -la"], "timeout_ms": 1000}),
+                caller_id: Some(json!("call_p")),
             },
             OutputItem::Program {
                 id: "cm_1".into(),

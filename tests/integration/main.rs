@@ -9,6 +9,7 @@ mod docs_pages;
 mod emulation;
 mod emulation_custom;
 mod emulation_mcp;
+mod emulation_shell;
 mod families;
 mod frameworks;
 mod fuzzing;

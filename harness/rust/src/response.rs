@@ -11,6 +11,12 @@ pub(crate) enum CallKind {
     Function,
     /// A `custom_tool_call`, with free-form text `input`.
     Custom,
+    /// A `shell_call`, with an `action` of commands, for the `shell` tool.
+    Shell,
+    /// A `local_shell_call`, with an `exec` action, for the `local_shell` tool.
+    LocalShell,
+    /// An `apply_patch_call`, with one file `operation`, for the `apply_patch` tool.
+    ApplyPatch,
 }
 
 impl CallKind {
@@ -19,16 +25,38 @@ impl CallKind {
         match item_type {
             "function_call" => Some(CallKind::Function),
             "custom_tool_call" => Some(CallKind::Custom),
+            "shell_call" => Some(CallKind::Shell),
+            "local_shell_call" => Some(CallKind::LocalShell),
+            "apply_patch_call" => Some(CallKind::ApplyPatch),
             _ => None,
         }
     }
 
     /// The call item's field holding what the model wrote.
-    fn input_field(self) -> &'static str {
+    pub(crate) fn input_field(self) -> &'static str {
         match self {
             CallKind::Function => "arguments",
             CallKind::Custom => "input",
+            CallKind::Shell | CallKind::LocalShell => "action",
+            CallKind::ApplyPatch => "operation",
         }
+    }
+
+    /// The tool type of the kinds whose tool has no name and is known by its type.
+    pub(crate) fn typed_tool(self) -> Option<&'static str> {
+        match self {
+            CallKind::Function | CallKind::Custom => None,
+            CallKind::Shell => Some("shell"),
+            CallKind::LocalShell => Some("local_shell"),
+            CallKind::ApplyPatch => Some("apply_patch"),
+        }
+    }
+
+    /// The kind whose tool is known by this type (`shell`, `local_shell`, `apply_patch`).
+    pub(crate) fn of_tool(tool_type: &str) -> Option<CallKind> {
+        [CallKind::Shell, CallKind::LocalShell, CallKind::ApplyPatch]
+            .into_iter()
+            .find(|kind| kind.typed_tool() == Some(tool_type))
     }
 
     /// The `type` of the item that answers a call of this kind.
@@ -36,6 +64,9 @@ impl CallKind {
         match self {
             CallKind::Function => "function_call_output",
             CallKind::Custom => "custom_tool_call_output",
+            CallKind::Shell => "shell_call_output",
+            CallKind::LocalShell => "local_shell_call_output",
+            CallKind::ApplyPatch => "apply_patch_call_output",
         }
     }
 }
@@ -46,8 +77,9 @@ pub(crate) struct FunctionCall {
     pub kind: CallKind,
     pub call_id: String,
     pub name: String,
-    /// The raw JSON text the model produced (validated before use), or a custom tool
-    /// call's input text.
+    /// The raw JSON text the model produced (validated before use), a custom tool
+    /// call's input text, or the JSON text of a shell call's action or a patch's
+    /// operation.
     pub arguments: String,
     /// Set for calls made by a program; it must be echoed on the output.
     pub caller: Option<Value>,
@@ -118,11 +150,16 @@ pub(crate) fn function_calls(output: &[Value]) -> Result<Vec<FunctionCall>, Outc
             Ok(FunctionCall {
                 kind,
                 call_id: call_id.to_string(),
-                name: item["name"].as_str().unwrap_or_default().to_string(),
-                arguments: item[kind.input_field()]
+                name: item["name"]
                     .as_str()
+                    .or(kind.typed_tool())
                     .unwrap_or_default()
                     .to_string(),
+                arguments: match &item[kind.input_field()] {
+                    Value::String(text) => text.clone(),
+                    Value::Null => String::new(),
+                    input => input.to_string(),
+                },
                 caller: item.get("caller").filter(|c| c.is_object()).cloned(),
             })
         })
@@ -132,6 +169,9 @@ pub(crate) fn function_calls(output: &[Value]) -> Result<Vec<FunctionCall>, Outc
 /// The output item answering `call` (a `function_call_output`, or a
 /// `custom_tool_call_output` for a custom tool call): keyed by `call_id` (never the item id).
 pub(crate) fn function_call_output(call: &FunctionCall, output: String) -> Value {
+    if call.kind.typed_tool().is_some() {
+        return typed_answer(call, output);
+    }
     let mut item = json!({
         "type": call.kind.answer_type(),
         "call_id": call.call_id,
@@ -153,12 +193,67 @@ pub(crate) fn approval_requests(output: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
+/// The answer of a shell, local shell or patch call from its output: the backend's
+/// result as JSON, or this loop's own error output (`{"error": text}` alone, which no
+/// result of these tools is). A shell call's output is the backend's chunks, a failure
+/// one chunk with the reason in stderr and exit code 1; a local shell call's output is
+/// JSON text under the call's id; a patch says `completed` or `failed` in its status.
+fn typed_answer(call: &FunctionCall, output: String) -> Value {
+    let parsed: Value = serde_json::from_str(&output).unwrap_or(Value::Null);
+    let failure = parsed
+        .as_object()
+        .filter(|fields| fields.len() == 1)
+        .and_then(|fields| fields.get("error"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut item = match call.kind {
+        CallKind::Shell => {
+            let chunks = match &failure {
+                Some(reason) => json!([{
+                    "stdout": "",
+                    "stderr": reason,
+                    "outcome": {"type": "exit", "exit_code": 1},
+                }]),
+                None => parsed,
+            };
+            let mut item =
+                json!({"type": "shell_call_output", "call_id": call.call_id, "output": chunks});
+            let action: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+            if let Some(limit) = action.get("max_output_length").filter(|l| l.is_number()) {
+                item["max_output_length"] = limit.clone();
+            }
+            item
+        }
+        CallKind::ApplyPatch => {
+            let (status, log) = match &failure {
+                Some(reason) => ("failed", reason.clone()),
+                None => (
+                    parsed["status"].as_str().unwrap_or("completed"),
+                    parsed["output"].as_str().unwrap_or_default().to_owned(),
+                ),
+            };
+            json!({"type": "apply_patch_call_output", "call_id": call.call_id, "status": status, "output": log})
+        }
+        _ => json!({"type": call.kind.answer_type(), "id": call.call_id, "output": output}),
+    };
+    if let Some(caller) = &call.caller
+        && call.kind != CallKind::LocalShell
+    {
+        item["caller"] = caller.clone();
+    }
+    item
+}
+
 /// Whether a response without function calls still awaits the model: a program finished
 /// (`program_output`) and the model has not answered yet (no message), so the model goes
 /// on after the program's result in another request.
 pub(crate) fn continues_after_program(output: &[Value]) -> bool {
     let has = |kind: &str| output.iter().any(|item| item["type"] == kind);
-    has("program_output") && !has("message") && !has("function_call") && !has("custom_tool_call")
+    has("program_output")
+        && !has("message")
+        && !output
+            .iter()
+            .any(|item| item["type"].as_str().and_then(CallKind::of).is_some())
 }
 
 /// The SDKs' `output_text`: every `output_text` part of every message, joined with "".
@@ -346,5 +441,48 @@ mod tests {
         assert_eq!(reason("failed"), "response_failed");
         assert_eq!(reason("cancelled"), "cancelled");
         assert_eq!(reason("in_progress"), "api_error");
+    }
+
+    #[test]
+    fn shell_and_patch_calls_are_answered_by_their_own_kind_with_failures_in_their_fields() {
+        let output = [
+            json!({"type": "shell_call", "id": "sh_1", "call_id": "call_1", "status": "completed",
+                   "action": {"commands": ["ls"], "max_output_length": 100}}),
+            json!({"type": "local_shell_call", "id": "lsh_1", "call_id": "call_2", "status": "completed",
+                   "action": {"type": "exec", "command": ["pwd"], "env": {}}}),
+            json!({"type": "apply_patch_call", "id": "apc_1", "call_id": "call_3", "status": "completed",
+                   "operation": {"type": "delete_file", "path": "a.md"}}),
+        ];
+        let calls = function_calls(&output).unwrap();
+        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["shell", "local_shell", "apply_patch"]);
+        let chunks =
+            json!([{"stdout": "a\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]);
+        assert_eq!(
+            function_call_output(&calls[0], chunks.to_string()),
+            json!({"type": "shell_call_output", "call_id": "call_1", "output": chunks, "max_output_length": 100})
+        );
+        assert_eq!(
+            function_call_output(
+                &calls[0],
+                json!({"error": "approval denied: no"}).to_string()
+            )["output"],
+            json!([{"stdout": "", "stderr": "approval denied: no", "outcome": {"type": "exit", "exit_code": 1}}])
+        );
+        assert_eq!(
+            function_call_output(&calls[1], "{\"stdout\":\"/\"}".to_owned()),
+            json!({"type": "local_shell_call_output", "id": "call_2", "output": "{\"stdout\":\"/\"}"})
+        );
+        assert_eq!(
+            function_call_output(&calls[2], json!({"error": "forbidden: no"}).to_string()),
+            json!({"type": "apply_patch_call_output", "call_id": "call_3", "status": "failed", "output": "forbidden: no"})
+        );
+        assert_eq!(
+            function_call_output(
+                &calls[2],
+                json!({"status": "completed", "output": "deleted a.md"}).to_string()
+            )["status"],
+            "completed"
+        );
     }
 }

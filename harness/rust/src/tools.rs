@@ -44,6 +44,9 @@ struct Tool {
     custom: Option<Option<regex::Regex>>,
     /// `allowed_callers`: `direct` and/or `programmatic`; only `direct` when omitted.
     allowed_callers: Vec<String>,
+    /// For a tool known by its type (`shell`, `local_shell`, `apply_patch`): the kind of
+    /// call that runs it.
+    typed: Option<CallKind>,
 }
 
 impl Registry {
@@ -70,6 +73,22 @@ impl Registry {
                     schema: None,
                     custom: Some(grammar),
                     allowed_callers: vec!["direct".to_string()],
+                    typed: None,
+                },
+            );
+        }
+        // Shell and patch tools have no name: each is known by its type.
+        for (tool, tool_type, kind) in tools.iter().filter_map(|tool| {
+            let tool_type = tool["type"].as_str()?;
+            Some((tool, tool_type, CallKind::of_tool(tool_type)?))
+        }) {
+            registry.insert(
+                tool_type.to_string(),
+                Tool {
+                    schema: None,
+                    custom: None,
+                    allowed_callers: allowed_callers(tool),
+                    typed: Some(kind),
                 },
             );
         }
@@ -84,19 +103,14 @@ impl Registry {
                         format!("tool {name} has an invalid parameters schema: {e}")
                     })?),
                 };
-            let allowed_callers = match tool["allowed_callers"].as_array() {
-                Some(callers) => callers
-                    .iter()
-                    .filter_map(|caller| caller.as_str().map(str::to_string))
-                    .collect(),
-                None => vec!["direct".to_string()],
-            };
+            let allowed_callers = allowed_callers(tool);
             registry.insert(
                 name.to_string(),
                 Tool {
                     schema,
                     custom: None,
                     allowed_callers,
+                    typed: None,
                 },
             );
         }
@@ -111,8 +125,19 @@ impl Registry {
             return Err(error_output(format!("unknown tool: {}", call.name)));
         };
         // A call of one kind names a tool of the same kind.
-        if (call.kind == CallKind::Custom) != tool.custom.is_some() {
+        if (call.kind == CallKind::Custom) != tool.custom.is_some()
+            || call.kind.typed_tool().is_some() != tool.typed.is_some()
+            || tool.typed.is_some_and(|kind| kind != call.kind)
+        {
             return Err(error_output(format!("unknown tool: {}", call.name)));
+        }
+        // A shell call's action, a patch's operation: run as the model wrote it.
+        if tool.typed.is_some() {
+            if !tool.allowed_callers.iter().any(|c| c == call.caller_kind()) {
+                return Err(error_output("Tool caller is excluded by allowed_callers."));
+            }
+            return serde_json::from_str(&call.arguments)
+                .map_err(|e| error_output(format!("invalid {}: {e}", call.kind.input_field())));
         }
         if let Some(grammar) = &tool.custom {
             if grammar
@@ -149,13 +174,21 @@ impl Registry {
     }
 }
 
+/// A tool's `allowed_callers`: `direct` and/or `programmatic`; only `direct` when omitted.
+fn allowed_callers(tool: &Value) -> Vec<String> {
+    match tool["allowed_callers"].as_array() {
+        Some(callers) => callers
+            .iter()
+            .filter_map(|caller| caller.as_str().map(str::to_string))
+            .collect(),
+        None => vec!["direct".to_string()],
+    }
+}
+
 /// The backend request's key for what a call runs with: `arguments`, or a custom tool
 /// call's `input`.
 fn payload_key(call: &FunctionCall) -> &'static str {
-    match call.kind {
-        CallKind::Function => "arguments",
-        CallKind::Custom => "input",
-    }
+    call.kind.input_field()
 }
 
 /// Runs calls: validation, then approval when required, then the backend.

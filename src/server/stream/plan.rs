@@ -4,11 +4,13 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use serde_json::{Value, json};
 
 use super::StreamFrames;
 use super::source::{Items, StreamedItem, StreamedResponse};
 use crate::scenario::{ErrorShape, StreamSpec};
 use crate::wire::IdGen;
+use crate::wire::call_kind;
 use crate::wire::hosted::{self, HostedKind};
 use crate::wire::write::{Set, field, raw_field, value_to};
 
@@ -558,13 +560,68 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                     hosted_events(b, index, item, kind);
                 }
             }
+            "shell_call" => plan_shell_call(b, index, item, size),
+            kind if call_kind::of_call(kind).is_some_and(|k| k.runs_on_client()) => b.item(
+                "response.output_item.added",
+                index,
+                item,
+                &[("status", Set::Str("in_progress"))],
+            ),
             _ => b.item("response.output_item.added", index, item, &[]),
         }
-        if matches!(item.item_type(), "function_call" | "custom_tool_call") {
+        if call_kind::of_call(item.item_type()).is_some_and(|k| k.runs_on_client()) {
             b.call_done(index, item);
         } else {
             b.done(index, item);
         }
+    }
+}
+
+/// A `shell_call` up to its `output_item.done`: announced in progress with no commands
+/// yet, then each command added empty, its text in deltas, and done, as the SDKs'
+/// accumulators append each `response.shell_call_command.added` to the action's commands.
+/// These events name the item by `output_index` alone (no `item_id`).
+fn plan_shell_call<I: StreamedItem>(b: &mut Builder, index: usize, item: &I, size: usize) {
+    let mut whole = Vec::new();
+    item.write_with(&mut whole, &[]);
+    let mut announced: Value = serde_json::from_slice(&whole).unwrap_or(Value::Null);
+    let commands: Vec<String> = announced["action"]["commands"]
+        .as_array()
+        .map(|commands| {
+            commands
+                .iter()
+                .map(|c| c.as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if announced.is_object() {
+        announced["status"] = json!("in_progress");
+        if announced["action"].is_object() {
+            announced["action"]["commands"] = json!([]);
+        }
+    }
+    let out = b.start("response.output_item.added");
+    field(out, "output_index", &index);
+    field(out, "item", &announced);
+    b.end(false);
+    for (c, command) in commands.iter().enumerate() {
+        let out = b.start("response.shell_call_command.added");
+        field(out, "command", "");
+        field(out, "command_index", &c);
+        field(out, "output_index", &index);
+        b.end(false);
+        for piece in pieces(command, size) {
+            let out = b.start("response.shell_call_command.delta");
+            field(out, "command_index", &c);
+            field(out, "delta", piece);
+            field(out, "output_index", &index);
+            b.end(true);
+        }
+        let out = b.start("response.shell_call_command.done");
+        field(out, "command", command.as_str());
+        field(out, "command_index", &c);
+        field(out, "output_index", &index);
+        b.end(false);
     }
 }
 
