@@ -18,6 +18,8 @@ pub const CAPABILITIES: &[&str] = &[
     "budgets",
     "webhook",
     "custom",
+    "compaction",
+    "text_format",
 ];
 
 /// The capabilities of a controller that declares none.

@@ -411,6 +411,8 @@ impl Plan {
             deadline_ms: None,
             max_tool_calls: None,
             tool_timeout_ms: None,
+            compact_after_rounds: None,
+            text_format: None,
         }
     }
 

@@ -173,6 +173,14 @@ checks! {
         "print a valid result line last on stdout";
     TERMINAL_FINISHED = "terminal/finished", Must,
         "finish within the case timeout";
+    COMPACTION_COMPACTED = "compaction/compacted", Must,
+        "(stateless, replay) compact the context when the task's `compact_after_rounds` is reached, and carry on from the compacted output";
+    COMPACTION_REPLAYED = "compaction/replayed", Must,
+        "(stateless, replay) send the latest compaction item back in every later request, byte for byte (`id` and `encrypted_content`)";
+    COMPACTION_NOTHING_RESENT = "compaction/nothing-resent", Must,
+        "(stateless, replay) never send again an item a compaction replaced";
+    TERMINAL_STRUCTURED_OUTPUT = "terminal/structured-output", Must,
+        "with a `text_format` task, send the format with every request and report a final message that breaks it (not JSON, or against the schema) as `failed`, never as the answer";
 }
 
 /// The declaration of a check id, if there is one.

@@ -3,8 +3,8 @@
 use super::facts::Facts;
 use super::{CaseVerdict, CheckResult, CheckVerdict};
 use super::{
-    authz, background, budget, checks, correlation, dispatch, effects, program, reached, reasoning,
-    state, stream, terminal, transport, websocket,
+    authz, background, budget, checks, compaction, correlation, dispatch, effects, program,
+    reached, reasoning, state, stream, terminal, transport, websocket,
 };
 use crate::scenario::{Scenario, StateMode};
 use crate::transcript::{Transcript, Unfinished};
@@ -64,6 +64,7 @@ fn judge_checks(
     checks.extend(websocket::check(&facts));
     checks.extend(background::check(&facts));
     checks.extend(program::check(&facts));
+    checks.extend(compaction::check(&facts));
     checks.extend(terminal::check(&facts));
     for check in &mut checks {
         let level = check.level.weakest(scenario.level);

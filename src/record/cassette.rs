@@ -286,6 +286,8 @@ fn inferred_task(transcript: &Transcript, creates: usize) -> TaskSpec {
         deadline_ms: None,
         max_tool_calls: None,
         tool_timeout_ms: None,
+        compact_after_rounds: None,
+        text_format: None,
     }
 }
 

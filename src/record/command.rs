@@ -194,6 +194,8 @@ fn recording_session(id: &str, task: Option<&TaskFile>, state: StateMode) -> Sce
                 deadline_ms: None,
                 max_tool_calls: None,
                 tool_timeout_ms: None,
+                compact_after_rounds: None,
+                text_format: None,
             }),
         states: vec![state],
         deliveries: None,

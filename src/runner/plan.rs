@@ -64,6 +64,12 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if custom {
         needed.push("custom");
     }
+    if task.compact_after_rounds.is_some() {
+        needed.push("compaction");
+    }
+    if task.text_format.is_some() {
+        needed.push("text_format");
+    }
     needed
 }
 

@@ -248,6 +248,16 @@ pub struct TaskSpec {
     /// with an error output (or retries it under the same call_id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_timeout_ms: Option<u64>,
+    /// Compaction: once this many responses have been answered, the controller compacts
+    /// its context (`POST /v1/responses/compact`) and carries on from the compacted
+    /// output (capability `compaction`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_after_rounds: Option<u32>,
+    /// Structured output: the `text.format` config (`{"type": "json_schema", "name",
+    /// "schema", "strict"?}`) the controller sends with every request, and the schema
+    /// the final message must parse into before it is reported (capability `text_format`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_format: Option<Value>,
 }
 
 impl TaskSpec {

@@ -30,6 +30,10 @@ pub struct Issued {
     pub programs_by_call: HashMap<String, Value>,
     /// The `caller` of each program-owned function call, by call_id.
     pub callers: HashMap<String, Value>,
+    /// A digest of each compaction item's `encrypted_content`, by id. What a compaction
+    /// replaced is judged by the oracle from the compaction's exchange: the API's
+    /// evidence on resending it is mixed, so the fake accepts it.
+    compactions: HashMap<Arc<str>, u64>,
 }
 
 /// A generated reasoning item, as its replays are checked.
@@ -54,6 +58,25 @@ impl Issued {
     /// The reasoning item output item `id` was generated with.
     pub fn reasoning_of(&self, id: &str) -> Option<&str> {
         self.reasoning_of.get(id).map(|id| &**id)
+    }
+
+    /// Remembers compaction item `id`, issued with `encrypted_content` `content`.
+    pub fn issue_compaction(&mut self, id: &str, content: &str) {
+        self.compactions
+            .insert(Arc::from(id), content_digest(content));
+    }
+
+    /// Whether a compaction item with `encrypted_content` `content` (and id `id`, when
+    /// it has one) was issued as it is.
+    pub fn issued_compaction(&self, id: Option<&str>, content: &str) -> bool {
+        let digest = content_digest(content);
+        match id {
+            Some(id) => self
+                .compactions
+                .get(id)
+                .is_some_and(|issued| *issued == digest),
+            None => self.compactions.values().any(|issued| *issued == digest),
+        }
     }
 
     /// The item reasoning item `id` produced.

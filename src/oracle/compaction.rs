@@ -1,0 +1,245 @@
+//! `compaction`: a loop that compacts its context (`POST /v1/responses/compact`) carries
+//! on from the compacted output alone. In stateless and replay mode every later request
+//! sends the compaction item back byte for byte and nothing it replaced; a task with
+//! `compact_after_rounds` must compact once that many responses were answered.
+//! Judged from what the controller sent: the fake accepts a replaced item sent again
+//! (the API's evidence is mixed), so only these checks see it.
+
+use serde_json::Value;
+
+use super::checks;
+use super::facts::Facts;
+use super::verdict::CheckResult;
+use crate::scenario::StateMode;
+use crate::wire::call_kind;
+use crate::wire::replay::is_replay_of;
+use crate::wire::request::{call_id, item_id, item_type};
+
+/// A compaction the server answered.
+pub struct Compaction {
+    /// Its number among the run's compactions, from 1, for messages.
+    pub number: usize,
+    /// How many model requests came before it: the responses to them are what it
+    /// replaced, and the requests from this position on carry on from it.
+    pub before: usize,
+    /// The items it was given.
+    pub input: Vec<Value>,
+    /// Its output: the user messages kept and the compaction item.
+    pub output: Vec<Value>,
+}
+
+impl Compaction {
+    /// The `compaction` item it issued.
+    pub fn item(&self) -> Option<&Value> {
+        self.output
+            .iter()
+            .find(|item| item_type(item) == "compaction")
+    }
+
+    /// The items it replaced: what it was given, but the user's messages.
+    fn replaced(&self) -> impl Iterator<Item = &Value> {
+        self.input.iter().filter(|item| !is_user_message(item))
+    }
+
+    /// Whether `sent` is an item this compaction replaced, sent again.
+    fn replaced_item(&self, sent: &Value) -> Option<&Value> {
+        self.replaced().find(|replaced| {
+            is_replay_of(sent, replaced)
+                || (call_kind::of_answer(item_type(sent)).is_some()
+                    && item_type(sent) == item_type(replaced)
+                    && call_id(sent).is_some()
+                    && call_id(sent) == call_id(replaced))
+        })
+    }
+
+    fn label(&self) -> String {
+        match self.item().and_then(item_id) {
+            Some(id) => format!("compaction {} ({id})", self.number),
+            None => format!("compaction {}", self.number),
+        }
+    }
+}
+
+fn is_user_message(item: &Value) -> bool {
+    item_type(item) == "message" && item["role"] == "user"
+}
+
+/// The run's answered compactions, in order.
+pub fn compactions(f: &Facts) -> Vec<Compaction> {
+    f.exchanges
+        .iter()
+        .filter(|exchange| {
+            exchange.method == "POST"
+                && exchange.status == 200
+                && exchange
+                    .path
+                    .split('?')
+                    .next()
+                    .is_some_and(|path| path.ends_with("/responses/compact"))
+        })
+        .enumerate()
+        .map(|(index, exchange)| Compaction {
+            number: index + 1,
+            before: f.requests.iter().filter(|r| r.seq < exchange.seq).count(),
+            input: Facts::input_of(exchange),
+            output: exchange.response["output"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// The latest compaction that request `position` carries on from.
+pub fn latest_before(compactions: &[Compaction], position: usize) -> Option<&Compaction> {
+    compactions.iter().rev().find(|c| c.before <= position)
+}
+
+/// The `compaction` checks (stateless and replay mode, when the run compacts or the
+/// task asks it to).
+pub fn check(f: &Facts) -> Vec<CheckResult> {
+    if !matches!(f.state, StateMode::Stateless | StateMode::Replay) {
+        return Vec::new();
+    }
+    let compactions = compactions(f);
+    let mut out = Vec::new();
+    if let Some(rounds) = f.scenario.task.compact_after_rounds {
+        out.push(compacted(f, &compactions, rounds as usize));
+    }
+    if compactions.is_empty() {
+        return out;
+    }
+    out.push(replayed(f, &compactions));
+    out.push(nothing_resent(f, &compactions));
+    out
+}
+
+/// Compacted after the task's round, before the next request, and that request carries
+/// on from the compacted output.
+fn compacted(f: &Facts, compactions: &[Compaction], rounds: usize) -> CheckResult {
+    let mut problems = Vec::new();
+    // Judged only when the loop went past that round.
+    if f.requests.len() > rounds {
+        let label = f.request_label(rounds);
+        match compactions.iter().find(|c| c.before == rounds) {
+            None => problems.push(format!(
+                "{label} follows the {rounds} answered response(s) compact_after_rounds asks to compact after, and no POST /v1/responses/compact came before it: expected the context compacted first"
+            )),
+            Some(compaction) => {
+                let sent = f.history_sent(rounds);
+                let carried = compaction.output.len() <= sent.len()
+                    && compaction
+                        .output
+                        .iter()
+                        .zip(&sent)
+                        .all(|(kept, sent)| same_item(sent, kept));
+                if !carried {
+                    problems.push(format!(
+                        "{label} does not start with the output of {}: expected its {} item(s) (the user's messages, then the compaction item) at the head of the input",
+                        compaction.label(),
+                        compaction.output.len()
+                    ));
+                }
+            }
+        }
+    }
+    checks::COMPACTION_COMPACTED.judge(
+        problems,
+        format!("compacted after {rounds} round(s) and carried on from the compacted output"),
+    )
+}
+
+/// An item sent as the compacted output gave it: a message by its text and role, any
+/// other item by value (null fields aside).
+fn same_item(sent: &Value, kept: &Value) -> bool {
+    if item_type(kept) == "message" {
+        return item_type(sent) == "message"
+            && sent["role"] == kept["role"]
+            && crate::wire::replay::message_text(sent) == crate::wire::replay::message_text(kept);
+    }
+    without_nulls(sent) == without_nulls(kept)
+}
+
+fn without_nulls(item: &Value) -> Value {
+    match item {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(_, value)| !value.is_null())
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Every request after a compaction sends its item back as issued.
+fn replayed(f: &Facts, compactions: &[Compaction]) -> CheckResult {
+    let mut problems = Vec::new();
+    let mut count = 0;
+    for position in 0..f.requests.len() {
+        let Some(compaction) = latest_before(compactions, position) else {
+            continue;
+        };
+        let Some(item) = compaction.item() else {
+            continue;
+        };
+        count += 1;
+        let label = f.request_label(position);
+        let id = item_id(item).unwrap_or_default();
+        let sent = f.history_sent(position);
+        let found = sent
+            .iter()
+            .filter(|sent| item_type(sent) == "compaction")
+            .collect::<Vec<_>>();
+        let same = |sent: &&Value| {
+            item_id(sent) == Some(id) && sent["encrypted_content"] == item["encrypted_content"]
+        };
+        if found.iter().any(same) {
+            continue;
+        }
+        problems.push(match found.first() {
+            None => format!(
+                "{label} does not send back compaction item {id} from {}: every request after a compaction must carry it",
+                compaction.label()
+            ),
+            Some(other) if item_id(other) != Some(id) => format!(
+                "{label} sends a compaction item with id {} in place of {id} from {}: expected it byte for byte",
+                item_id(other).unwrap_or("(none)"),
+                compaction.label()
+            ),
+            Some(_) => format!(
+                "{label} sends compaction item {id} from {} with an altered encrypted_content: expected it byte for byte",
+                compaction.label()
+            ),
+        });
+    }
+    checks::COMPACTION_REPLAYED.judge(
+        problems,
+        format!("{count} request(s) after a compaction, each with its compaction item intact"),
+    )
+}
+
+/// No request after a compaction sends an item it replaced.
+fn nothing_resent(f: &Facts, compactions: &[Compaction]) -> CheckResult {
+    let mut problems = Vec::new();
+    for position in 0..f.requests.len() {
+        let Some(compaction) = latest_before(compactions, position) else {
+            continue;
+        };
+        let label = f.request_label(position);
+        for sent in f.history_sent(position) {
+            if let Some(replaced) = compaction.replaced_item(&sent) {
+                let name = item_id(replaced)
+                    .or_else(|| call_id(replaced))
+                    .unwrap_or("(no id)");
+                problems.push(format!(
+                    "{label} sends again {} {name}, which {} replaced: after a compaction only its output and the items after it go back",
+                    item_type(replaced),
+                    compaction.label()
+                ));
+            }
+        }
+    }
+    checks::COMPACTION_NOTHING_RESENT
+        .judge(problems, "no item a compaction replaced was sent again")
+}
