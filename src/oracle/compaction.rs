@@ -199,17 +199,17 @@ fn replayed(f: &Facts, compactions: &[Compaction]) -> CheckResult {
         }
         problems.push(match found.first() {
             None => format!(
-                "{label} does not send back compaction item {id} from {}: every request after a compaction must carry it",
-                compaction.label()
+                "{label} does not send back compaction item {id} from compaction {}: every request after a compaction must carry it",
+                compaction.number
             ),
             Some(other) if item_id(other) != Some(id) => format!(
-                "{label} sends a compaction item with id {} in place of {id} from {}: expected it byte for byte",
+                "{label} sends a compaction item with id {} in place of {id} from compaction {}: expected it byte for byte",
                 item_id(other).unwrap_or("(none)"),
-                compaction.label()
+                compaction.number
             ),
             Some(_) => format!(
-                "{label} sends compaction item {id} from {} with an altered encrypted_content: expected it byte for byte",
-                compaction.label()
+                "{label} sends compaction item {id} from compaction {} with an altered encrypted_content: expected it byte for byte",
+                compaction.number
             ),
         });
     }
