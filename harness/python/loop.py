@@ -748,6 +748,8 @@ def initial_config(task):
         config["background"] = True
     if task.get("text_format") is not None:  # structured output, asked of every response
         config["text"] = {"format": task["text_format"]}
+    if task.get("context_management") is not None:  # server-side compaction
+        config["context_management"] = task["context_management"]
     if task["state"] == "stateless":
         if task.get("background", False):  # background responses are stored
             raise Stop("unsupported", "background needs stored responses")

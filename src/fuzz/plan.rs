@@ -412,6 +412,7 @@ impl Plan {
             max_tool_calls: None,
             tool_timeout_ms: None,
             compact_after_rounds: None,
+            context_management: None,
             text_format: None,
         }
     }

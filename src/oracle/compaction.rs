@@ -1,7 +1,11 @@
-//! `compaction`: a loop that compacts its context (`POST /v1/responses/compact`) carries
-//! on from the compacted output alone. In stateless and replay mode every later request
-//! sends the compaction item back byte for byte and nothing it replaced; a task with
-//! `compact_after_rounds` must compact once that many responses were answered.
+//! `compaction`: a loop that compacts its context carries on from the compaction item.
+//! Standalone (`POST /v1/responses/compact`, task `compact_after_rounds`): once that many
+//! responses were answered the loop compacts, and in stateless and replay mode every later
+//! request carries the compacted output, its compaction item byte for byte, and nothing
+//! it replaced. Server-side (task `context_management`, a response carrying a
+//! `compaction` item): every request sends the task's `context_management`, and a
+//! stateless or replay loop appends the item like any output item; dropping what came
+//! before it is the API guide's latency tip, not a duty, so either way passes.
 //! Judged from what the controller sent: the fake accepts a replaced item sent again
 //! (the API's evidence is mixed), so only these checks see it.
 
@@ -15,13 +19,20 @@ use crate::wire::call_kind;
 use crate::wire::replay::is_replay_of;
 use crate::wire::request::{call_id, item_id, item_type};
 
-/// A compaction the server answered.
+/// A compaction the server answered: a standalone one, or a compaction item in a
+/// response (server-side).
 pub struct Compaction {
     /// Its number among the run's compactions, from 1, for messages.
     pub number: usize,
-    /// How many model requests came before it: the responses to them are what it
-    /// replaced, and the requests from this position on carry on from it.
+    /// `POST /v1/responses/compact`, rather than an item in a response.
+    pub standalone: bool,
+    /// The position of the first request that carries on from it.
     pub before: usize,
+    /// The position of the first request whose response's output must still be
+    /// replayed after it: what came before was replaced (a standalone compaction
+    /// replaced every response before it; a server-side one leaves its own response's
+    /// other items to replay).
+    pub keeps_from: usize,
     /// The items it was given.
     pub input: Vec<Value>,
     /// Its output: the user messages kept and the compaction item.
@@ -64,8 +75,35 @@ fn is_user_message(item: &Value) -> bool {
     item_type(item) == "message" && item["role"] == "user"
 }
 
-/// The run's answered compactions, in order.
+/// The run's compactions, standalone and server-side, in the order requests met them.
 pub fn compactions(f: &Facts) -> Vec<Compaction> {
+    let mut all = standalone(f);
+    for served in &f.served {
+        let Some(item) = served
+            .output
+            .iter()
+            .find(|item| item_type(item) == "compaction")
+        else {
+            continue;
+        };
+        all.push(Compaction {
+            number: 0,
+            standalone: false,
+            before: served.request + 1,
+            keeps_from: served.request,
+            input: f.history_sent(served.request),
+            output: vec![item.clone()],
+        });
+    }
+    all.sort_by_key(|c| c.before);
+    for (index, compaction) in all.iter_mut().enumerate() {
+        compaction.number = index + 1;
+    }
+    all
+}
+
+/// The run's answered `POST /v1/responses/compact` exchanges.
+fn standalone(f: &Facts) -> Vec<Compaction> {
     f.exchanges
         .iter()
         .filter(|exchange| {
@@ -78,9 +116,15 @@ pub fn compactions(f: &Facts) -> Vec<Compaction> {
                     .is_some_and(|path| path.ends_with("/responses/compact"))
         })
         .enumerate()
-        .map(|(index, exchange)| Compaction {
+        .map(|(index, exchange)| {
+            let before = f.requests.iter().filter(|r| r.seq < exchange.seq).count();
+            (index, exchange, before)
+        })
+        .map(|(index, exchange, before)| Compaction {
             number: index + 1,
-            before: f.requests.iter().filter(|r| r.seq < exchange.seq).count(),
+            standalone: true,
+            before,
+            keeps_from: before,
             input: Facts::input_of(exchange),
             output: exchange.response["output"]
                 .as_array()
@@ -95,14 +139,17 @@ pub fn latest_before(compactions: &[Compaction], position: usize) -> Option<&Com
     compactions.iter().rev().find(|c| c.before <= position)
 }
 
-/// The `compaction` checks (stateless and replay mode, when the run compacts or the
-/// task asks it to).
+/// The `compaction` checks: when the task asks for compaction, and in stateless and
+/// replay mode when the run compacted.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
+    let mut out = Vec::new();
+    if let Some(management) = &f.scenario.task.context_management {
+        out.push(management_sent(f, management));
+    }
     if !matches!(f.state, StateMode::Stateless | StateMode::Replay) {
-        return Vec::new();
+        return out;
     }
     let compactions = compactions(f);
-    let mut out = Vec::new();
     if let Some(rounds) = f.scenario.task.compact_after_rounds {
         out.push(compacted(f, &compactions, rounds as usize));
     }
@@ -110,8 +157,35 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         return out;
     }
     out.push(replayed(f, &compactions));
-    out.push(nothing_resent(f, &compactions));
+    if compactions.iter().any(|c| c.standalone) {
+        out.push(nothing_resent(f, &compactions));
+    }
     out
+}
+
+/// Server-side compaction: every request sends the task's `context_management`.
+fn management_sent(f: &Facts, management: &Value) -> CheckResult {
+    let problems = f
+        .requests
+        .iter()
+        .enumerate()
+        .filter_map(|(position, request)| {
+            let sent = request.body.get("context_management");
+            (!sent.is_some_and(|sent| crate::json_compare::json_equal(sent, management))).then(
+                || {
+                    format!(
+                        "{} sends context_management {}: expected the task's {management} with every request",
+                        f.request_label(position),
+                        sent.map_or("(none)".to_owned(), Value::to_string)
+                    )
+                },
+            )
+        })
+        .collect();
+    checks::COMPACTION_COMPACTED.judge(
+        problems,
+        "the task's context_management sent with every request",
+    )
 }
 
 /// Compacted after the task's round, before the next request, and that request carries
@@ -121,7 +195,10 @@ fn compacted(f: &Facts, compactions: &[Compaction], rounds: usize) -> CheckResul
     // Judged only when the loop went past that round.
     if f.requests.len() > rounds {
         let label = f.request_label(rounds);
-        match compactions.iter().find(|c| c.before == rounds) {
+        match compactions
+            .iter()
+            .find(|c| c.standalone && c.before == rounds)
+        {
             None => problems.push(format!(
                 "{label} follows the {rounds} answered response(s) compact_after_rounds asks to compact after, and no POST /v1/responses/compact came before it: expected the context compacted first"
             )),
@@ -219,11 +296,11 @@ fn replayed(f: &Facts, compactions: &[Compaction]) -> CheckResult {
     )
 }
 
-/// No request after a compaction sends an item it replaced.
+/// No request after a standalone compaction sends an item it replaced.
 fn nothing_resent(f: &Facts, compactions: &[Compaction]) -> CheckResult {
     let mut problems = Vec::new();
     for position in 0..f.requests.len() {
-        let Some(compaction) = latest_before(compactions, position) else {
+        let Some(compaction) = latest_before(compactions, position).filter(|c| c.standalone) else {
             continue;
         };
         let label = f.request_label(position);

@@ -47,7 +47,7 @@ fn answered(f: &Facts) -> CheckResult {
                 // Outputs given to a compaction just before this request were sent.
                 let compacted = compactions
                     .iter()
-                    .find(|compaction| compaction.before == position);
+                    .find(|compaction| compaction.standalone && compaction.before == position);
                 for &c in &served.calls {
                     let call = &f.calls[c];
                     let in_compaction = compacted.map_or(0, |compaction| {

@@ -27,7 +27,8 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         .map(|position| {
             // What a compaction replaced is not replayed: the compaction item stands in
             // for it (judged by `compaction/*`).
-            let from = compaction::latest_before(&compactions, position).map_or(0, |c| c.before);
+            let from =
+                compaction::latest_before(&compactions, position).map_or(0, |c| c.keeps_from);
             (position, from)
         })
         .map(|(position, from)| Replay {

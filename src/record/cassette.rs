@@ -287,6 +287,7 @@ fn inferred_task(transcript: &Transcript, creates: usize) -> TaskSpec {
         max_tool_calls: None,
         tool_timeout_ms: None,
         compact_after_rounds: None,
+        context_management: None,
         text_format: None,
     }
 }

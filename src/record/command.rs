@@ -195,6 +195,7 @@ fn recording_session(id: &str, task: Option<&TaskFile>, state: StateMode) -> Sce
                 max_tool_calls: None,
                 tool_timeout_ms: None,
                 compact_after_rounds: None,
+                context_management: None,
                 text_format: None,
             }),
         states: vec![state],

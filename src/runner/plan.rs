@@ -64,7 +64,7 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if custom {
         needed.push("custom");
     }
-    if task.compact_after_rounds.is_some() {
+    if task.compact_after_rounds.is_some() || task.context_management.is_some() {
         needed.push("compaction");
     }
     if task.text_format.is_some() {

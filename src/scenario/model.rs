@@ -253,6 +253,11 @@ pub struct TaskSpec {
     /// output (capability `compaction`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compact_after_rounds: Option<u32>,
+    /// Server-side compaction: the `context_management` list (`[{"type": "compaction",
+    /// "compact_threshold": N}]`) the controller sends with every request, so that a
+    /// response may carry a `compaction` item (capability `compaction`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_management: Option<Value>,
     /// Structured output: the `text.format` config (`{"type": "json_schema", "name",
     /// "schema", "strict"?}`) the controller sends with every request, and the schema
     /// the final message must parse into before it is reported (capability `text_format`).
@@ -623,7 +628,15 @@ pub enum OutputSpec {
     /// A `program_output` item: the program's result.
     #[serde(rename = "program_output")]
     ProgramOutput(ProgramOutputSpec),
+    /// A `compaction` item: server-side compaction (`context_management` on create)
+    /// replaced the context before it with an opaque `encrypted_content`.
+    Compaction(CompactionSpec),
 }
+
+/// A scripted compaction item: its id and encrypted content are drawn when served.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionSpec {}
 
 /// A scripted call to a `custom` tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -188,6 +188,7 @@ fn turn_lines(number: usize, turn: &Turn) -> String {
                 format!("custom_tool_call {} {:?}", call.name, call.input)
             }
             OutputSpec::Program(program) => format!("program {}", program.label),
+            OutputSpec::Compaction(_) => "compaction".to_owned(),
             OutputSpec::ProgramOutput(output) => {
                 format!("program_output of {}: {:?}", output.program, output.result)
             }

@@ -257,6 +257,11 @@ pub fn register(output: &[impl Registrable], issued: &mut Issued) {
                     issued.callers.insert(call_id.to_owned(), caller);
                 }
             }
+            "compaction" => {
+                if let Some(content) = item.encrypted_content() {
+                    issued.issue_compaction(&id, content);
+                }
+            }
             _ => {}
         }
         if let Some(rs) = &reasoning {
@@ -417,6 +422,10 @@ pub(crate) fn output_items<'a>(
                     .insert(program.label.clone(), item.to_value());
                 item
             }
+            OutputSpec::Compaction(_) => OutputItem::Compaction {
+                id: draws.item_id("cmp", index),
+                encrypted_content: draws.encrypted_content(index),
+            },
             OutputSpec::ProgramOutput(output) => OutputItem::ProgramOutput {
                 id: draws.item_id("cmo", index),
                 call_id: issued

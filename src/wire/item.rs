@@ -63,6 +63,11 @@ pub enum OutputItem<'a> {
         result: &'a str,
         status: &'a str,
     },
+    /// A `compaction` item (server-side compaction), opaque to the client.
+    Compaction {
+        id: String,
+        encrypted_content: String,
+    },
 }
 
 impl OutputItem<'_> {
@@ -75,7 +80,8 @@ impl OutputItem<'_> {
             | OutputItem::Call { id, .. }
             | OutputItem::CustomCall { id, .. }
             | OutputItem::Program { id, .. }
-            | OutputItem::ProgramOutput { id, .. } => id,
+            | OutputItem::ProgramOutput { id, .. }
+            | OutputItem::Compaction { id, .. } => id,
         }
     }
 
@@ -88,13 +94,17 @@ impl OutputItem<'_> {
             OutputItem::CustomCall { .. } => "custom_tool_call",
             OutputItem::Program { .. } => "program",
             OutputItem::ProgramOutput { .. } => "program_output",
+            OutputItem::Compaction { .. } => "compaction",
         }
     }
 
-    /// A reasoning item's `encrypted_content`.
+    /// A reasoning or compaction item's `encrypted_content`.
     pub fn encrypted_content(&self) -> Option<&str> {
         match self {
             OutputItem::Reasoning {
+                encrypted_content, ..
+            }
+            | OutputItem::Compaction {
                 encrypted_content, ..
             } => Some(encrypted_content),
             _ => None,
@@ -221,6 +231,15 @@ impl OutputItem<'_> {
                 put_program_head(&mut fields, kind, id, call_id);
                 fields.put("result", result);
                 fields.put("status", status);
+            }
+            // As the SDK's ResponseCompactionItem lists its fields.
+            OutputItem::Compaction {
+                id,
+                encrypted_content,
+            } => {
+                fields.put("id", id);
+                fields.put("encrypted_content", encrypted_content);
+                fields.put("type", kind);
             }
         }
         fields.finish();

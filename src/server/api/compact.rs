@@ -84,12 +84,12 @@ fn is_user_message(item: &Value) -> bool {
     item_type(item) == "message" && item["role"] == "user"
 }
 
-/// A user message as the compacted output holds it: with its `type`, its content as
-/// it was sent.
+/// A user message as the compacted output holds it (the API reference's example): a
+/// `message` item without an id, its text in `input_text` parts.
 fn user_message(item: &Value) -> Value {
-    let mut message = item.clone();
-    if let Some(object) = message.as_object_mut() {
-        object.insert("type".to_owned(), json!("message"));
-    }
-    message
+    let content = match &item["content"] {
+        Value::String(text) => json!([{"type": "input_text", "text": text}]),
+        other => other.clone(),
+    };
+    json!({"type": "message", "role": "user", "content": content})
 }

@@ -530,6 +530,13 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 at.write(out);
                 b.end(false);
             }
+            // Server-side compaction: the item, then the event that it is being sampled.
+            "compaction" => {
+                b.item("response.output_item.added", index, item, &[]);
+                let out = b.start("response.compaction.compacting");
+                At::new(item, index, None).write(out);
+                b.end(false);
+            }
             _ => b.item("response.output_item.added", index, item, &[]),
         }
         if matches!(item.item_type(), "function_call" | "custom_tool_call") {
