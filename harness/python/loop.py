@@ -754,6 +754,10 @@ def initial_config(task):
         if task.get("background", False):  # background responses are stored
             raise Stop("unsupported", "background needs stored responses")
         config.update(store=False, include=["reasoning.encrypted_content"])
+    if task.get("include"):  # what the task asks to include beside the mode's own
+        config["include"] = config.get("include", []) + [
+            value for value in task["include"] if value not in config.get("include", [])
+        ]
     return config
 
 

@@ -413,6 +413,7 @@ impl Plan {
             tool_timeout_ms: None,
             compact_after_rounds: None,
             context_management: None,
+            include: Vec::new(),
             text_format: None,
         }
     }

@@ -288,6 +288,7 @@ fn inferred_task(transcript: &Transcript, creates: usize) -> TaskSpec {
         tool_timeout_ms: None,
         compact_after_rounds: None,
         context_management: None,
+        include: Vec::new(),
         text_format: None,
     }
 }

@@ -196,6 +196,7 @@ fn recording_session(id: &str, task: Option<&TaskFile>, state: StateMode) -> Sce
                 tool_timeout_ms: None,
                 compact_after_rounds: None,
                 context_management: None,
+                include: Vec::new(),
                 text_format: None,
             }),
         states: vec![state],

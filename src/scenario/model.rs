@@ -258,6 +258,11 @@ pub struct TaskSpec {
     /// response may carry a `compaction` item (capability `compaction`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_management: Option<Value>,
+    /// Extra `include` values the controller sends with every request, beside those its
+    /// state mode needs (e.g. `message.output_text.logprobs`, for which the fake sends
+    /// each output text's token log probabilities).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
     /// Structured output: the `text.format` config (`{"type": "json_schema", "name",
     /// "schema", "strict"?}`) the controller sends with every request, and the schema
     /// the final message must parse into before it is reported (capability `text_format`).

@@ -52,6 +52,9 @@ pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
     if let Some(rounds) = scenario.task.compact_after_rounds {
         task["compact_after_rounds"] = json!(rounds);
     }
+    if !scenario.task.include.is_empty() {
+        task["include"] = json!(scenario.task.include);
+    }
     if let Some(management) = &scenario.task.context_management {
         task["context_management"] = management.clone();
     }

@@ -385,6 +385,7 @@ pub(crate) fn output_items<'a>(
                 text: m.text(),
                 annotations: m.annotations().iter().map(Annotation::to_wire).collect(),
                 refusal: m.refusal(),
+                logprobs: false,
             },
             OutputSpec::Refusal(text) => OutputItem::Refusal {
                 id: draws.item_id("msg", index),
