@@ -418,6 +418,107 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
         .with_diff(diff)
 }
 
+/// `terminal/structured-output`: with a `text_format` task, every request sends it as
+/// `text.format`, and a final message that is not JSON or breaks the schema is reported
+/// `failed` with a detail naming the violation, never as the answer.
+fn structured_output(f: &Facts) -> Option<CheckResult> {
+    let format = f.scenario.task.text_format.as_ref()?;
+    let mut problems = Vec::new();
+    for (position, request) in f.requests.iter().enumerate() {
+        let sent = request.body.get("text").and_then(|text| text.get("format"));
+        if !sent.is_some_and(|sent| crate::json_compare::json_equal(sent, format)) {
+            problems.push(format!(
+                "{} sends text.format {}: expected the task's text_format as it is",
+                f.request_label(position),
+                sent.map_or("(none)".to_owned(), |sent| crate::text::clip(
+                    &sent.to_string(),
+                    80
+                )
+                .to_string()),
+            ));
+        }
+    }
+    let name = format["name"].as_str().unwrap_or("(unnamed)");
+    let violation = |text: &str| structured_violation(text, &format["schema"]);
+    if let Some(result) = f.result {
+        match result.status.as_str() {
+            "completed" => {
+                let answer = result.output_text.as_deref().unwrap_or_default();
+                if let Some(violation) = violation(answer) {
+                    problems.push(format!(
+                        "the controller reported an answer that breaks the text_format {name}: {}; expected failed (reason invalid_output)",
+                        violation.message
+                    ));
+                }
+            }
+            _ => {
+                // A final message that breaks the format must be named in the detail.
+                let last = f
+                    .served
+                    .last()
+                    .filter(|s| s.status == "completed" && s.calls.is_empty());
+                let text = last.map(|s| {
+                    s.output
+                        .iter()
+                        .filter(|item| item["type"] == "message")
+                        .filter_map(crate::wire::replay::message_text)
+                        .collect::<String>()
+                });
+                if let Some(violation) = text.as_deref().and_then(violation) {
+                    let detail = result.detail.as_deref().unwrap_or_default();
+                    if !detail
+                        .to_lowercase()
+                        .contains(&violation.names.to_lowercase())
+                    {
+                        problems.push(format!(
+                            "the controller failed without naming the violation in its detail ({:?}): expected it to name {} ({})",
+                            crate::text::clip(detail, 80),
+                            violation.names,
+                            violation.message
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Some(checks::TERMINAL_STRUCTURED_OUTPUT.judge(
+        problems,
+        format!("text_format {name} sent with every request, and no answer breaking it reported"),
+    ))
+}
+
+/// How a final message breaks a text format: a message, and the word a detail must name.
+struct Violation {
+    message: String,
+    names: String,
+}
+
+/// Why `text` is not a JSON value of `schema`, if it is not.
+fn structured_violation(text: &str, schema: &serde_json::Value) -> Option<Violation> {
+    let value: serde_json::Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(err) => {
+            return Some(Violation {
+                message: format!("the text is not JSON ({err})"),
+                names: "JSON".to_owned(),
+            });
+        }
+    };
+    let validator = jsonschema::validator_for(schema).ok()?;
+    let error = validator.iter_errors(&value).next()?;
+    let path = error.instance_path().to_string();
+    let names = match error.kind() {
+        jsonschema::error::ValidationErrorKind::Required { property } => {
+            property.as_str().unwrap_or_default().to_owned()
+        }
+        _ => path.rsplit('/').next().unwrap_or_default().to_owned(),
+    };
+    Some(Violation {
+        message: format!("at {} {error}", if path.is_empty() { "/" } else { &path }),
+        names,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
@@ -1036,105 +1137,4 @@ expect: {outcome: failed, reason: max_rounds}
         assert_eq!(judgement.verdict, CaseVerdict::Timeout);
         assert_none_judged(&judgement, &["terminal/result-line", "terminal/outcome"]);
     }
-}
-
-/// `terminal/structured-output`: with a `text_format` task, every request sends it as
-/// `text.format`, and a final message that is not JSON or breaks the schema is reported
-/// `failed` with a detail naming the violation, never as the answer.
-fn structured_output(f: &Facts) -> Option<CheckResult> {
-    let format = f.scenario.task.text_format.as_ref()?;
-    let mut problems = Vec::new();
-    for (position, request) in f.requests.iter().enumerate() {
-        let sent = request.body.get("text").and_then(|text| text.get("format"));
-        if !sent.is_some_and(|sent| crate::json_compare::json_equal(sent, format)) {
-            problems.push(format!(
-                "{} sends text.format {}: expected the task's text_format as it is",
-                f.request_label(position),
-                sent.map_or("(none)".to_owned(), |sent| crate::text::clip(
-                    &sent.to_string(),
-                    80
-                )
-                .to_string()),
-            ));
-        }
-    }
-    let name = format["name"].as_str().unwrap_or("(unnamed)");
-    let violation = |text: &str| structured_violation(text, &format["schema"]);
-    if let Some(result) = f.result {
-        match result.status.as_str() {
-            "completed" => {
-                let answer = result.output_text.as_deref().unwrap_or_default();
-                if let Some(violation) = violation(answer) {
-                    problems.push(format!(
-                        "the controller reported an answer that breaks the text_format {name}: {}; expected failed (reason invalid_output)",
-                        violation.message
-                    ));
-                }
-            }
-            _ => {
-                // A final message that breaks the format must be named in the detail.
-                let last = f
-                    .served
-                    .last()
-                    .filter(|s| s.status == "completed" && s.calls.is_empty());
-                let text = last.map(|s| {
-                    s.output
-                        .iter()
-                        .filter(|item| item["type"] == "message")
-                        .filter_map(crate::wire::replay::message_text)
-                        .collect::<String>()
-                });
-                if let Some(violation) = text.as_deref().and_then(violation) {
-                    let detail = result.detail.as_deref().unwrap_or_default();
-                    if !detail
-                        .to_lowercase()
-                        .contains(&violation.names.to_lowercase())
-                    {
-                        problems.push(format!(
-                            "the controller failed without naming the violation in its detail ({:?}): expected it to name {} ({})",
-                            crate::text::clip(detail, 80),
-                            violation.names,
-                            violation.message
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    Some(checks::TERMINAL_STRUCTURED_OUTPUT.judge(
-        problems,
-        format!("text_format {name} sent with every request, and no answer breaking it reported"),
-    ))
-}
-
-/// How a final message breaks a text format: a message, and the word a detail must name.
-struct Violation {
-    message: String,
-    names: String,
-}
-
-/// Why `text` is not a JSON value of `schema`, if it is not.
-fn structured_violation(text: &str, schema: &serde_json::Value) -> Option<Violation> {
-    let value: serde_json::Value = match serde_json::from_str(text) {
-        Ok(value) => value,
-        Err(err) => {
-            return Some(Violation {
-                message: format!("the text is not JSON ({err})"),
-                names: "JSON".to_owned(),
-            });
-        }
-    };
-    let validator = jsonschema::validator_for(schema).ok()?;
-    let error = validator.iter_errors(&value).next()?;
-    let path = error.instance_path().to_string();
-    let names = match error.kind() {
-        jsonschema::error::ValidationErrorKind::Required { property } => {
-            property.as_str().unwrap_or_default().to_owned()
-        }
-        _ => path.rsplit('/').next().unwrap_or_default().to_owned(),
-    };
-    Some(Violation {
-        message: format!("at {} {error}", if path.is_empty() { "/" } else { &path }),
-        names,
-    })
 }

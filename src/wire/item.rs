@@ -446,6 +446,7 @@ mod tests {
                     serde_json::json!({"type": "file_citation", "file_id": "file-1", "filename": "a.md", "index": 6}),
                 ],
                 refusal: None,
+                logprobs: false,
             },
             OutputItem::Refusal {
                 id: "msg_2".into(),

@@ -429,6 +429,7 @@ mod tests {
                     serde_json::json!({"type": "file_citation", "file_id": "file-1", "filename": "a.md", "index": 6}),
                 ],
                 refusal: None,
+                logprobs: false,
             },
             OutputItem::Call {
                 id: "fc_1".into(),
