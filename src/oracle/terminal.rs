@@ -764,7 +764,7 @@ mod tests {
             "terminal/reason",
             &[
                 "the controller failed with reason 'truncated': expected the recognised word 'incomplete'",
-                "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled, max_tool_calls)",
+                "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled, max_tool_calls, invalid_output)",
             ],
         );
         assert_eq!(judgement.verdict, CaseVerdict::NonStrict);
