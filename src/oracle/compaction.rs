@@ -320,3 +320,182 @@ fn nothing_resent(f: &Facts, compactions: &[Compaction]) -> CheckResult {
     checks::COMPACTION_NOTHING_RESENT
         .judge(problems, "no item a compaction replaced was sent again")
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::test_support::{Run, assert_fails, assert_not_judged, assert_passes, calls};
+    use crate::oracle::{CaseVerdict, Judgement};
+    use crate::scenario::StateMode::{self, PreviousResponseId, Stateless};
+
+    const STANDALONE: &str = "compaction/01-compact-stateless";
+    const SERVER_SIDE: &str = "compaction/02-server-side";
+
+    /// Plays `case` as a correct loop would, `edit` changing each request's body before
+    /// it is sent (the request's position, from 0); in the standalone case it compacts
+    /// after the task's round, its input then `compacted` of the context and the
+    /// compacted output.
+    fn play(
+        case: &str,
+        state: StateMode,
+        compacted: impl Fn(&[Value], &[Value]) -> Vec<Value>,
+        edit: impl Fn(usize, &mut Value),
+    ) -> Judgement {
+        let task = crate::scenario::catalogue_scenario(case).task;
+        let (management, after) = (task.context_management, task.compact_after_rounds);
+        let run = Run::case(case, state);
+        let mut body = run.first_body();
+        for round in 1u32.. {
+            if let Some(management) = &management {
+                body["context_management"] = management.clone();
+            }
+            edit(round as usize - 1, &mut body);
+            let response = run.create(&body);
+            if calls(&response).is_empty() {
+                return run.judge_completed();
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+            if after == Some(round) {
+                let context = body["input"].as_array().cloned().unwrap_or_default();
+                let compact = json!({"model": body["model"], "input": context});
+                let (status, answer) = run.send("POST", "/v1/responses/compact", Some(&compact));
+                assert_eq!(status, 200, "{answer}");
+                let output = answer["output"].as_array().cloned().unwrap_or_default();
+                body["input"] = json!(compacted(&context, &output));
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    fn as_compacted(_: &[Value], output: &[Value]) -> Vec<Value> {
+        output.to_vec()
+    }
+
+    fn unchanged(_: usize, _: &mut Value) {}
+
+    #[test]
+    fn a_loop_that_compacts_and_carries_on_passes_every_check() {
+        let judgement = play(STANDALONE, Stateless, as_compacted, unchanged);
+        for id in [
+            "compaction/compacted",
+            "compaction/replayed",
+            "compaction/nothing-resent",
+            "reasoning/items-in-order",
+            "reasoning/replayed",
+            "call-id/answered",
+            "wire/accepted",
+        ] {
+            assert_passes(&judgement, id);
+        }
+        assert_eq!(judgement.verdict, CaseVerdict::Pass, "{judgement:?}");
+    }
+
+    #[test]
+    fn compacted_fails_a_loop_that_compacts_and_sends_the_old_context_on() {
+        let judgement = play(
+            STANDALONE,
+            Stateless,
+            |context, _| context.to_vec(),
+            unchanged,
+        );
+        assert_fails(
+            &judgement,
+            "compaction/compacted",
+            "request 3 does not start with the output of compaction 1 (cmp_",
+        );
+        assert_fails(
+            &judgement,
+            "compaction/replayed",
+            "request 3 does not send back compaction item cmp_",
+        );
+    }
+
+    #[test]
+    fn replayed_fails_a_request_that_drops_the_compaction_item() {
+        let judgement = play(STANDALONE, Stateless, as_compacted, |position, body| {
+            if position == 3
+                && let Some(input) = body["input"].as_array_mut()
+            {
+                input.retain(|item| item["type"] != "compaction");
+            }
+        });
+        assert_fails(
+            &judgement,
+            "compaction/replayed",
+            "request 4 does not send back compaction item cmp_",
+        );
+    }
+
+    #[test]
+    fn nothing_resent_fails_the_replaced_items_sent_again_and_names_them() {
+        let judgement = play(
+            STANDALONE,
+            Stateless,
+            |context, output| {
+                let mut input = output.to_vec();
+                input.extend(context.iter().filter(|i| i["role"] != "user").cloned());
+                input
+            },
+            unchanged,
+        );
+        assert_fails(
+            &judgement,
+            "compaction/nothing-resent",
+            "request 3 sends again reasoning rs_",
+        );
+        assert_fails(
+            &judgement,
+            "compaction/nothing-resent",
+            "which compaction 1 (cmp_",
+        );
+    }
+
+    #[test]
+    fn server_side_compaction_passes_chained_and_stateless_and_judges_the_item_only_stateless() {
+        let chained = play(SERVER_SIDE, PreviousResponseId, as_compacted, unchanged);
+        assert_passes(&chained, "compaction/compacted");
+        assert_not_judged(&chained, "compaction/replayed");
+        let stateless = play(SERVER_SIDE, Stateless, as_compacted, unchanged);
+        assert_passes(&stateless, "compaction/compacted");
+        assert_passes(&stateless, "compaction/replayed");
+        assert_not_judged(&stateless, "compaction/nothing-resent");
+        assert_eq!(stateless.verdict, CaseVerdict::Pass, "{stateless:?}");
+    }
+
+    #[test]
+    fn server_side_compaction_lets_a_stateless_loop_drop_what_came_before_the_item() {
+        let judgement = play(SERVER_SIDE, Stateless, as_compacted, |position, body| {
+            if position == 3
+                && let Some(input) = body["input"].as_array_mut()
+                && let Some(at) = input.iter().position(|i| i["type"] == "compaction")
+            {
+                input.drain(1..at);
+            }
+        });
+        assert_passes(&judgement, "compaction/replayed");
+        assert_passes(&judgement, "reasoning/items-in-order");
+    }
+
+    #[test]
+    fn compacted_fails_a_request_without_the_tasks_context_management() {
+        let judgement = play(
+            SERVER_SIDE,
+            PreviousResponseId,
+            as_compacted,
+            |position, body| {
+                if position == 1
+                    && let Some(body) = body.as_object_mut()
+                {
+                    body.remove("context_management");
+                }
+            },
+        );
+        assert_fails(
+            &judgement,
+            "compaction/compacted",
+            "request 2 sends context_management (none)",
+        );
+    }
+}
