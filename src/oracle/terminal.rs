@@ -530,6 +530,80 @@ mod tests {
     /// A case whose answer follows a reasoning summary.
     const FINAL: &str = "terminal/04-final-answer-after-reasoning";
 
+    /// A structured-output case played correctly, every request carrying the task's
+    /// `text_format` unless `send_format` is false, judged with `result`.
+    fn structured(case: &str, send_format: bool, result: Value) -> Judgement {
+        let run = Run::case(case, PreviousResponseId);
+        let format = crate::scenario::catalogue_scenario(case).task.text_format;
+        let mut body = run.first_body();
+        if send_format {
+            body["text"] = json!({"format": format});
+        }
+        loop {
+            let response = run.create(&body);
+            if calls(&response).is_empty() {
+                return run.judge(result);
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+        }
+    }
+
+    #[test]
+    fn structured_output_passes_a_valid_answer_and_a_named_violation() {
+        let valid = structured(
+            "output/04-structured-valid",
+            true,
+            json!({"status": "completed", "output_text": "{\"sku\":\"A7\",\"available_units\":8,\"in_stock\":true}"}),
+        );
+        assert_passes(&valid, "terminal/structured-output");
+        let named = structured(
+            "output/05-structured-missing-field",
+            true,
+            json!({"status": "failed", "reason": "invalid_output", "detail": "\"in_stock\" is a required property"}),
+        );
+        assert_passes(&named, "terminal/structured-output");
+        assert_eq!(named.verdict, CaseVerdict::Pass, "{named:?}");
+    }
+
+    #[test]
+    fn structured_output_fails_a_broken_answer_reported_and_a_violation_left_unnamed() {
+        let reported = structured(
+            "output/05-structured-missing-field",
+            true,
+            json!({"status": "completed", "output_text": "{\"sku\":\"A7\",\"available_units\":8}"}),
+        );
+        assert_fails(
+            &reported,
+            "terminal/structured-output",
+            "reported an answer that breaks the text_format stock_report: at / \"in_stock\" is a required property",
+        );
+        let unnamed = structured(
+            "output/06-structured-not-json",
+            true,
+            json!({"status": "failed", "reason": "invalid_output", "detail": "bad answer"}),
+        );
+        assert_fails(
+            &unnamed,
+            "terminal/structured-output",
+            "failed without naming the violation in its detail",
+        );
+    }
+
+    #[test]
+    fn structured_output_fails_requests_without_the_format() {
+        let judgement = structured(
+            "output/04-structured-valid",
+            false,
+            json!({"status": "completed", "output_text": "{\"sku\":\"A7\",\"available_units\":8,\"in_stock\":true}"}),
+        );
+        assert_fails(
+            &judgement,
+            "terminal/structured-output",
+            "request 1 sends text.format (none): expected the task's text_format as it is",
+        );
+    }
+
     /// [`FINAL`] played correctly and judged with the controller's `result` line.
     fn final_reported_as(result: Value) -> Judgement {
         Run::played(FINAL, PreviousResponseId).judge(result)
