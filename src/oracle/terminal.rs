@@ -394,6 +394,7 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
                     "; the last response is a refusal, \"{}\", not an answer: print {{\"status\": \"failed\", \"reason\": \"refusal\", \"detail\": <its text>}}",
                     crate::text::clip(text, 80)
                 ),
+                (Some("invalid_output"), _) => "; the last message breaks the task's text_format, so it is no answer: print {\"status\": \"failed\", \"reason\": \"invalid_output\", \"detail\": <the violation>}".to_owned(),
                 (Some(reason), _) => format!(
                     ": print {{\"status\": \"failed\", \"reason\": \"{reason}\", \"detail\": \"...\"}}"
                 ),
