@@ -23,6 +23,7 @@ task:
     - role: user
       content: How many units of A7 and B2?
   tools: [get_stock]
+  context_management: [{type: compaction, compact_threshold: 1000}]
 script:
   - output:
       - reasoning: {summary: Check A7.}
