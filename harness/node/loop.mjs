@@ -797,6 +797,45 @@ export function finalAnswer(response) {
     .join('');
 }
 
+/** The final message checked against the task's `text_format` (a `json_schema` config):
+ * it must parse as JSON and satisfy the schema, or the case fails with reason
+ * `invalid_output`. The answer reported is the message text as the model wrote it. */
+export function structuredAnswer(text, textFormat) {
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Stop('invalid_output', `the final message is not JSON: ${err.message}`);
+  }
+  const validate = new Ajv({ strict: false, validateFormats: false, allErrors: false }).compile(
+    textFormat.schema ?? {},
+  );
+  if (!validate(value)) {
+    const [error] = validate.errors;
+    const missing = error.params?.missingProperty;
+    const where = error.instancePath || '(the top level)';
+    const what = missing ? `"${missing}" is a required property` : error.message;
+    throw new Stop('invalid_output', `the final message breaks the schema ${JSON.stringify(textFormat.name)} at ${where}: ${what}`);
+  }
+  return text;
+}
+
+/** The context compacted by `POST /responses/compact`: its output (the user messages and
+ * one `compaction` item) replaces everything sent so far, verbatim. */
+export async function compact(client, state, options = {}) {
+  const body = { model: state.base.model, input: state.context };
+  if (state.base.instructions != null) body.instructions = state.base.instructions;
+  const compacted = await client.responses.compact(body, options);
+  log(`  compacted ${state.context.length} item(s) into ${compacted.output.length}`);
+  return compacted.output.map(withoutNulls);
+}
+
+/** Whether the context is compacted after this round (stateless mode only: the other
+ * modes keep their context on the server). */
+export function compactsNow(task, round) {
+  return task.state === 'stateless' && task.compact_after_rounds === round;
+}
+
 /** A JSON value without its null-valued keys, at any depth (arrays keep their length). */
 const withoutNulls = (value) =>
   Array.isArray(value)
@@ -825,6 +864,9 @@ export async function initialState(task, client, options = {}) {
   if (task.instructions != null) base.instructions = task.instructions;
   if (task.stream) base.stream = true;
   if (task.background) base.background = true;
+  // Structured output and server-side compaction are asked of every response.
+  if (task.text_format != null) base.text = { format: task.text_format };
+  if (task.context_management != null) base.context_management = task.context_management;
   const first = task.input;
   const state = { mode: task.state, base, newItems: first, context: null, previousResponseId: null };
   if (task.state === 'stateless') {
@@ -837,6 +879,10 @@ export async function initialState(task, client, options = {}) {
   } else if (task.state !== 'previous_response_id') {
     throw new Stop('unsupported', `state mode ${JSON.stringify(task.state)} is not supported`);
   }
+  // What the task asks to include, beside the mode's own.
+  const include = [...(base.include ?? [])];
+  for (const value of task.include ?? []) if (!include.includes(value)) include.push(value);
+  if (include.length > 0) base.include = include;
   return state;
 }
 
@@ -876,13 +922,19 @@ async function rounds(task, client, tools, deadline, socket) {
     const calls = response.output.filter((item) => item.type in ANSWER_TYPES);
     const kinds = [...new Set(response.output.map((item) => item.type))].sort();
     log(`round ${round}/${maxRounds}: ${calls.length} function call(s), items ${kinds}`);
-    if (impl.isFinal(response)) return impl.finalAnswer(response);
+    if (impl.isFinal(response)) {
+      const text = impl.finalAnswer(response);
+      return task.text_format == null ? text : impl.structuredAnswer(text, task.text_format);
+    }
     // These outputs (or the program's result) could never be sent back: execute nothing.
     if (round === maxRounds) throw new Stop('max_rounds', 'model kept calling tools');
     const requests = response.output.filter((item) => item.type === 'mcp_approval_request');
     const outputs = await impl.answerCalls(tools, calls);
     outputs.push(...(await impl.answerApprovals(tools, requests)));
     impl.advance(state, response, outputs);
+    if (impl.compactsNow(task, round)) {
+      state.context = await beforeDeadline(deadline, (options) => impl.compact(client, state, options));
+    }
   }
   throw new Stop('max_rounds', 'max_rounds allows no model request');
 }
@@ -923,6 +975,7 @@ export async function main() {
 export const impl = {
   makeTools, handleCall, outputItem, answerCalls, decideApproval, answerApprovals, streamResponse, socketResponse, send, checkStatus, isFinal,
   finalAnswer, replayItems, initialState, requestBody, advance, run, makeClient, startClock,
+  structuredAnswer, compact, compactsNow,
 };
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -730,6 +730,40 @@ def final_answer(response):
     return response.output_text
 
 
+def structured_answer(text, text_format):
+    """The final message checked against the task's `text_format` (a `json_schema`
+    config): it must parse as JSON and satisfy the schema, or the case fails with reason
+    `invalid_output`. The answer reported is the message text as the model wrote it."""
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise Stop("invalid_output", f"the final message is not JSON: {err}") from None
+    schema = text_format.get("schema", {})
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
+    if error is not None:
+        where = "/".join(str(step) for step in error.absolute_path) or "(the top level)"
+        raise Stop("invalid_output", f"the final message breaks the schema {text_format.get('name')!r} at {where}: {error.message}")
+    return text
+
+
+def compact(client, config, sent):
+    """The context compacted by `POST /responses/compact`: its output (the user messages
+    and one `compaction` item) replaces everything sent so far, verbatim."""
+    body = {"model": config["model"], "input": sent}
+    if config.get("instructions") is not None:
+        body["instructions"] = config["instructions"]
+    raw = client.responses.with_raw_response.compact(**body)
+    output = json.loads(raw.text)["output"]
+    log(f"  compacted {len(sent)} item(s) into {len(output)}")
+    return [{key: value for key, value in item.items() if value is not None} for item in output]
+
+
+def compacts_now(task, round_):
+    """Whether the context is compacted after this round (stateless mode only: the other
+    modes keep their context on the server)."""
+    return task["state"] == "stateless" and task.get("compact_after_rounds") == round_
+
+
 def replay(item):
     """An output item as stateless input: the keys the server sent (so `program` items keep
     their code and fingerprint verbatim), minus nulls and `status` on reasoning, which
@@ -806,10 +840,18 @@ def initial_config(task):
         config["instructions"] = task["instructions"]
     if task.get("background", False):
         config["background"] = True
+    if task.get("text_format") is not None:  # structured output, asked of every response
+        config["text"] = {"format": task["text_format"]}
+    if task.get("context_management") is not None:  # server-side compaction
+        config["context_management"] = task["context_management"]
     if task["state"] == "stateless":
         if task.get("background", False):  # background responses are stored
             raise Stop("unsupported", "background needs stored responses")
         config.update(store=False, include=["reasoning.encrypted_content"])
+    if task.get("include"):  # what the task asks to include beside the mode's own
+        config["include"] = config.get("include", []) + [
+            value for value in task["include"] if value not in config.get("include", [])
+        ]
     return config
 
 
@@ -931,11 +973,16 @@ def run(task, client, tools):
             kinds = sorted({item.type for item in response.output})
             log(f"round {round_}/{max_rounds}: {len(calls)} function call(s), items {kinds}")
             if is_final(response, calls, requests):
-                return final_answer(response)
+                text = final_answer(response)
+                if task.get("text_format") is not None:
+                    return structured_answer(text, task["text_format"])
+                return text
             if not has_room(round_, max_rounds):  # outputs (or a program's result) never sent
                 raise Stop("max_rounds", "model kept calling tools")
             outputs = answer_calls(calls, tools) + answer_approvals(requests, tools)
             sent = next_input(state, sent, response, outputs)
+            if compacts_now(task, round_):
+                sent = compact(client, config, sent)
             config = next_config(config, response, state)
         raise Stop("max_rounds", "max_rounds allows no model request")
     finally:

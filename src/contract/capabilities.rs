@@ -21,6 +21,8 @@ pub const CAPABILITIES: &[&str] = &[
     "mcp",
     "shell",
     "apply_patch",
+    "compaction",
+    "text_format",
 ];
 
 /// The capabilities of a controller that declares none.

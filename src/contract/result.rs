@@ -15,6 +15,7 @@ pub const REASON_WORDS: &[&str] = &[
     "timeout",
     "cancelled",
     "max_tool_calls",
+    "invalid_output",
 ];
 
 /// The controller's result line (docs/contract.md).

@@ -495,6 +495,10 @@ impl Plan {
             deadline_ms: None,
             max_tool_calls: None,
             tool_timeout_ms: None,
+            compact_after_rounds: None,
+            context_management: None,
+            include: Vec::new(),
+            text_format: None,
         }
     }
 

@@ -183,6 +183,14 @@ checks! {
         "print a valid result line last on stdout";
     TERMINAL_FINISHED = "terminal/finished", Must,
         "finish within the case timeout";
+    COMPACTION_COMPACTED = "compaction/compacted", Must,
+        "compact when the task asks: send its `context_management` with every request; (stateless, replay) call `/responses/compact` once `compact_after_rounds` responses were answered, and carry on from the compacted output";
+    COMPACTION_REPLAYED = "compaction/replayed", Must,
+        "(stateless, replay) send the latest compaction item back in every later request, byte for byte (`id` and `encrypted_content`)";
+    COMPACTION_NOTHING_RESENT = "compaction/nothing-resent", Must,
+        "(stateless, replay) after `/responses/compact`, never send again an item the compacted output replaced";
+    TERMINAL_STRUCTURED_OUTPUT = "terminal/structured-output", Must,
+        "with a `text_format` task, send the format with every request and report a final message that breaks it (not JSON, or against the schema) as `failed`, never as the answer";
 }
 
 /// The declaration of a check id, if there is one.

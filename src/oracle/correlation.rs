@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::checks;
+use super::compaction;
 use super::facts::{Facts, answer_result, output_text};
 use super::verdict::{CheckResult, Diff};
 use crate::json_compare::json_equal;
@@ -24,6 +25,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
 }
 
 fn answered(f: &Facts) -> CheckResult {
+    let compactions = compaction::compactions(f);
     let mut problems = Vec::new();
     let mut answered = 0;
     for (index, served) in f.served.iter().enumerate() {
@@ -42,9 +44,23 @@ fn answered(f: &Facts) -> CheckResult {
                 }
             }
             Some((position, request)) => {
+                // Outputs given to a compaction just before this request were sent.
+                let compacted = compactions
+                    .iter()
+                    .find(|compaction| compaction.standalone && compaction.before == position);
                 for &c in &served.calls {
                     let call = &f.calls[c];
-                    match Facts::outputs_for(request, &call.call_id).len() {
+                    let in_compaction = compacted.map_or(0, |compaction| {
+                        compaction
+                            .input
+                            .iter()
+                            .filter(|item| {
+                                call_kind::of_answer(item_type(item)).is_some()
+                                    && call_id(item) == Some(call.call_id.as_str())
+                            })
+                            .count()
+                    });
+                    match Facts::outputs_for(request, &call.call_id).len() + in_compaction {
                         0 => problems.push(format!(
                             "{} has no {} for {} from {}: expected exactly one",
                             f.request_label(position),

@@ -3,8 +3,8 @@
 use super::facts::Facts;
 use super::{CaseVerdict, CheckResult, CheckVerdict};
 use super::{
-    authz, background, budget, checks, correlation, dispatch, effects, hosted, mcp, program,
-    reached, reasoning, state, stream, terminal, transport, websocket,
+    authz, background, budget, checks, compaction, correlation, dispatch, effects, hosted, mcp,
+    program, reached, reasoning, state, stream, terminal, transport, websocket,
 };
 use crate::scenario::{Scenario, StateMode};
 use crate::transcript::{Transcript, Unfinished};
@@ -66,6 +66,7 @@ fn judge_checks(
     checks.extend(program::check(&facts));
     checks.extend(mcp::check(&facts));
     checks.extend(hosted::check(&facts));
+    checks.extend(compaction::check(&facts));
     checks.extend(terminal::check(&facts));
     for check in &mut checks {
         let level = check.level.weakest(scenario.level);

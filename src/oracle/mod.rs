@@ -5,6 +5,7 @@ mod authz;
 mod background;
 mod budget;
 pub mod checks;
+mod compaction;
 mod correlation;
 mod dispatch;
 mod effects;

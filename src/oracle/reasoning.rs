@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use super::checks;
+use super::compaction;
 use super::facts::Facts;
 use super::verdict::CheckResult;
 use crate::json_compare::json_equal;
@@ -21,15 +22,23 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
     if !matches!(f.state, StateMode::Stateless | StateMode::Replay) {
         return Vec::new();
     }
+    let compactions = compaction::compactions(f);
     let replays: Vec<Replay<'_>> = (1..f.requests.len())
-        .map(|position| Replay {
+        .map(|position| {
+            // What a compaction replaced is not replayed: the compaction item stands in
+            // for it (judged by `compaction/*`).
+            let from =
+                compaction::latest_before(&compactions, position).map_or(0, |c| c.keeps_from);
+            (position, from)
+        })
+        .map(|(position, from)| Replay {
             label: f.request_label(position),
             input: f.history_sent(position),
             prior: f
                 .served
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| s.request < position)
+                .filter(|(_, s)| s.request < position && s.request >= from)
                 .flat_map(|(index, s)| s.output.iter().map(move |item| (index, item)))
                 .collect(),
         })

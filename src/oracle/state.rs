@@ -521,8 +521,14 @@ fn input_replayed(f: &Facts) -> CheckResult {
         _ => Vec::new(),
     };
     let expected: Vec<String> = task_input.iter().filter_map(user_text).collect();
+    let compactions = super::compaction::compactions(f);
     let mut problems = Vec::new();
     for position in 1..f.requests.len() {
+        // After a server-side compaction the items before its item may be dropped, the
+        // user's input among them: the compaction item carries them.
+        if super::compaction::latest_before(&compactions, position).is_some_and(|c| !c.standalone) {
+            continue;
+        }
         let sent: Vec<String> = f
             .history_sent(position)
             .iter()

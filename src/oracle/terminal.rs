@@ -47,6 +47,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         }
         out.extend(refusal_text(f, result));
     }
+    out.extend(structured_output(f));
     let beside: Vec<usize> = (0..f.served.len())
         .filter(|&i| {
             let s = &f.served[i];
@@ -393,6 +394,7 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
                     "; the last response is a refusal, \"{}\", not an answer: print {{\"status\": \"failed\", \"reason\": \"refusal\", \"detail\": <its text>}}",
                     crate::text::clip(text, 80)
                 ),
+                (Some("invalid_output"), _) => "; the last message breaks the task's text_format, so it is no answer: print {\"status\": \"failed\", \"reason\": \"invalid_output\", \"detail\": <the violation>}".to_owned(),
                 (Some(reason), _) => format!(
                     ": print {{\"status\": \"failed\", \"reason\": \"{reason}\", \"detail\": \"...\"}}"
                 ),
@@ -417,6 +419,107 @@ fn outcome(f: &Facts, result: &crate::transcript::ControllerResult) -> CheckResu
         .with_diff(diff)
 }
 
+/// `terminal/structured-output`: with a `text_format` task, every request sends it as
+/// `text.format`, and a final message that is not JSON or breaks the schema is reported
+/// `failed` with a detail naming the violation, never as the answer.
+fn structured_output(f: &Facts) -> Option<CheckResult> {
+    let format = f.scenario.task.text_format.as_ref()?;
+    let mut problems = Vec::new();
+    for (position, request) in f.requests.iter().enumerate() {
+        let sent = request.body.get("text").and_then(|text| text.get("format"));
+        if !sent.is_some_and(|sent| crate::json_compare::json_equal(sent, format)) {
+            problems.push(format!(
+                "{} sends text.format {}: expected the task's text_format as it is",
+                f.request_label(position),
+                sent.map_or("(none)".to_owned(), |sent| crate::text::clip(
+                    &sent.to_string(),
+                    80
+                )
+                .to_string()),
+            ));
+        }
+    }
+    let name = format["name"].as_str().unwrap_or("(unnamed)");
+    let violation = |text: &str| structured_violation(text, &format["schema"]);
+    if let Some(result) = f.result {
+        match result.status.as_str() {
+            "completed" => {
+                let answer = result.output_text.as_deref().unwrap_or_default();
+                if let Some(violation) = violation(answer) {
+                    problems.push(format!(
+                        "the controller reported an answer that breaks the text_format {name}: {}; expected failed (reason invalid_output)",
+                        violation.message
+                    ));
+                }
+            }
+            _ => {
+                // A final message that breaks the format must be named in the detail.
+                let last = f
+                    .served
+                    .last()
+                    .filter(|s| s.status == "completed" && s.calls.is_empty());
+                let text = last.map(|s| {
+                    s.output
+                        .iter()
+                        .filter(|item| item["type"] == "message")
+                        .filter_map(crate::wire::replay::message_text)
+                        .collect::<String>()
+                });
+                if let Some(violation) = text.as_deref().and_then(violation) {
+                    let detail = result.detail.as_deref().unwrap_or_default();
+                    if !detail
+                        .to_lowercase()
+                        .contains(&violation.names.to_lowercase())
+                    {
+                        problems.push(format!(
+                            "the controller failed without naming the violation in its detail ({:?}): expected it to name {} ({})",
+                            crate::text::clip(detail, 80),
+                            violation.names,
+                            violation.message
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Some(checks::TERMINAL_STRUCTURED_OUTPUT.judge(
+        problems,
+        format!("text_format {name} sent with every request, and no answer breaking it reported"),
+    ))
+}
+
+/// How a final message breaks a text format: a message, and the word a detail must name.
+struct Violation {
+    message: String,
+    names: String,
+}
+
+/// Why `text` is not a JSON value of `schema`, if it is not.
+fn structured_violation(text: &str, schema: &serde_json::Value) -> Option<Violation> {
+    let value: serde_json::Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(err) => {
+            return Some(Violation {
+                message: format!("the text is not JSON ({err})"),
+                names: "JSON".to_owned(),
+            });
+        }
+    };
+    let validator = jsonschema::validator_for(schema).ok()?;
+    let error = validator.iter_errors(&value).next()?;
+    let path = error.instance_path().to_string();
+    let names = match error.kind() {
+        jsonschema::error::ValidationErrorKind::Required { property } => {
+            property.as_str().unwrap_or_default().to_owned()
+        }
+        _ => path.rsplit('/').next().unwrap_or_default().to_owned(),
+    };
+    Some(Violation {
+        message: format!("at {} {error}", if path.is_empty() { "/" } else { &path }),
+        names,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
@@ -427,6 +530,80 @@ mod tests {
 
     /// A case whose answer follows a reasoning summary.
     const FINAL: &str = "terminal/04-final-answer-after-reasoning";
+
+    /// A structured-output case played correctly, every request carrying the task's
+    /// `text_format` unless `send_format` is false, judged with `result`.
+    fn structured(case: &str, send_format: bool, result: Value) -> Judgement {
+        let run = Run::case(case, PreviousResponseId);
+        let format = crate::scenario::catalogue_scenario(case).task.text_format;
+        let mut body = run.first_body();
+        if send_format {
+            body["text"] = json!({"format": format});
+        }
+        loop {
+            let response = run.create(&body);
+            if calls(&response).is_empty() {
+                return run.judge(result);
+            }
+            let outputs = run.execute(&response);
+            body = run.next_body(&body, &response, &outputs);
+        }
+    }
+
+    #[test]
+    fn structured_output_passes_a_valid_answer_and_a_named_violation() {
+        let valid = structured(
+            "output/04-structured-valid",
+            true,
+            json!({"status": "completed", "output_text": "{\"sku\":\"A7\",\"available_units\":8,\"in_stock\":true}"}),
+        );
+        assert_passes(&valid, "terminal/structured-output");
+        let named = structured(
+            "output/05-structured-missing-field",
+            true,
+            json!({"status": "failed", "reason": "invalid_output", "detail": "\"in_stock\" is a required property"}),
+        );
+        assert_passes(&named, "terminal/structured-output");
+        assert_eq!(named.verdict, CaseVerdict::Pass, "{named:?}");
+    }
+
+    #[test]
+    fn structured_output_fails_a_broken_answer_reported_and_a_violation_left_unnamed() {
+        let reported = structured(
+            "output/05-structured-missing-field",
+            true,
+            json!({"status": "completed", "output_text": "{\"sku\":\"A7\",\"available_units\":8}"}),
+        );
+        assert_fails(
+            &reported,
+            "terminal/structured-output",
+            "reported an answer that breaks the text_format stock_report: at / \"in_stock\" is a required property",
+        );
+        let unnamed = structured(
+            "output/06-structured-not-json",
+            true,
+            json!({"status": "failed", "reason": "invalid_output", "detail": "bad answer"}),
+        );
+        assert_fails(
+            &unnamed,
+            "terminal/structured-output",
+            "failed without naming the violation in its detail",
+        );
+    }
+
+    #[test]
+    fn structured_output_fails_requests_without_the_format() {
+        let judgement = structured(
+            "output/04-structured-valid",
+            false,
+            json!({"status": "completed", "output_text": "{\"sku\":\"A7\",\"available_units\":8,\"in_stock\":true}"}),
+        );
+        assert_fails(
+            &judgement,
+            "terminal/structured-output",
+            "request 1 sends text.format (none): expected the task's text_format as it is",
+        );
+    }
 
     /// [`FINAL`] played correctly and judged with the controller's `result` line.
     fn final_reported_as(result: Value) -> Judgement {
@@ -662,7 +839,7 @@ mod tests {
             "terminal/reason",
             &[
                 "the controller failed with reason 'truncated': expected the recognised word 'incomplete'",
-                "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled, max_tool_calls)",
+                "(the words: max_rounds, incomplete, refusal, api_error, response_failed, timeout, cancelled, max_tool_calls, invalid_output)",
             ],
         );
         assert_eq!(judgement.verdict, CaseVerdict::NonStrict);

@@ -101,6 +101,12 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if offered(&["apply_patch"]) || called(|item| matches!(item, OutputSpec::ApplyPatchCall(_))) {
         needed.push("apply_patch");
     }
+    if task.compact_after_rounds.is_some() || task.context_management.is_some() {
+        needed.push("compaction");
+    }
+    if task.text_format.is_some() {
+        needed.push("text_format");
+    }
     needed
 }
 

@@ -235,6 +235,27 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
             ),
         );
     }
+    // A scripted compaction item is server-side compaction: the task must ask for it.
+    let compacts = scenario.script.iter().any(|turn| {
+        turn.output
+            .iter()
+            .any(|item| matches!(item, OutputSpec::Compaction(_)))
+    });
+    if compacts && scenario.task.context_management.is_none() {
+        return err(
+            "compaction",
+            "a `compaction` item without `task.context_management`: the server compacts only when the request asks for it".to_owned(),
+        );
+    }
+    if let Some(format) = &scenario.task.text_format {
+        let compiles = jsonschema::validator_for(&format["schema"]).is_ok();
+        if format["type"] != "json_schema" || !format["name"].is_string() || !compiles {
+            return err(
+                "text_format",
+                "`text_format` must be a json_schema config: `type: json_schema`, a `name` and a `schema` that is a valid JSON Schema".to_owned(),
+            );
+        }
+    }
     let recorded_features =
         scenario.recorded.is_some() || scenario.script.iter().any(|turn| turn.recorded.is_some());
     if recorded_features && scenario.format < 2 {

@@ -27,7 +27,9 @@ use crate::contract::{Delivery, StateMode};
 ///   `attempts` (a tool that stays down); a case's `deliveries`; `mcp_approval` and
 ///   `hosted` output items.
 ///   Also compatible: `shell_call`, `local_shell_call` and `apply_patch_call` items, and
-///   inline tools known by their type (`{type: shell}`, `local_shell`, `apply_patch`).
+///   inline tools known by their type (`{type: shell}`, `local_shell`, `apply_patch`);
+///   `task.compact_after_rounds`, `task.context_management`, `task.text_format` and
+///   `task.include`, and `compaction` output items.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -251,6 +253,26 @@ pub struct TaskSpec {
     /// with an error output (or retries it under the same call_id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_timeout_ms: Option<u64>,
+    /// Compaction: once this many responses have been answered, the controller compacts
+    /// its context (`POST /v1/responses/compact`) and carries on from the compacted
+    /// output (capability `compaction`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_after_rounds: Option<u32>,
+    /// Server-side compaction: the `context_management` list (`[{"type": "compaction",
+    /// "compact_threshold": N}]`) the controller sends with every request, so that a
+    /// response may carry a `compaction` item (capability `compaction`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_management: Option<Value>,
+    /// Extra `include` values the controller sends with every request, beside those its
+    /// state mode needs (e.g. `message.output_text.logprobs`, for which the fake sends
+    /// each output text's token log probabilities).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    /// Structured output: the `text.format` config (`{"type": "json_schema", "name",
+    /// "schema", "strict"?}`) the controller sends with every request, and the schema
+    /// the final message must parse into before it is reported (capability `text_format`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_format: Option<Value>,
 }
 
 impl TaskSpec {
@@ -635,7 +657,15 @@ pub enum OutputSpec {
     /// A `program_output` item: the program's result.
     #[serde(rename = "program_output")]
     ProgramOutput(ProgramOutputSpec),
+    /// A `compaction` item: server-side compaction (`context_management` on create)
+    /// replaced the context before it with an opaque `encrypted_content`.
+    Compaction(CompactionSpec),
 }
+
+/// A scripted compaction item: its id and encrypted content are drawn when served.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionSpec {}
 
 /// A scripted call to a `custom` tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -206,6 +206,7 @@ fn turn_lines(number: usize, turn: &Turn) -> String {
                 format!("apply_patch_call {}", call.operation())
             }
             OutputSpec::Program(program) => format!("program {}", program.label),
+            OutputSpec::Compaction(_) => "compaction".to_owned(),
             OutputSpec::ProgramOutput(output) => {
                 format!("program_output of {}: {:?}", output.program, output.result)
             }

@@ -48,6 +48,19 @@ pub fn task_json(scenario: &Scenario, state: StateMode) -> Value {
     if let Some(ms) = scenario.task.tool_timeout_ms {
         task["tool_timeout_ms"] = json!(ms);
     }
+    // Compaction and structured output too: only the cases that ask for them.
+    if let Some(rounds) = scenario.task.compact_after_rounds {
+        task["compact_after_rounds"] = json!(rounds);
+    }
+    if !scenario.task.include.is_empty() {
+        task["include"] = json!(scenario.task.include);
+    }
+    if let Some(management) = &scenario.task.context_management {
+        task["context_management"] = management.clone();
+    }
+    if let Some(format) = &scenario.task.text_format {
+        task["text_format"] = format.clone();
+    }
     task
 }
 

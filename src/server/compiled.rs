@@ -246,7 +246,8 @@ fn compilable(turn: &Turn) -> bool {
             | OutputSpec::LocalShellCall(_)
             | OutputSpec::ApplyPatchCall(_)
             | OutputSpec::McpApproval(_)
-            | OutputSpec::Hosted(_) => false,
+            | OutputSpec::Hosted(_)
+            | OutputSpec::Compaction(_) => false,
             _ => true,
         })
 }

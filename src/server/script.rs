@@ -36,6 +36,10 @@ pub struct Issued {
     /// The id of the latest MCP approval request, by server label and tool name: the
     /// `mcp_call` the server makes once it is approved names it.
     pub mcp_approval_requests: HashMap<(String, String), String>,
+    /// A digest of each compaction item's `encrypted_content`, by id. What a compaction
+    /// replaced is judged by the oracle from the compaction's exchange: the API's
+    /// evidence on resending it is mixed, so the fake accepts it.
+    compactions: HashMap<Arc<str>, u64>,
 }
 
 /// A generated reasoning item, as its replays are checked.
@@ -60,6 +64,25 @@ impl Issued {
     /// The reasoning item output item `id` was generated with.
     pub fn reasoning_of(&self, id: &str) -> Option<&str> {
         self.reasoning_of.get(id).map(|id| &**id)
+    }
+
+    /// Remembers compaction item `id`, issued with `encrypted_content` `content`.
+    pub fn issue_compaction(&mut self, id: &str, content: &str) {
+        self.compactions
+            .insert(Arc::from(id), content_digest(content));
+    }
+
+    /// Whether a compaction item with `encrypted_content` `content` (and id `id`, when
+    /// it has one) was issued as it is.
+    pub fn issued_compaction(&self, id: Option<&str>, content: &str) -> bool {
+        let digest = content_digest(content);
+        match id {
+            Some(id) => self
+                .compactions
+                .get(id)
+                .is_some_and(|issued| *issued == digest),
+            None => self.compactions.values().any(|issued| *issued == digest),
+        }
     }
 
     /// The item reasoning item `id` produced.
@@ -245,6 +268,11 @@ pub fn register(output: &[impl Registrable], issued: &mut Issued) {
             "function_call" => {
                 if let (Some(call_id), Some(caller)) = (item.call_id(), item.program_caller()) {
                     issued.callers.insert(call_id.to_owned(), caller);
+                }
+            }
+            "compaction" => {
+                if let Some(content) = item.encrypted_content() {
+                    issued.issue_compaction(&id, content);
                 }
             }
             _ => {}
@@ -437,6 +465,7 @@ pub(crate) fn output_items<'a>(
                 text: m.text(),
                 annotations: m.annotations().iter().map(Annotation::to_wire).collect(),
                 refusal: m.refusal(),
+                logprobs: false,
             },
             OutputSpec::Refusal(text) => OutputItem::Refusal {
                 id: draws.item_id("msg", index),
@@ -517,6 +546,10 @@ pub(crate) fn output_items<'a>(
                     .insert(program.label.clone(), item.to_value());
                 item
             }
+            OutputSpec::Compaction(_) => OutputItem::Compaction {
+                id: draws.item_id("cmp", index),
+                encrypted_content: draws.encrypted_content(index),
+            },
             OutputSpec::ProgramOutput(output) => OutputItem::ProgramOutput {
                 id: draws.item_id("cmo", index),
                 call_id: issued

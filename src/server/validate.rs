@@ -157,6 +157,7 @@ fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
         "item_reference" => &["type", "id"],
         "program" => &["type", "id", "call_id", "code", "fingerprint"],
         "program_output" => &["type", "id", "call_id", "result", "status"],
+        "compaction" => &["type", "id", "encrypted_content", "created_by"],
         _ => return None,
     })
 }
@@ -165,6 +166,7 @@ fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
 fn expected_prefix(kind: &str) -> Option<&'static str> {
     match kind {
         "reasoning" => Some("rs"),
+        "compaction" => Some("cmp"),
         kind => call_kind::of_call(kind).map(|kind| kind.id_prefix),
     }
 }
@@ -236,6 +238,17 @@ pub fn resolve_input<'a>(
                             return Err(ApiError::item_not_found(id));
                         }
                     }
+                }
+            }
+            // A compaction item goes back exactly as it was issued: its content altered,
+            // its id changed, or an item the server never issued is refused.
+            "compaction" => {
+                let content = item
+                    .get("encrypted_content")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if !issued.issued_compaction(id, content) {
+                    return Err(ApiError::invalid_encrypted_content(content));
                 }
             }
             _ => {}

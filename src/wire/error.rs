@@ -191,7 +191,9 @@ impl ApiError {
         )
     }
 
-    /// E8: tampered or foreign `encrypted_content`.
+    /// E8: tampered or foreign `encrypted_content`, of a reasoning item or of a
+    /// compaction item (for an altered or unknown compaction item the real message is not
+    /// known: it keeps this one's shape).
     pub fn invalid_encrypted_content(content: &str) -> Self {
         Self::invalid(
             400,

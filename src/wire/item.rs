@@ -30,6 +30,9 @@ pub enum OutputItem<'a> {
         /// The `output_text` part's annotations, as wire values.
         annotations: Vec<Value>,
         refusal: Option<&'a str>,
+        /// Whether the `output_text` part carries its tokens' `logprobs` (the request
+        /// asked for them), else an empty list.
+        logprobs: bool,
     },
     /// An assistant `message` with one `refusal` part.
     Refusal { id: String, text: &'a str },
@@ -89,6 +92,11 @@ pub enum OutputItem<'a> {
         result: &'a str,
         status: &'a str,
     },
+    /// A `compaction` item (server-side compaction), opaque to the client.
+    Compaction {
+        id: String,
+        encrypted_content: String,
+    },
 }
 
 impl OutputItem<'_> {
@@ -104,7 +112,8 @@ impl OutputItem<'_> {
             | OutputItem::Hosted { id, .. }
             | OutputItem::ActionCall { id, .. }
             | OutputItem::Program { id, .. }
-            | OutputItem::ProgramOutput { id, .. } => id,
+            | OutputItem::ProgramOutput { id, .. }
+            | OutputItem::Compaction { id, .. } => id,
         }
     }
 
@@ -120,13 +129,17 @@ impl OutputItem<'_> {
             OutputItem::ActionCall { kind, .. } => kind.call,
             OutputItem::Program { .. } => "program",
             OutputItem::ProgramOutput { .. } => "program_output",
+            OutputItem::Compaction { .. } => "compaction",
         }
     }
 
-    /// A reasoning item's `encrypted_content`.
+    /// A reasoning or compaction item's `encrypted_content`.
     pub fn encrypted_content(&self) -> Option<&str> {
         match self {
             OutputItem::Reasoning {
+                encrypted_content, ..
+            }
+            | OutputItem::Compaction {
                 encrypted_content, ..
             } => Some(encrypted_content),
             _ => None,
@@ -190,9 +203,13 @@ impl OutputItem<'_> {
                 text,
                 annotations,
                 refusal,
+                logprobs,
             } => {
                 put_assistant_message(&mut fields, id, status, |out| {
-                    write_annotated_text(out, text, annotations);
+                    match logprobs {
+                        true => write_text_with_logprobs(out, text, annotations),
+                        false => write_annotated_text(out, text, annotations),
+                    }
                     if let Some(refusal) = refusal {
                         out.push(b',');
                         write_refusal(out, refusal);
@@ -296,6 +313,15 @@ impl OutputItem<'_> {
                 fields.put("result", result);
                 fields.put("status", status);
             }
+            // As the SDK's ResponseCompactionItem lists its fields.
+            OutputItem::Compaction {
+                id,
+                encrypted_content,
+            } => {
+                fields.put("id", id);
+                fields.put("encrypted_content", encrypted_content);
+                fields.put("type", kind);
+            }
         }
         fields.finish();
     }
@@ -382,6 +408,66 @@ pub fn write_annotated_text(out: &mut Vec<u8>, text: &str, annotations: &[Value]
     write_part(out, br#"],"logprobs":[],"text":"#, text);
 }
 
+/// An `output_text` content part with its annotations and its tokens' log probabilities.
+pub fn write_text_with_logprobs(out: &mut Vec<u8>, text: &str, annotations: &[Value]) {
+    out.extend_from_slice(br#"{"type":"output_text","annotations":["#);
+    for (index, annotation) in annotations.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        value_to(out, annotation);
+    }
+    out.extend_from_slice(br#"],"logprobs":"#);
+    write_logprobs(out, text, true);
+    out.extend_from_slice(br#","text":"#);
+    value_to(out, text);
+    out.push(b'}');
+}
+
+/// The tokens of `text` as the fake counts them: each run of whitespace with the word
+/// after it.
+pub fn tokens(text: &str) -> Vec<&str> {
+    let mut tokens = Vec::new();
+    let mut start = 0;
+    let mut in_word = false;
+    for (at, c) in text.char_indices() {
+        if c.is_whitespace() && in_word {
+            tokens.push(&text[start..at]);
+            start = at;
+            in_word = false;
+        } else if !c.is_whitespace() {
+            in_word = true;
+        }
+    }
+    if start < text.len() {
+        tokens.push(&text[start..]);
+    }
+    tokens
+}
+
+/// The `logprobs` of `text`'s tokens: fixed values (a token's logprob depends only on
+/// its place), so every run sends the same. `bytes` on an `output_text` part's entries
+/// (the SDK's `Logprob` there has them), not on a text event's.
+pub fn write_logprobs(out: &mut Vec<u8>, text: &str, bytes: bool) {
+    out.push(b'[');
+    for (index, token) in tokens(text).into_iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#"{"token":"#);
+        value_to(out, token);
+        if bytes {
+            out.extend_from_slice(br#","bytes":["#);
+            let numbers: Vec<String> = token.bytes().map(|b| b.to_string()).collect();
+            out.extend_from_slice(numbers.join(",").as_bytes());
+            out.push(b']');
+        }
+        let logprob = -((index % 9) as f64 + 1.0) / 64.0;
+        out.extend_from_slice(format!(r#","logprob":{logprob},"top_logprobs":[]}}"#).as_bytes());
+    }
+    out.push(b']');
+}
+
 /// A `refusal` content part.
 pub fn write_refusal(out: &mut Vec<u8>, text: &str) {
     write_part(out, br#"{"type":"refusal","refusal":"#, text);
@@ -434,6 +520,7 @@ mod tests {
                     serde_json::json!({"type": "file_citation", "file_id": "file-1", "filename": "a.md", "index": 6}),
                 ],
                 refusal: None,
+                logprobs: false,
             },
             OutputItem::Refusal {
                 id: "msg_2".into(),

@@ -198,18 +198,36 @@ impl ResponseParts<'_> {
         raw_field(out, "service_tier", b"\"default\"");
         field(out, "store", &request.store);
         raw_field(out, "temperature", b"1.0");
-        raw_field(
-            out,
-            "text",
-            br#"{"format":{"type":"text"},"verbosity":"medium"}"#,
-        );
+        // The text config as the request set it (a structured output's format).
+        match request.extra.get("text").filter(|text| text.is_object()) {
+            Some(text) => {
+                let mut text = text.clone();
+                if let Some(config) = text.as_object_mut() {
+                    config
+                        .entry("format")
+                        .or_insert_with(|| serde_json::json!({"type": "text"}));
+                    config
+                        .entry("verbosity")
+                        .or_insert_with(|| serde_json::json!("medium"));
+                }
+                field(out, "text", &text);
+            }
+            None => raw_field(
+                out,
+                "text",
+                br#"{"format":{"type":"text"},"verbosity":"medium"}"#,
+            ),
+        }
         match &request.tool_choice {
             Some(choice) => field(out, "tool_choice", choice),
             None => raw_field(out, "tool_choice", b"\"auto\""),
         }
         raw_field(out, "tools", b"");
         write_tools(out, &request.tools);
-        raw_field(out, "top_logprobs", b"0");
+        match request.extra.get("top_logprobs").filter(|n| n.is_u64()) {
+            Some(n) => field(out, "top_logprobs", n),
+            None => raw_field(out, "top_logprobs", b"0"),
+        }
         raw_field(out, "top_p", b"1.0");
         raw_field(out, "truncation", b"\"disabled\"");
         raw_field(out, "usage", b"");

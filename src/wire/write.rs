@@ -761,6 +761,7 @@ mod tests {
                 text: text(0),
                 annotations: Vec::new(),
                 refusal: texts.refusal.as_deref(),
+                logprobs: false,
             },
             2 => OutputItem::Refusal { id, text: text(0) },
             3 => OutputItem::Call {

@@ -7,6 +7,7 @@ mod catalogue;
 mod determinism;
 mod docs_pages;
 mod emulation;
+mod emulation_compaction;
 mod emulation_custom;
 mod emulation_mcp;
 mod emulation_shell;

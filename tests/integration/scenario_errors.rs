@@ -225,3 +225,30 @@ fn an_annotation_outside_its_text_is_refused_and_one_inside_parses() {
         "{message}"
     );
 }
+
+#[test]
+fn a_compaction_item_needs_context_management_and_a_text_format_a_json_schema() {
+    let compaction = GOOD.replace(
+        "      - message: \"Sunny.\"",
+        "      - compaction: {}\n      - message: \"Sunny.\"",
+    );
+    let message = error_for(&compaction);
+    assert!(
+        message.contains("a `compaction` item without `task.context_management`"),
+        "{message}"
+    );
+    let asked = compaction.replace(
+        "  tools: [get_weather]",
+        "  tools: [get_weather]\n  context_management: [{type: compaction, compact_threshold: 100}]",
+    );
+    parse(Path::new("case.yaml"), &asked).unwrap();
+    let format = GOOD.replace(
+        "  tools: [get_weather]",
+        "  tools: [get_weather]\n  text_format: {type: json_object}",
+    );
+    let message = error_for(&format);
+    assert!(
+        message.contains("`text_format` must be a json_schema config"),
+        "{message}"
+    );
+}

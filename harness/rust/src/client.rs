@@ -41,6 +41,12 @@ impl ResponsesClient {
         }
     }
 
+    /// `POST /responses/compact`: the compacted response.
+    pub(crate) async fn compact(&self, body: &Value) -> Result<Value, Outcome> {
+        let url = format!("{}/responses/compact", self.base);
+        read_json(self.send(|| self.http.post(&url).json(body)).await?).await
+    }
+
     /// Polls `GET /responses/{id}` until a background response leaves `queued` and
     /// `in_progress`; any other response is returned as it is.
     pub(crate) async fn wait(&self, mut response: Value) -> Result<Value, Outcome> {

@@ -270,7 +270,11 @@ async fn rounds(
             && approval_requests.is_empty()
             && !response::continues_after_program(output)
         {
-            return response::final_answer(output);
+            let text = response::final_answer(output)?;
+            return match &task.text_format {
+                Some(format) => response::structured_answer(text, format),
+                None => Ok(text),
+            };
         }
         // The outputs of these calls, or the program's continuation, could never be sent.
         if round == task.max_rounds {
@@ -300,6 +304,11 @@ async fn rounds(
             State::Stateless(context) => {
                 context.extend(response::replay_items(output));
                 context.extend(outputs);
+                if task.compact_after_rounds == Some(round) {
+                    let compacted =
+                        before_deadline(deadline, compact(task, client, context)).await?;
+                    *context = compacted;
+                }
             }
             State::Conversation(_) => new_items = Value::Array(outputs),
         }
@@ -308,6 +317,29 @@ async fn rounds(
         "max_rounds",
         "max_rounds allows no model request",
     ))
+}
+
+/// The context compacted by `POST /responses/compact`: its output (the user messages
+/// and one `compaction` item) replaces everything sent so far, verbatim.
+async fn compact(
+    task: &Task,
+    client: &ResponsesClient,
+    context: &[Value],
+) -> Result<Vec<Value>, Outcome> {
+    let mut body = json!({"model": task.model, "input": context});
+    if let Some(instructions) = &task.instructions {
+        body["instructions"] = json!(instructions);
+    }
+    let compacted = client.compact(&body).await?;
+    let output = compacted["output"]
+        .as_array()
+        .ok_or_else(|| Outcome::failed("api_error", "the compacted response has no output"))?;
+    eprintln!(
+        "  compacted {} item(s) into {}",
+        context.len(),
+        output.len()
+    );
+    Ok(output.iter().map(response::without_nulls).collect())
 }
 
 /// How the context is carried from one request to the next (the task's `state`).
@@ -348,6 +380,23 @@ fn request_body(task: &Task, state: &State, input: Value) -> Value {
     }
     if task.background {
         body["background"] = json!(true);
+    }
+    // Structured output and server-side compaction are asked of every response.
+    if let Some(format) = &task.text_format {
+        body["text"] = json!({"format": format});
+    }
+    if let Some(management) = &task.context_management {
+        body["context_management"] = management.clone();
+    }
+    // What the task asks to include, beside the mode's own.
+    if !task.include.is_empty() {
+        let mut include: Vec<Value> = body["include"].as_array().cloned().unwrap_or_default();
+        for value in &task.include {
+            if !include.iter().any(|v| v == value) {
+                include.push(json!(value));
+            }
+        }
+        body["include"] = Value::Array(include);
     }
     body
 }

@@ -285,6 +285,54 @@ pub(crate) fn final_answer(output: &[Value]) -> Result<String, Outcome> {
     }
 }
 
+/// The final message checked against the task's `text_format` (a `json_schema` config):
+/// it must parse as JSON and satisfy the schema, or the case fails with reason
+/// `invalid_output`. The answer is the message text as the model wrote it.
+pub(crate) fn structured_answer(text: String, format: &Value) -> Result<String, Outcome> {
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        Outcome::failed(
+            "invalid_output",
+            format!("the final message is not JSON: {e}"),
+        )
+    })?;
+    let name = format["name"].as_str().unwrap_or("(unnamed)");
+    let validator = jsonschema::validator_for(&format["schema"]).map_err(|e| {
+        Outcome::failed(
+            "invalid_output",
+            format!("the schema {name:?} does not compile: {e}"),
+        )
+    })?;
+    match validator.validate(&value) {
+        Ok(()) => Ok(text),
+        Err(error) => {
+            let at = error.instance_path().to_string();
+            let at = if at.is_empty() {
+                "(the top level)".to_owned()
+            } else {
+                at
+            };
+            Err(Outcome::failed(
+                "invalid_output",
+                format!("the final message breaks the schema {name:?} at {at}: {error}"),
+            ))
+        }
+    }
+}
+
+/// An item without its null-valued keys, as the API's output gives them.
+pub(crate) fn without_nulls(item: &Value) -> Value {
+    match item {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .filter(|(_, value)| !value.is_null())
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// The output items as they must be replayed in a stateless request: verbatim and in order
 /// (`program` items keep their `fingerprint`, calls their `caller`), except that `status`
 /// is dropped from reasoning items (the API rejects it in input).

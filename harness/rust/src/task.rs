@@ -45,6 +45,20 @@ pub struct Task {
     /// and how long one tool request may take.
     #[serde(default)]
     pub tool_timeout_ms: Option<u64>,
+    /// Compaction (capability `compaction`): in stateless mode, compact the context with
+    /// `POST /responses/compact` once this many responses were answered;
+    #[serde(default)]
+    pub compact_after_rounds: Option<u32>,
+    /// and the `context_management` to send with every request (server-side compaction).
+    #[serde(default)]
+    pub context_management: Option<Value>,
+    /// Structured output (capability `text_format`): the `text.format` to send with every
+    /// request, whose schema the final message must satisfy.
+    #[serde(default)]
+    pub text_format: Option<Value>,
+    /// Extra `include` values to send with every request.
+    #[serde(default)]
+    pub include: Vec<String>,
 }
 
 impl Task {

@@ -2,6 +2,7 @@
 //! to answer, or the real API's error for what it rejects; the engine routes requests to
 //! them and records every exchange.
 
+mod compact;
 mod conversations;
 mod responses;
 mod route;

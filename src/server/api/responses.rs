@@ -18,6 +18,7 @@ use crate::server::store::{Background, Store, StoredResponse, skip_new_id, with_
 use crate::server::stream::{self, Prerendered, StreamFrames, StreamedResponse};
 use crate::server::validate;
 use crate::transcript::{FaultRecord, LazyJson};
+use crate::wire::item::OutputItem;
 use crate::wire::response::{ResponseParts, ResponseStatus, WriteOutput};
 use crate::wire::{ApiError, CreateRequest, IdGen};
 
@@ -157,9 +158,20 @@ pub(super) fn create(
         }
         None => {
             let id = store.ids.item_id("resp", created_at, &tail);
-            let expanded =
+            let mut expanded =
                 script::expand(turn, &mut store.ids, created_at, &tail, &mut store.issued);
-            let compiled = store.compiled.serve(position, turn, &expanded.output);
+            // Log probabilities only for a request that asks for them; a compiled turn
+            // is written without them.
+            let compiled = if wants_logprobs(&request) {
+                for item in &mut expanded.output {
+                    if let OutputItem::Message { logprobs, .. } = item {
+                        *logprobs = true;
+                    }
+                }
+                None
+            } else {
+                store.compiled.serve(position, turn, &expanded.output)
+            };
             Served::Scripted {
                 id,
                 expanded,
@@ -308,6 +320,20 @@ pub(super) fn create(
         final_response,
         request_id: None,
     })
+}
+
+/// Whether a create asks for its output text's log probabilities: `include` has
+/// `message.output_text.logprobs`, or `top_logprobs` is 1 or more.
+fn wants_logprobs(request: &CreateRequest) -> bool {
+    request
+        .include
+        .iter()
+        .any(|include| include == "message.output_text.logprobs")
+        || request
+            .extra
+            .get("top_logprobs")
+            .and_then(Value::as_u64)
+            .is_some_and(|n| n > 0)
 }
 
 /// A response being kept, and where: its conversation, the store (`store: true`), or

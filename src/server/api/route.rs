@@ -6,7 +6,7 @@ use std::time::Duration;
 use hyper::header::HeaderName;
 use serde_json::{Value, json};
 
-use super::{conversations, responses};
+use super::{compact, conversations, responses};
 use crate::scenario::Scenario;
 use crate::server::exchange::{EngineRequest, SocketCreate};
 use crate::server::store::Store;
@@ -82,6 +82,7 @@ pub(in crate::server) fn route(
                 .is_some_and(|n| n > 0);
             responses::create(scenario, store, &request.body, retry, socket)
         }
+        ("POST", ["responses", "compact"]) => compact::compact(scenario, store, &request.body),
         ("GET", ["responses", id]) => responses::retrieve(store, id, request),
         ("DELETE", ["responses", id]) => responses::delete(store, id),
         ("POST", ["responses", id, "cancel"]) => responses::cancel(store, id),

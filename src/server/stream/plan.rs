@@ -12,6 +12,7 @@ use crate::scenario::{ErrorShape, StreamSpec};
 use crate::wire::IdGen;
 use crate::wire::call_kind;
 use crate::wire::hosted::{self, HostedKind};
+use crate::wire::item::write_logprobs;
 use crate::wire::write::{Set, field, raw_field, value_to};
 
 /// The pieces of `text` of `size` characters each (an empty text is one empty piece): the
@@ -173,18 +174,24 @@ impl Builder<'_> {
         self.ends.push(self.out.len());
     }
 
-    /// `{"type": kind, "delta": piece, <at>}` as the API orders it.
+    /// `{"type": kind, "delta": piece, <at>}` as the API orders it; an output text
+    /// delta with its `logprobs` (the piece's tokens' when `tokens`, else empty).
     fn delta<I: StreamedItem>(
         &mut self,
         kind: &'static str,
         piece: &str,
         at: &mut At<'_, I>,
-        logprobs: bool,
+        logprobs: Logprobs,
     ) {
         let out = self.start(kind);
         field(out, "delta", piece);
-        if logprobs {
-            raw_field(out, "logprobs", b"[]");
+        match logprobs {
+            Logprobs::Absent => {}
+            Logprobs::Empty => raw_field(out, "logprobs", b"[]"),
+            Logprobs::Tokens => {
+                raw_field(out, "logprobs", b"");
+                write_logprobs(out, piece, false);
+            }
         }
         at.write(out);
         self.end(true);
@@ -204,7 +211,7 @@ impl Builder<'_> {
         at.write(out);
         self.end(false);
         for piece in pieces(text, size) {
-            self.delta(kind.delta, piece, &mut at, false);
+            self.delta(kind.delta, piece, &mut at, Logprobs::Absent);
         }
         let out = self.start(kind.done);
         field(out, "text", text);
@@ -414,6 +421,17 @@ pub(in crate::server) fn plan_padded(
     }
 }
 
+/// What a text delta says of its tokens' log probabilities.
+#[derive(Clone, Copy)]
+enum Logprobs {
+    /// No `logprobs` field (a refusal's, a call's arguments' deltas).
+    Absent,
+    /// `logprobs: []`: an output text delta of a request that did not ask for them.
+    Empty,
+    /// The piece's tokens' log probabilities.
+    Tokens,
+}
+
 /// The events of every output item: added, its deltas and parts, done.
 fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec) {
     let size = spec.delta_size.unwrap_or(8);
@@ -472,7 +490,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         at.write(out);
                         b.end(false);
                         for piece in pieces(text, size) {
-                            b.delta("response.refusal.delta", piece, &mut at, false);
+                            b.delta("response.refusal.delta", piece, &mut at, Logprobs::Absent);
                         }
                         let out = b.start("response.refusal.done");
                         field(out, "refusal", text);
@@ -488,7 +506,11 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         at.write(out);
                         b.end(false);
                         for piece in pieces(text, size) {
-                            b.delta("response.output_text.delta", piece, &mut at, true);
+                            let logprobs = match part.logprobs {
+                                true => Logprobs::Tokens,
+                                false => Logprobs::Empty,
+                            };
+                            b.delta("response.output_text.delta", piece, &mut at, logprobs);
                         }
                         // Each annotation once the text is out, at the next index: the
                         // SDKs' accumulators append it to the part's annotations.
@@ -501,7 +523,13 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         }
                         let out = b.start("response.output_text.done");
                         field(out, "text", text);
-                        raw_field(out, "logprobs", b"[]");
+                        match part.logprobs {
+                            true => {
+                                raw_field(out, "logprobs", b"");
+                                write_logprobs(out, text, false);
+                            }
+                            false => raw_field(out, "logprobs", b"[]"),
+                        }
                         at.write(out);
                         b.end(false);
                     }
@@ -521,7 +549,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         "response.function_call_arguments.delta",
                         piece,
                         &mut at,
-                        false,
+                        Logprobs::Absent,
                     );
                 };
                 if spec.split_at.is_empty() {
@@ -547,7 +575,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                         "response.custom_tool_call_input.delta",
                         piece,
                         &mut at,
-                        false,
+                        Logprobs::Absent,
                     );
                 }
                 let out = b.start("response.custom_tool_call_input.done");
@@ -567,6 +595,13 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 item,
                 &[("status", Set::Str("in_progress"))],
             ),
+            // Server-side compaction: the item, then the event that it is being sampled.
+            "compaction" => {
+                b.item("response.output_item.added", index, item, &[]);
+                let out = b.start("response.compaction.compacting");
+                At::new(item, index, None).write(out);
+                b.end(false);
+            }
             _ => b.item("response.output_item.added", index, item, &[]),
         }
         if call_kind::of_call(item.item_type()).is_some_and(|k| k.runs_on_client()) {
@@ -650,7 +685,12 @@ fn interleave_calls<I: StreamedItem>(
     for turn in 0..turns {
         for (call, at) in calls_pieces.iter().zip(&mut ats) {
             if let Some(piece) = call.get(turn) {
-                b.delta("response.function_call_arguments.delta", piece, at, false);
+                b.delta(
+                    "response.function_call_arguments.delta",
+                    piece,
+                    at,
+                    Logprobs::Absent,
+                );
             }
         }
     }

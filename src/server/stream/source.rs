@@ -6,7 +6,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::wire::item::{OutputItem, write_annotated_text, write_refusal};
+use crate::wire::item::{
+    OutputItem, write_annotated_text, write_refusal, write_text_with_logprobs,
+};
 use crate::wire::response::{Layout, ResponseParts};
 use crate::wire::write::{Set, object_with, value_to};
 
@@ -164,6 +166,8 @@ pub struct ContentPart<'a> {
     pub text: &'a str,
     /// An `output_text` part's annotations, each announced by its own event.
     pub annotations: &'a [Value],
+    /// Whether its text events carry the tokens' `logprobs` (else an empty list).
+    pub logprobs: bool,
     /// The whole part, for `content_part.done`.
     pub whole: Whole<'a>,
 }
@@ -172,8 +176,9 @@ pub struct ContentPart<'a> {
 pub enum Whole<'a> {
     /// As recorded.
     Value(&'a Value),
-    /// A generated `output_text` part, with its annotations.
-    OutputText(&'a str, &'a [Value]),
+    /// A generated `output_text` part, with its annotations, and its tokens'
+    /// `logprobs` when asked for.
+    OutputText(&'a str, &'a [Value], bool),
     /// A generated `refusal` part.
     Refusal(&'a str),
 }
@@ -183,7 +188,12 @@ impl Whole<'_> {
     pub fn write(&self, out: &mut Vec<u8>) {
         match self {
             Whole::Value(part) => value_to(out, part),
-            Whole::OutputText(text, annotations) => write_annotated_text(out, text, annotations),
+            Whole::OutputText(text, annotations, false) => {
+                write_annotated_text(out, text, annotations)
+            }
+            Whole::OutputText(text, annotations, true) => {
+                write_text_with_logprobs(out, text, annotations)
+            }
             Whole::Refusal(text) => write_refusal(out, text),
         }
     }
@@ -270,6 +280,8 @@ impl StreamedItem for Value {
                     annotations: part["annotations"]
                         .as_array()
                         .map_or(&[][..], Vec::as_slice),
+                    // A recorded part's events were recorded with their own logprobs.
+                    logprobs: false,
                     whole: Whole::Value(part),
                 }
             })
@@ -334,19 +346,22 @@ impl StreamedItem for OutputItem<'_> {
                 text,
                 ref annotations,
                 refusal,
+                logprobs,
                 ..
             } => {
                 let mut parts = vec![ContentPart {
                     refusal: false,
                     text,
                     annotations,
-                    whole: Whole::OutputText(text, annotations),
+                    logprobs,
+                    whole: Whole::OutputText(text, annotations, logprobs),
                 }];
                 if let Some(refusal) = refusal {
                     parts.push(ContentPart {
                         refusal: true,
                         text: refusal,
                         annotations: &[],
+                        logprobs: false,
                         whole: Whole::Refusal(refusal),
                     });
                 }
@@ -356,6 +371,7 @@ impl StreamedItem for OutputItem<'_> {
                 refusal: true,
                 text,
                 annotations: &[],
+                logprobs: false,
                 whole: Whole::Refusal(text),
             }],
             _ => Vec::new(),
@@ -428,6 +444,7 @@ mod tests {
                     serde_json::json!({"type": "file_citation", "file_id": "file-1", "filename": "a.md", "index": 6}),
                 ],
                 refusal: None,
+                logprobs: false,
             },
             OutputItem::Call {
                 id: "fc_1".into(),
