@@ -46,16 +46,19 @@ async function stateOptions(task) {
 }
 
 /** The result line for how the SDK's run ended. */
-function resultOf(finishReason, text, steps) {
+function resultOf(finishReason, rawFinishReason, text, steps) {
   // The step limit stops the loop after a step that still asked for tools.
   if (finishReason === 'tool-calls') {
     return { status: 'failed', reason: 'max_rounds', detail: `stopped after ${steps} step(s) with tool calls pending` };
   }
   // The provider turns a refusal into text and the finish reason content-filter, the
-  // reason it also gives an incomplete response cut by the content filter (with no text).
-  if (finishReason === 'content-filter' && text) return { status: 'failed', reason: 'refusal', detail: text };
+  // reason it also gives a response left incomplete by the content filter; the raw finish
+  // reason (the response's `incomplete_details.reason`) tells the two apart.
+  if (finishReason === 'content-filter' && rawFinishReason === undefined && text) {
+    return { status: 'failed', reason: 'refusal', detail: text };
+  }
   if (finishReason === 'length' || finishReason === 'content-filter') {
-    return { status: 'failed', reason: 'incomplete', detail: `finish reason ${finishReason}` };
+    return { status: 'failed', reason: 'incomplete', detail: `finish reason ${finishReason} (${rawFinishReason})` };
   }
   if (finishReason === 'error') return { status: 'failed', reason: 'api_error', detail: 'finish reason error' };
   return { status: 'completed', output_text: text ?? '' };
@@ -65,11 +68,27 @@ function failure(_err, detail) {
   return { status: 'failed', reason: 'api_error', detail };
 }
 
+/** The hosted tools as the provider's documentation wires them (`openai.tools.*`): the
+ * server runs them, the SDK only sends their definitions and replays their items. */
+const HOSTED = {
+  web_search: (openai) => openai.tools.webSearch({}),
+  file_search: (openai, definition) => openai.tools.fileSearch({ vectorStoreIds: definition.vector_store_ids }),
+  code_interpreter: (openai) => openai.tools.codeInterpreter({}),
+  image_generation: (openai, definition) => openai.tools.imageGeneration({ size: definition.size }),
+  mcp: (openai, definition) =>
+    openai.tools.mcp({
+      serverLabel: definition.server_label,
+      serverUrl: definition.server_url,
+      requireApproval: definition.require_approval,
+    }),
+};
+
 async function runCase(task) {
   const openai = createOpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY });
   const tools = {};
   for (const definition of task.tools) {
     if (definition.type === 'function') tools[definition.name] = makeTool(definition, task);
+    else if (HOSTED[definition.type]) tools[definition.type] = HOSTED[definition.type](openai, definition);
     else log(`hosted tool ${definition.type} has no SDK equivalent; not sent`);
   }
   const input = typeof task.input === 'string' ? { prompt: task.input } : { messages: task.input };
@@ -88,10 +107,10 @@ async function runCase(task) {
       if (part.type === 'error') streamError = part.error;
     }
     if (streamError) throw streamError;
-    return resultOf(await stream.finishReason, await stream.text, (await stream.steps).length);
+    return resultOf(await stream.finishReason, await stream.rawFinishReason, await stream.text, (await stream.steps).length);
   }
   const outcome = await generateText(options);
-  return resultOf(outcome.finishReason, outcome.text, outcome.steps.length);
+  return resultOf(outcome.finishReason, outcome.rawFinishReason, outcome.text, outcome.steps.length);
 }
 
 await serve(runCase, failure);

@@ -86,7 +86,9 @@ def run_case(task):
         use_responses_api=True,
         **settings,
     )
-    tools = [make_tool(spec, task) for spec in task["tools"] if spec.get("type") == "function"]
+    # A function tool becomes a StructuredTool; a hosted tool (web_search, mcp, ...) goes in
+    # as its dict, which `create_agent` passes to the model as a built-in provider tool.
+    tools = [make_tool(spec, task) if spec.get("type") == "function" else spec for spec in task["tools"]]
     agent = create_agent(model, tools, system_prompt=task.get("instructions"))
     result = agent.invoke(
         {"messages": first_messages(task["input"])},

@@ -10,6 +10,10 @@
 import OpenAI from 'openai';
 import {
   Agent,
+  codeInterpreterTool,
+  fileSearchTool,
+  hostedMcpTool,
+  imageGenerationTool,
   MaxTurnsExceededError,
   ModelRefusalError,
   programmaticToolCallingTool,
@@ -18,6 +22,7 @@ import {
   setOpenAIAPI,
   setTracingDisabled,
   tool,
+  webSearchTool,
 } from '@openai/agents';
 import { log, runCall, serve, unsupported } from '../contract.mjs';
 
@@ -38,12 +43,28 @@ function makeTool(definition, task) {
   });
 }
 
+/** The hosted tools as the SDK's documentation wires them: the server runs them, the runner
+ * only sends their definitions and replays their items. */
+const HOSTED = {
+  web_search: () => webSearchTool(),
+  file_search: (definition) => fileSearchTool(definition.vector_store_ids),
+  code_interpreter: (definition) => codeInterpreterTool({ container: definition.container }),
+  image_generation: (definition) => imageGenerationTool({ size: definition.size }),
+  mcp: (definition) =>
+    hostedMcpTool({
+      serverLabel: definition.server_label,
+      serverUrl: definition.server_url,
+      requireApproval: definition.require_approval,
+    }),
+};
+
 /** The SDK's tools for the task: function tools, plus the hosted tools the SDK offers. */
 function makeTools(task) {
   const tools = [];
   for (const definition of task.tools) {
     if (definition.type === 'function') tools.push(makeTool(definition, task));
     else if (definition.type === 'programmatic_tool_calling') tools.push(programmaticToolCallingTool());
+    else if (HOSTED[definition.type]) tools.push(HOSTED[definition.type](definition));
     else log(`hosted tool ${definition.type} has no SDK equivalent here; not sent`);
   }
   return tools;

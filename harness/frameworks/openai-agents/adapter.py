@@ -33,7 +33,14 @@ from agents.exceptions import (
     ModelRefusalError,
     ToolTimeoutError,
 )
-from agents.tool import ProgrammaticToolCallingTool
+from agents.tool import (
+    CodeInterpreterTool,
+    FileSearchTool,
+    HostedMCPTool,
+    ImageGenerationTool,
+    ProgrammaticToolCallingTool,
+    WebSearchTool,
+)
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import contract  # noqa: E402  (harness/frameworks/contract.py)
@@ -75,6 +82,17 @@ def make_tool(spec, task):
     )
 
 
+# The hosted tools as the SDK's documentation wires them: the server runs them, the
+# runner only sends their definitions and replays their items.
+HOSTED = {
+    "web_search": lambda spec: WebSearchTool(),
+    "file_search": lambda spec: FileSearchTool(vector_store_ids=spec["vector_store_ids"]),
+    "code_interpreter": lambda spec: CodeInterpreterTool(tool_config=spec),
+    "image_generation": lambda spec: ImageGenerationTool(tool_config=spec),
+    "mcp": lambda spec: HostedMCPTool(tool_config=spec),
+}
+
+
 def make_tools(task):
     tools = []
     for spec in task["tools"]:
@@ -82,6 +100,8 @@ def make_tools(task):
             tools.append(make_tool(spec, task))
         elif spec.get("type") == "programmatic_tool_calling":
             tools.append(ProgrammaticToolCallingTool())
+        elif spec.get("type") in HOSTED:
+            tools.append(HOSTED[spec["type"]](spec))
         else:
             raise ValueError(f"no mapping for hosted tool {spec.get('type')!r}")
     return tools

@@ -32,8 +32,16 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
     UsageLimitExceeded,
 )
+from pydantic_ai.capabilities import NativeTool
 from pydantic_ai.models.openai import OpenAIResponsesModel, OpenAIResponsesModelSettings
 from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.native_tools import (
+    CodeExecutionTool,
+    FileSearchTool,
+    ImageGenerationTool,
+    MCPServerTool,
+    WebSearchTool,
+)
 from pydantic_ai.usage import UsageLimits
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
@@ -67,6 +75,16 @@ def make_tool(spec, task):
     return tool
 
 
+# The hosted tools as the framework documents them: native tools, which the server runs.
+NATIVE = {
+    "web_search": lambda spec: WebSearchTool(),
+    "file_search": lambda spec: FileSearchTool(file_store_ids=spec["vector_store_ids"]),
+    "code_interpreter": lambda spec: CodeExecutionTool(),
+    "image_generation": lambda spec: ImageGenerationTool(size=spec.get("size")),
+    "mcp": lambda spec: MCPServerTool(id=spec["server_label"], url=spec["server_url"]),
+}
+
+
 async def run_case(task):
     provider = OpenAIProvider(
         base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ["OPENAI_API_KEY"]
@@ -89,6 +107,7 @@ async def run_case(task):
         OpenAIResponsesModel(task["model"], provider=provider),
         instructions=task.get("instructions"),
         tools=[make_tool(spec, task) for spec in task["tools"] if spec.get("type") == "function"],
+        capabilities=[NativeTool(NATIVE[spec["type"]](spec)) for spec in task["tools"] if spec.get("type") in NATIVE],
         model_settings=settings,
         **agent_kwargs,
     )
