@@ -103,7 +103,13 @@ class Tools:
         # Custom tools take free-form text: name -> the compiled `regex` grammar the whole
         # input must match, or None (plain text, or a `lark` grammar, not checked here).
         self.custom = {}
+        # The computer ({"type": "computer"} or "computer_use_preview"): its calls carry
+        # actions, performed by the backend's /call/computer.
+        self.computer = False
         for tool in task["tools"]:
+            if tool.get("type") in ("computer", "computer_use_preview"):
+                self.computer = True
+                continue
             if tool.get("type") == "custom":
                 self.custom[tool["name"]] = regex_grammar(tool.get("format"))
                 continue
@@ -153,6 +159,44 @@ class Tools:
             return error_output(f"input does not match the grammar of {call.name}")
         body = {"call_id": call.call_id, "input": call.input, "principal": self.principal}
         return self.dispatch(call, body)
+
+    def handle_computer(self, call):
+        """A computer call: its action (or batch of actions) performed on the backend, once
+        the approver approved its pending safety checks; answered with the screenshot that
+        came back, the approved checks acknowledged. A refused, failed or unknown call is
+        not performed: its screenshot has no image and it acknowledges nothing."""
+        item = {
+            "type": "computer_call_output",
+            "call_id": call.call_id,
+            "output": {"type": "computer_screenshot"},
+        }
+        if not self.computer:
+            log(f"  {call.call_id}: no computer tool offered, nothing performed")
+            return item
+        body = {"call_id": call.call_id, "principal": self.principal}
+        if call.action is not None:
+            body["action"] = call.action.to_dict(mode="json", exclude_none=True)
+        if call.actions is not None:
+            body["actions"] = [a.to_dict(mode="json", exclude_none=True) for a in call.actions]
+        checks = [c.to_dict(mode="json", exclude_none=True) for c in call.pending_safety_checks]
+        computer = ComputerRequest(call.call_id)
+        try:
+            if checks:
+                approval, refusal = self.ask_approval(
+                    computer, {**body, "pending_safety_checks": checks}
+                )
+                if refusal is not None:
+                    log(f"  {call.call_id}: safety checks refused, nothing performed")
+                    return item
+                body["approval"] = approval
+                item["acknowledged_safety_checks"] = checks
+            result = json.loads(self.execute(computer, body))
+        except OSError as err:  # urllib.error.URLError is an OSError
+            log(f"  {call.call_id}: tool backend unreachable: {err}")
+            return item
+        if isinstance(result, dict):
+            item["output"].update({k: result[k] for k in ("image_url", "file_id") if k in result})
+        return item
 
     def dispatch(self, call, body):
         """Approval when the tool needs one, then execution; the output to send."""
@@ -284,6 +328,15 @@ class Tools:
         error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
         code = "forbidden" if status == 403 else error.get("code") or f"HTTP {status}"
         return error_output(f"{code}: {error.get('message') or 'no message'}")
+
+
+class ComputerRequest:
+    """A computer call as the backend's requests name it: the `computer` tool."""
+
+    name = "computer"
+
+    def __init__(self, call_id):
+        self.call_id = call_id
 
 
 def regex_grammar(format_):
@@ -731,6 +784,7 @@ def poll(client, response):
 ANSWER_TYPES = {
     "function_call": "function_call_output",
     "custom_tool_call": "custom_tool_call_output",
+    "computer_call": "computer_call_output",
 }
 
 
@@ -762,6 +816,11 @@ def answer_calls(calls, tools):
     """One output per call, in the calls' order."""
     outputs = []
     for call in calls:
+        if getattr(call, "type", None) == "computer_call":
+            item = tools.handle_computer(call)
+            log(f"  {call.call_id} computer -> {item['output']}")
+            outputs.append(item)
+            continue
         output = tools.handle(call)
         log(f"  {call.call_id} {call.name} -> {output}")
         outputs.append(answer(call, output))

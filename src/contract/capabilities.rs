@@ -18,6 +18,7 @@ pub const CAPABILITIES: &[&str] = &[
     "budgets",
     "webhook",
     "custom",
+    "computer",
 ];
 
 /// The capabilities of a controller that declares none.

@@ -97,6 +97,10 @@ checks! {
         "run every tool and approval for the task's principal";
     AUTHZ_APPROVAL_REQUEST_MATCHES = "authz/approval-request-matches", Must,
         "ask the approver about the call's own tool and arguments";
+    AUTHZ_SAFETY_CHECKS_APPROVED = "authz/safety-checks-approved", Must,
+        "put a `computer_call` with `pending_safety_checks` to the approver before performing it, perform it only with the approval granted for it, and never perform one the approver refused";
+    AUTHZ_SAFETY_CHECKS_ACKNOWLEDGED = "authz/safety-checks-acknowledged", Must,
+        "list a computer call's pending safety checks in its `computer_call_output`'s `acknowledged_safety_checks` if, and only if, the approver approved the call, and never acknowledge a check the model did not raise";
     AUTHZ_TOOL_TEXT_AS_DATA = "authz/tool-text-as-data", Must,
         "send what a tool returns only as its call's output, never as a system, developer or user message or in `instructions`";
     EFFECTS_AT_MOST_ONCE = "effects/at-most-once", Must,

@@ -8,7 +8,7 @@ use super::facts::{Facts, output_text};
 use super::verdict::{CheckResult, Diff};
 use crate::json_compare::json_equal;
 use crate::tools::CallValidity;
-use crate::wire::call_kind::{self, FUNCTION};
+use crate::wire::call_kind::{self, COMPUTER, FUNCTION};
 use crate::wire::request::{call_id, item_type};
 
 /// The `call-id` checks.
@@ -219,7 +219,7 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
             };
             judged += 1;
             let text = output_text(output);
-            let actual: Option<Value> = serde_json::from_str(&text).ok();
+            let actual = answered_value(output);
             let others: Vec<&str> = results
                 .iter()
                 .filter(|(id, result)| {
@@ -286,7 +286,7 @@ fn borrowed_result(
     output: &Value,
     results: &[(&str, Value)],
 ) -> Option<String> {
-    let actual: Value = serde_json::from_str(&output_text(output)).ok()?;
+    let actual = answered_value(output)?;
     let (owner, _) = results.iter().find(|(id, result)| {
         *id != call.call_id && (result.is_object() || result.is_array()) && carries(&actual, result)
     })?;
@@ -301,6 +301,18 @@ fn borrowed_result(
         call.describe(),
         call.call_id
     ))
+}
+
+/// What an answer item sends back as its call's result: its output parsed as JSON, or
+/// a `computer_call_output`'s screenshot without its `type` (the backend's result is
+/// `{"image_url": ...}` or `{"file_id": ...}`).
+fn answered_value(output: &Value) -> Option<Value> {
+    if item_type(output) == COMPUTER.answer {
+        let mut screenshot = output.get("output")?.as_object()?.clone();
+        screenshot.remove("type");
+        return Some(Value::Object(screenshot));
+    }
+    serde_json::from_str(&output_text(output)).ok()
 }
 
 /// Whether an output value carries `result`: it is the result, or a one-level envelope

@@ -9,7 +9,7 @@ use crate::transcript::{
     ControllerResult, ModelExchange, SocketEvent, ToolExchange, ToolRequestKind, Transcript,
     Unfinished, WebhookDelivery,
 };
-use crate::wire::call_kind::{self, CallKind, FUNCTION};
+use crate::wire::call_kind::{self, COMPUTER, CallKind, FUNCTION};
 use crate::wire::replay::is_replay_of;
 use crate::wire::request::{call_id, item_type};
 
@@ -35,6 +35,8 @@ pub struct IssuedCall {
     pub response: usize,
     /// For a call a program made (a child call): the program's `caller_id`.
     pub program: Option<String>,
+    /// A computer call's `pending_safety_checks` (empty for other kinds).
+    pub pending_safety_checks: Vec<Value>,
 }
 
 impl IssuedCall {
@@ -61,6 +63,21 @@ impl IssuedCall {
             crate::text::clip(&self.arguments, 80)
         )
     }
+}
+
+/// What a computer call asks to perform, as its backend request carries it:
+/// `{"action": ...}` or `{"actions": [...]}`.
+fn computer_input(item: &Value) -> Value {
+    let fields: serde_json::Map<String, Value> = ["action", "actions"]
+        .into_iter()
+        .filter_map(|key| {
+            Some((
+                key.to_owned(),
+                item.get(key).filter(|v| !v.is_null())?.clone(),
+            ))
+        })
+        .collect();
+    Value::Object(fields)
 }
 
 /// A response the server served (an accepted model request).
@@ -140,12 +157,21 @@ impl<'a> Facts<'a> {
                 .iter()
                 .filter_map(|item| Some((item, call_kind::of_call(item_type(item))?)))
             {
-                let name = item["name"].as_str().unwrap_or_default().to_owned();
-                let arguments = item[kind.input_field]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                let (validity, parsed) = if kind == FUNCTION {
+                let name = match kind {
+                    COMPUTER => COMPUTER.tool_type,
+                    _ => item["name"].as_str().unwrap_or_default(),
+                }
+                .to_owned();
+                let arguments = match kind {
+                    COMPUTER => computer_input(item).to_string(),
+                    _ => item[kind.input_field]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                };
+                let (validity, parsed) = if kind == COMPUTER {
+                    (registry.judge_computer_call(), Some(computer_input(item)))
+                } else if kind == FUNCTION {
                     (
                         registry.judge_call(
                             &name,
@@ -175,6 +201,10 @@ impl<'a> Facts<'a> {
                         .filter(|c| c["type"] == "program")
                         .and_then(|c| c["caller_id"].as_str())
                         .map(str::to_owned),
+                    pending_safety_checks: item["pending_safety_checks"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default(),
                 });
             }
             let has_message = output.iter().any(|item| {

@@ -4,7 +4,7 @@ use super::facts::Facts;
 use super::{CaseVerdict, CheckResult, CheckVerdict};
 use super::{
     authz, background, budget, checks, correlation, dispatch, effects, program, reached, reasoning,
-    state, stream, terminal, transport, websocket,
+    safety, state, stream, terminal, transport, websocket,
 };
 use crate::scenario::{Scenario, StateMode};
 use crate::transcript::{Transcript, Unfinished};
@@ -57,6 +57,7 @@ fn judge_checks(
     checks.extend(state::check(&facts));
     checks.extend(dispatch::check(&facts));
     checks.extend(authz::check(&facts));
+    checks.extend(safety::check(&facts));
     checks.extend(effects::check(&facts));
     checks.extend(budget::check(&facts));
     checks.extend(transport::check(&facts));

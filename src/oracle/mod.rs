@@ -15,6 +15,7 @@ mod newcomer_messages;
 mod program;
 mod reached;
 mod reasoning;
+mod safety;
 mod state;
 mod stream;
 mod terminal;

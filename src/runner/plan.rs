@@ -8,6 +8,7 @@ use crate::oracle::CaseVerdict;
 use crate::report::CaseReport;
 use crate::scenario::{Case, Delivery, OutputSpec, Scenario, StateMode, ToolRef};
 use crate::transcript::Transcript;
+use crate::wire::call_kind::COMPUTER_TOOL_TYPES;
 
 /// The capabilities a case needs in a state mode.
 pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'static str> {
@@ -63,6 +64,17 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
         });
     if custom {
         needed.push("custom");
+    }
+    // The computer: offered by the task, or called in the script.
+    let computer = task.tools.iter().any(|tool| {
+        matches!(tool, ToolRef::Inline(def) if def["type"].as_str().is_some_and(|kind| COMPUTER_TOOL_TYPES.contains(&kind)))
+    }) || scenario.script.iter().any(|turn| {
+        turn.output
+            .iter()
+            .any(|item| matches!(item, OutputSpec::ComputerCall(_)))
+    });
+    if computer {
+        needed.push("computer");
     }
     needed
 }

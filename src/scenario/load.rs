@@ -7,9 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::model::{Annotation, FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef};
+use super::model::{
+    Annotation, ComputerCallSpec, FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef,
+};
 use crate::contract::{Delivery, StateMode};
 use crate::scenario::fixtures;
+use crate::wire::call_kind::{self, COMPUTER, COMPUTER_TOOL_TYPES};
 
 /// A scenario file that could not be loaded, with where and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,7 +128,7 @@ pub fn tool_names(scenario: &Scenario) -> Vec<String> {
         .iter()
         .filter_map(|tool| match tool {
             ToolRef::Fixture(name) => Some(name.clone()),
-            ToolRef::Inline(def) => def.get("name").and_then(Value::as_str).map(str::to_owned),
+            ToolRef::Inline(def) => call_kind::tool_name(def).map(str::to_owned),
         })
         .collect()
 }
@@ -162,6 +165,69 @@ fn check_custom_tool(def: &Value) -> Result<String, (String, String)> {
         }
     }
     Ok(name.to_owned())
+}
+
+/// An inline computer tool: `{type: computer}`, or `{type: computer_use_preview}` with
+/// the `display_width`, `display_height` and `environment` the SDK requires of it.
+fn check_computer_tool(def: &Value) -> Result<(), (String, String)> {
+    if def["type"] != "computer_use_preview" {
+        return Ok(());
+    }
+    let sized = ["display_width", "display_height"]
+        .iter()
+        .all(|key| def.get(key).and_then(Value::as_u64).is_some());
+    let environment = def["environment"]
+        .as_str()
+        .is_some_and(|env| ["windows", "mac", "linux", "ubuntu", "browser"].contains(&env));
+    if sized && environment {
+        return Ok(());
+    }
+    Err((
+        "computer_use_preview".to_owned(),
+        "computer_use_preview tool: expected whole `display_width` and `display_height` and an `environment` of windows, mac, linux, ubuntu or browser".to_owned(),
+    ))
+}
+
+/// The action types of the SDK's computer `Action` union.
+const COMPUTER_ACTIONS: [&str; 9] = [
+    "click",
+    "double_click",
+    "drag",
+    "keypress",
+    "move",
+    "screenshot",
+    "scroll",
+    "type",
+    "wait",
+];
+
+/// A scripted computer call: one `action` or a batch of `actions`, never both, each an
+/// object whose `type` is one of the SDK's actions.
+fn check_computer_call(call: &ComputerCallSpec) -> Result<(), (String, String)> {
+    let actions: Vec<&Value> = match (&call.action, &call.actions) {
+        (Some(action), None) => vec![action],
+        (None, Some(actions)) if !actions.is_empty() => actions.iter().collect(),
+        _ => {
+            return Err((
+                "computer_call".to_owned(),
+                "a computer_call has one `action` or a non-empty list of `actions`, not both"
+                    .to_owned(),
+            ));
+        }
+    };
+    for action in actions {
+        let kind = action["type"].as_str().unwrap_or_default();
+        if !COMPUTER_ACTIONS.contains(&kind) {
+            return Err((
+                "computer_call".to_owned(),
+                format!(
+                    "a computer action of type {kind:?}: expected one of {}",
+                    COMPUTER_ACTIONS.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Semantic checks beyond the schema. An error is (text to locate, message).
@@ -310,6 +376,15 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                 let name = check_custom_tool(def)?;
                 names.insert(name);
             }
+            ToolRef::Inline(def)
+                if def
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|kind| COMPUTER_TOOL_TYPES.contains(&kind)) =>
+            {
+                check_computer_tool(def)?;
+                names.insert(COMPUTER.tool_type.to_owned());
+            }
             ToolRef::Inline(def) if def.get("type").and_then(Value::as_str) != Some("function") => {
                 let kind = def.get("type").and_then(Value::as_str).unwrap_or_default();
                 if !HOSTED_TOOLS.contains(&kind) {
@@ -413,6 +488,11 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                     ),
                 );
             }
+        }
+    }
+    for item in scenario.script.iter().flat_map(|turn| &turn.output) {
+        if let OutputSpec::ComputerCall(call) = item {
+            check_computer_call(call)?;
         }
     }
     let mut programs = BTreeSet::new();

@@ -608,6 +608,9 @@ pub enum OutputSpec {
     /// A call to a `custom` tool: free-form text input.
     #[serde(rename = "custom_call")]
     CustomCall(CustomCallSpec),
+    /// A call to the `computer` tool: an action (or a batch of them) to perform.
+    #[serde(rename = "computer_call")]
+    ComputerCall(ComputerCallSpec),
     /// A `program` item of programmatic tool calling.
     Program(ProgramSpec),
     /// A `program_output` item: the program's result.
@@ -623,6 +626,54 @@ pub struct CustomCallSpec {
     pub name: String,
     /// The free-form input text, sent verbatim.
     pub input: String,
+}
+
+/// A scripted call to the `computer` tool (the SDK's `ResponseComputerToolCall`): one
+/// `action` or a batch of `actions` (each `{type: click|double_click|drag|keypress|move|
+/// screenshot|scroll|type|wait, ...}`), and the safety checks the controller must put to
+/// the approver before it performs them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComputerCallSpec {
+    /// One action, sent as `action`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Value>,
+    /// A batch of actions, sent as `actions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<Value>>,
+    /// `pending_safety_checks`: each must be acknowledged in the answer if, and only if,
+    /// the approver approved the call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_safety_checks: Vec<SafetyCheckSpec>,
+}
+
+impl ComputerCallSpec {
+    /// What the call asks to perform, as the backend's `/call/computer` body and the
+    /// oracle name it: `{"action": ...}` or `{"actions": [...]}`.
+    pub fn input(&self) -> Value {
+        let mut input = serde_json::Map::new();
+        if let Some(action) = &self.action {
+            input.insert("action".to_owned(), action.clone());
+        }
+        if let Some(actions) = &self.actions {
+            input.insert("actions".to_owned(), Value::Array(actions.clone()));
+        }
+        Value::Object(input)
+    }
+}
+
+/// A pending safety check on a computer call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SafetyCheckSpec {
+    /// The check's `id`.
+    pub id: String,
+    /// Its `code` (e.g. `malicious_instructions`, `irrelevant_domain`, `sensitive_domain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Its `message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// A scripted program.

@@ -187,6 +187,15 @@ fn turn_lines(number: usize, turn: &Turn) -> String {
             OutputSpec::CustomCall(call) => {
                 format!("custom_tool_call {} {:?}", call.name, call.input)
             }
+            OutputSpec::ComputerCall(call) => {
+                let checks = call.pending_safety_checks.len();
+                let guarded = if checks > 0 {
+                    format!(" ({checks} pending safety check(s))")
+                } else {
+                    String::new()
+                };
+                format!("computer_call {}{guarded}", call.input())
+            }
             OutputSpec::Program(program) => format!("program {}", program.label),
             OutputSpec::ProgramOutput(output) => {
                 format!("program_output of {}: {:?}", output.program, output.result)

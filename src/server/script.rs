@@ -184,11 +184,12 @@ impl Follower {
 
 /// The types of the items the server generates: a follower of one of these keeps its
 /// type without a copy.
-const GENERATED_KINDS: [&str; 6] = [
+const GENERATED_KINDS: [&str; 7] = [
     "reasoning",
     "message",
     "function_call",
     "custom_tool_call",
+    "computer_call",
     "program",
     "program_output",
 ];
@@ -381,6 +382,14 @@ pub(crate) fn output_items<'a>(
                 call_id: draws.call_id(index),
                 input: &call.input,
                 name: &call.name,
+            },
+            OutputSpec::ComputerCall(call) => OutputItem::ComputerCall {
+                id: draws.item_id("cu", index),
+                call_id: draws.call_id(index),
+                action: call.action.as_ref(),
+                actions: call.actions.as_deref(),
+                pending_safety_checks: serde_json::to_value(&call.pending_safety_checks)
+                    .unwrap_or_default(),
             },
             OutputSpec::Program(program) => {
                 let item = OutputItem::Program {

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::script::Issued;
 use crate::wire::ApiError;
-use crate::wire::call_kind::{self, CALL_KINDS, FUNCTION};
+use crate::wire::call_kind::{self, CALL_KINDS, COMPUTER, FUNCTION};
 use crate::wire::ids::has_prefix;
 use crate::wire::request::ItemKeys;
 
@@ -109,6 +109,23 @@ fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
             "status",
         ],
         "custom_tool_call_output" => &["type", "id", "call_id", "output", "caller", "status"],
+        "computer_call" => &[
+            "type",
+            "id",
+            "call_id",
+            "action",
+            "actions",
+            "pending_safety_checks",
+            "status",
+        ],
+        "computer_call_output" => &[
+            "type",
+            "id",
+            "call_id",
+            "output",
+            "acknowledged_safety_checks",
+            "status",
+        ],
         "item_reference" => &["type", "id"],
         "program" => &["type", "id", "call_id", "code", "fingerprint"],
         "program_output" => &["type", "id", "call_id", "result", "status"],
@@ -144,7 +161,12 @@ pub fn resolve_input<'a>(
                 "input[{index}].status"
             )));
         }
-        if call_kind::of_answer(kind).is_some()
+        if kind == COMPUTER.answer {
+            let output = item.get("output");
+            if output.and_then(|o| o.get("type")) != Some(&Value::from("computer_screenshot")) {
+                return Err(ApiError::screenshot_type(index, output));
+            }
+        } else if call_kind::of_answer(kind).is_some()
             && !matches!(parts, Some(Value::String(_) | Value::Array(_)))
         {
             return Err(ApiError::output_type(index, parts));

@@ -7,9 +7,10 @@ use serde_json::{Value, json};
 
 use crate::json_compare::matches_subset;
 use crate::scenario::fixtures::{self, DEFAULT_REFUSAL};
-use crate::scenario::{RateLimitRule, Scenario, ToolBehaviour, ToolRef};
+use crate::scenario::{OutputSpec, RateLimitRule, Scenario, ToolBehaviour, ToolRef};
 use crate::transcript::ToolRequestKind;
 use crate::wire::IdGen;
+use crate::wire::call_kind::{self, COMPUTER};
 
 /// Arguments that violate a tool's schema: the first violation, and where it is.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +35,15 @@ impl RegisteredTool {
     /// Whether the tool is a `custom` tool, whose calls carry free-form text `input`.
     pub fn is_custom(&self) -> bool {
         self.definition.get("type").and_then(Value::as_str) == Some("custom")
+    }
+
+    /// Whether the tool is the `computer` (or `computer_use_preview`), whose calls carry
+    /// an `action` or a batch of `actions`.
+    pub fn is_computer(&self) -> bool {
+        self.definition
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|kind| call_kind::COMPUTER_TOOL_TYPES.contains(&kind))
     }
 
     /// Whether `input` satisfies a custom tool's format: a `regex` grammar must match the
@@ -77,11 +87,7 @@ impl Registry {
                 ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
                 ToolRef::Inline(def) => def.clone(),
             };
-            let Some(name) = definition
-                .get("name")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-            else {
+            let Some(name) = call_kind::tool_name(&definition).map(str::to_owned) else {
                 continue;
             };
             let validator = definition
@@ -150,6 +156,15 @@ impl Registry {
         }
     }
 
+    /// Judges a computer call the model issued: valid when the task offers the computer,
+    /// a call to an unknown tool when it does not.
+    pub fn judge_computer_call(&self) -> CallValidity {
+        match self.get(COMPUTER.tool_type) {
+            Some(tool) if tool.is_computer() => CallValidity::Valid,
+            _ => CallValidity::UnknownTool,
+        }
+    }
+
     /// Judges a call the model issued; `caller` is the call's `caller` field.
     pub fn judge_call(&self, name: &str, arguments: &str, caller: Option<&Value>) -> CallValidity {
         let Some(tool) = self.get(name) else {
@@ -202,14 +217,28 @@ fn when_matches(when: Option<&Value>, arguments: &Value) -> bool {
     when.is_none_or(|pattern| matches_subset(pattern, arguments))
 }
 
-/// What a call request asks to run with: its `arguments`, or a custom tool call's
-/// `input` text.
+/// What a call request asks to run with: its `arguments`, a custom tool call's `input`
+/// text, or a computer call's `{"action": ...}` / `{"actions": [...]}`.
 pub fn call_input(body: &Value) -> Value {
     body.get("arguments")
         .or_else(|| body.get("input"))
         .cloned()
+        .or_else(|| computer_actions(body))
         .unwrap_or(Value::Null)
 }
+
+/// A computer call request's `action` and `actions`, as an object of those fields alone;
+/// `None` when it has neither.
+fn computer_actions(body: &Value) -> Option<Value> {
+    let fields: serde_json::Map<String, Value> = ["action", "actions"]
+        .into_iter()
+        .filter_map(|key| Some((key.to_owned(), body.get(key)?.clone())))
+        .collect();
+    (!fields.is_empty()).then_some(Value::Object(fields))
+}
+
+/// The screenshot a computer action returns when the case scripts none: a 1x1 PNG.
+pub const SCREENSHOT: &str = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
 /// The result a fixture tool returns for these arguments.
 pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments: &Value) -> Value {
@@ -223,6 +252,7 @@ pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments:
         (None, Some(default)) => default.clone(),
         // Echo the arguments so that results of different calls differ: a controller that
         // pairs results with the wrong call is then visible.
+        (None, None) if name == COMPUTER.tool_type => json!({"image_url": SCREENSHOT}),
         (None, None) if arguments.is_string() => {
             json!({"tool": name, "input": arguments, "ok": true})
         }
@@ -310,6 +340,9 @@ pub struct ToolBackend {
     registry: Registry,
     approval_required: BTreeSet<String>,
     behaviours: BTreeMap<String, ToolBehaviour>,
+    /// The actions of the script's computer calls with pending safety checks: performing
+    /// one needs an approval for that call.
+    guarded_actions: Vec<Value>,
 }
 
 impl ToolBackend {
@@ -319,6 +352,17 @@ impl ToolBackend {
             registry: Registry::new(scenario),
             approval_required: scenario.task.approval_required.iter().cloned().collect(),
             behaviours: scenario.tools.clone(),
+            guarded_actions: scenario
+                .script
+                .iter()
+                .flat_map(|turn| &turn.output)
+                .filter_map(|item| match item {
+                    OutputSpec::ComputerCall(call) if !call.pending_safety_checks.is_empty() => {
+                        Some(call.input())
+                    }
+                    _ => None,
+                })
+                .collect(),
         }
     }
 
@@ -371,7 +415,18 @@ impl ToolBackend {
             return (s, b, false);
         };
         // A custom tool's call carries its text as `input`; rules match it as a string.
-        let arguments = if tool.is_custom() {
+        // A computer call carries its `action` or `actions`; rules match that object.
+        let arguments = if tool.is_computer() {
+            let Some(actions) = computer_actions(body) else {
+                let (s, b) = error(
+                    422,
+                    "invalid_arguments",
+                    "a computer call request carries the call's `action` or `actions`".to_owned(),
+                );
+                return (s, b, false);
+            };
+            actions
+        } else if tool.is_custom() {
             let Some(input) = body.get("input").and_then(Value::as_str) else {
                 let (s, b) = error(
                     422,
@@ -418,7 +473,9 @@ impl ToolBackend {
             );
             return (s, b, false);
         }
-        if self.approval_required.contains(name) {
+        if self.approval_required.contains(name)
+            || (tool.is_computer() && self.guarded_actions.contains(&arguments))
+        {
             let token = body.get("approval").and_then(Value::as_str);
             let granted_for = token.and_then(|t| state.approvals.get(t));
             if granted_for.map(String::as_str) != Some(call_id) {
@@ -508,7 +565,7 @@ impl ToolBackend {
             .unwrap_or_default()
             .to_owned();
         let call_id = body.get("call_id").and_then(Value::as_str);
-        let arguments = body.get("arguments").cloned().unwrap_or(Value::Null);
+        let arguments = call_input(body);
         let (status, reply) = match call_id {
             None => error(
                 422,

@@ -63,8 +63,36 @@ pub const CUSTOM: CallKind = CallKind {
     answer_ref: "call_id",
 };
 
+/// A `computer` tool's call: an `action` (or a batch of `actions`) to perform, answered
+/// by a `computer_call_output` carrying a `computer_screenshot`. Its tool has no name: the
+/// fake's backend and the oracle call it `computer`.
+pub const COMPUTER: CallKind = CallKind {
+    call: "computer_call",
+    answer: "computer_call_output",
+    words: "computer call",
+    input_field: "action",
+    id_prefix: "cu",
+    tool_type: "computer",
+    call_ref: "call_id",
+    answer_ref: "call_id",
+};
+
+/// The tool `type`s that offer the computer: the SDK's `ComputerTool` and
+/// `ComputerUsePreviewTool`.
+pub const COMPUTER_TOOL_TYPES: [&str; 2] = ["computer", "computer_use_preview"];
+
+/// The name a tool definition is known by: its `name`, or `computer` for a computer tool,
+/// which has none.
+pub fn tool_name(definition: &serde_json::Value) -> Option<&str> {
+    let kind = definition.get("type").and_then(serde_json::Value::as_str);
+    if kind.is_some_and(|kind| COMPUTER_TOOL_TYPES.contains(&kind)) {
+        return Some(COMPUTER.tool_type);
+    }
+    definition.get("name").and_then(serde_json::Value::as_str)
+}
+
 /// Every kind, functions first.
-pub const CALL_KINDS: [CallKind; 2] = [FUNCTION, CUSTOM];
+pub const CALL_KINDS: [CallKind; 3] = [FUNCTION, CUSTOM, COMPUTER];
 
 /// The kind whose call item has this `type`.
 pub fn of_call(item_type: &str) -> Option<CallKind> {

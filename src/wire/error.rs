@@ -275,6 +275,29 @@ impl ApiError {
         )
     }
 
+    /// A `computer_call_output` whose `output` is not a `computer_screenshot` object (the
+    /// SDK's `ResponseComputerToolCallOutputScreenshotParam`; message inferred from the
+    /// API's other type errors).
+    pub fn screenshot_type(index: usize, output: Option<&serde_json::Value>) -> Self {
+        let param = format!("input[{index}].output");
+        let got = match output {
+            None | Some(serde_json::Value::Null) => "null",
+            Some(serde_json::Value::String(_)) => "a string",
+            Some(serde_json::Value::Array(_)) => "an array",
+            Some(serde_json::Value::Object(_)) => "an object of another type",
+            Some(_) => "another type",
+        };
+        Self::invalid(
+            400,
+            "output-type",
+            format!(
+                "Invalid type for '{param}': expected an object of type 'computer_screenshot', but got {got} instead."
+            ),
+            Some(&param),
+            Some("invalid_type"),
+        )
+    }
+
     /// A content part without its `type` (`param` is e.g. `input[0].content[1].type`), in
     /// a message's `content` or a `function_call_output`'s `output`.
     pub fn missing_part_type(param: &str) -> Self {

@@ -49,6 +49,15 @@ pub enum OutputItem<'a> {
         input: &'a str,
         name: &'a str,
     },
+    /// A `computer_call`: an `action` or a batch of `actions` for the `computer` tool,
+    /// with the safety checks the controller must have approved before it acts.
+    ComputerCall {
+        id: String,
+        call_id: String,
+        action: Option<&'a Value>,
+        actions: Option<&'a [Value]>,
+        pending_safety_checks: Value,
+    },
     /// A `program` (programmatic tool calling).
     Program {
         id: String,
@@ -74,6 +83,7 @@ impl OutputItem<'_> {
             | OutputItem::Refusal { id, .. }
             | OutputItem::Call { id, .. }
             | OutputItem::CustomCall { id, .. }
+            | OutputItem::ComputerCall { id, .. }
             | OutputItem::Program { id, .. }
             | OutputItem::ProgramOutput { id, .. } => id,
         }
@@ -86,6 +96,7 @@ impl OutputItem<'_> {
             OutputItem::Message { .. } | OutputItem::Refusal { .. } => "message",
             OutputItem::Call { .. } => "function_call",
             OutputItem::CustomCall { .. } => "custom_tool_call",
+            OutputItem::ComputerCall { .. } => "computer_call",
             OutputItem::Program { .. } => "program",
             OutputItem::ProgramOutput { .. } => "program_output",
         }
@@ -107,6 +118,7 @@ impl OutputItem<'_> {
         match self {
             OutputItem::Call { call_id, .. }
             | OutputItem::CustomCall { call_id, .. }
+            | OutputItem::ComputerCall { call_id, .. }
             | OutputItem::Program { call_id, .. } => Some(call_id),
             OutputItem::ProgramOutput { call_id, .. } => call_id.as_str(),
             _ => None,
@@ -200,6 +212,25 @@ impl OutputItem<'_> {
                 fields.put("call_id", call_id);
                 fields.put("input", input);
                 fields.put("name", name);
+            }
+            OutputItem::ComputerCall {
+                id,
+                call_id,
+                action,
+                actions,
+                pending_safety_checks,
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", "completed");
+                if let Some(action) = action {
+                    fields.put("action", *action);
+                }
+                if let Some(actions) = actions {
+                    fields.put("actions", *actions);
+                }
+                fields.put("call_id", call_id);
+                fields.put("pending_safety_checks", pending_safety_checks);
             }
             // A program and its output put `type` first.
             OutputItem::Program {
@@ -345,6 +376,8 @@ mod tests {
 
     fn every_kind() -> Vec<OutputItem<'static>> {
         static SUMMARY: [String; 0] = [];
+        static CLICK: std::sync::LazyLock<Value> =
+            std::sync::LazyLock::new(|| json!({"type": "click", "button": "left", "x": 1, "y": 2}));
         vec![
             OutputItem::Reasoning {
                 id: "rs_1".into(),
@@ -378,6 +411,13 @@ mod tests {
                 call_id: "call_2".into(),
                 input: "print(1)",
                 name: "run_python",
+            },
+            OutputItem::ComputerCall {
+                id: "cu_1".into(),
+                call_id: "call_3".into(),
+                action: Some(&*CLICK),
+                actions: None,
+                pending_safety_checks: json!([{"id": "cu_sc_1", "code": "sensitive_domain", "message": "m"}]),
             },
             OutputItem::Program {
                 id: "cm_1".into(),

@@ -9,6 +9,7 @@ use super::StreamFrames;
 use super::source::{Items, StreamedItem, StreamedResponse};
 use crate::scenario::{ErrorShape, StreamSpec};
 use crate::wire::IdGen;
+use crate::wire::call_kind;
 use crate::wire::write::{Set, field, raw_field, value_to};
 
 /// The pieces of `text` of `size` characters each (an empty text is one empty piece): the
@@ -301,6 +302,9 @@ const CALL_ADDED: [(&str, Set<'static>); 2] = [
     ("arguments", Set::Str("")),
 ];
 
+/// A computer call as `output_item.added` announces it: in progress.
+const COMPUTER_CALL_ADDED: [(&str, Set<'static>); 1] = [("status", Set::Str("in_progress"))];
+
 /// A custom tool call as `output_item.added` announces it: its input empty.
 const CUSTOM_CALL_ADDED: [(&str, Set<'static>); 1] = [("input", Set::Str(""))];
 
@@ -530,9 +534,16 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 at.write(out);
                 b.end(false);
             }
+            // A computer call has no events of its own: announced in progress, whole.
+            "computer_call" => b.item(
+                "response.output_item.added",
+                index,
+                item,
+                &COMPUTER_CALL_ADDED,
+            ),
             _ => b.item("response.output_item.added", index, item, &[]),
         }
-        if matches!(item.item_type(), "function_call" | "custom_tool_call") {
+        if call_kind::of_call(item.item_type()).is_some() {
             b.call_done(index, item);
         } else {
             b.done(index, item);
