@@ -80,6 +80,11 @@ export function makeTools(task, toolsUrl) {
   const ajv = new Ajv({ strict: false, validateFormats: false });
   const registry = new Map();
   for (const tool of task.tools) {
+    if (tool.type === 'computer' || tool.type === 'computer_use_preview') {
+      // The computer has no name: its calls carry actions, run by /call/computer.
+      registry.set('computer', { computer: true, allowedCallers: ['direct'] });
+      continue;
+    }
     if (tool.type === 'custom') {
       // Free-form text input: a `regex` grammar must match the whole input; a `lark`
       // grammar is not checked here.
@@ -143,7 +148,7 @@ export async function handleCall(tools, call) {
   // Everything the model sent is checked before anything is dispatched. The lookup is an
   // exact Map key: no trimming, no namespace stripping.
   const entry = tools.registry.get(call.name);
-  if (!entry || Boolean(entry.custom) !== (call.type === 'custom_tool_call')) {
+  if (!entry || entry.computer || Boolean(entry.custom) !== (call.type === 'custom_tool_call')) {
     return errorOutput(`unknown tool: ${call.name}`);
   }
   if (entry.custom) {
@@ -172,8 +177,45 @@ export async function handleCall(tools, call) {
   return dispatch(tools, call, { call_id: call.call_id, arguments: args, principal: tools.principal });
 }
 
-/** Approval when the tool needs one, then execution on the backend: the output to send. */
-async function dispatch(tools, call, body) {
+/** The computer_call_output for a computer call: its action (or batch of actions)
+ * performed on the backend once the approver approved its pending safety checks, answered
+ * with the screenshot that came back and the approved checks acknowledged. A refused,
+ * failed or unknown call is not performed: its screenshot has no image and it acknowledges
+ * nothing. */
+export async function handleComputer(tools, call) {
+  const item = { type: 'computer_call_output', call_id: call.call_id, output: { type: 'computer_screenshot' } };
+  if (!tools.registry.get('computer')?.computer) {
+    log(`  ${call.call_id}: no computer tool offered, nothing performed`);
+    return item;
+  }
+  const body = { call_id: call.call_id, principal: tools.principal };
+  if (call.action != null) body.action = call.action;
+  if (call.actions != null) body.actions = call.actions;
+  const checks = call.pending_safety_checks ?? [];
+  const request = { name: 'computer', call_id: call.call_id };
+  let approved = false;
+  const output = await dispatch(tools, request, body, {
+    checks,
+    onApproved: () => {
+      approved = true;
+    },
+  });
+  let result = null;
+  try {
+    result = JSON.parse(output);
+  } catch {
+    // not JSON: no screenshot
+  }
+  if (result !== null && typeof result === 'object') {
+    for (const key of ['image_url', 'file_id']) if (key in result) item.output[key] = result[key];
+  }
+  if (approved && checks.length > 0) item.acknowledged_safety_checks = checks;
+  return item;
+}
+
+/** Approval when the tool needs one (or, for a computer call, when it has pending safety
+ * checks), then execution on the backend: the output to send. */
+async function dispatch(tools, call, body, guard = { checks: [], onApproved: () => {} }) {
   if (!tools.executed.has(call.call_id)) {
     if (tools.maxCalls != null && tools.executed.size >= tools.maxCalls) {
       const detail = `${call.name} (${call.call_id}) would be tool execution ${tools.executed.size + 1}`;
@@ -183,8 +225,11 @@ async function dispatch(tools, call, body) {
   }
   let answer;
   try {
-    if (tools.approvalRequired.has(call.name)) {
-      const approval = await postJson(`${tools.url}/approvals`, { ...body, name: call.name });
+    const guarded = guard.checks.length > 0;
+    if (tools.approvalRequired.has(call.name) || guarded) {
+      const asked = { ...body, name: call.name };
+      if (guarded) asked.pending_safety_checks = guard.checks;
+      const approval = await postJson(`${tools.url}/approvals`, asked);
       const decision = approval.body;
       if (approval.status !== 200 || decision === null || typeof decision !== 'object') {
         return errorOutput(`approval request failed: HTTP ${approval.status}`);
@@ -196,6 +241,7 @@ async function dispatch(tools, call, body) {
         return errorOutput('approval request failed: malformed answer');
       }
       body.approval = decision.approval;
+      guard.onApproved();
     }
     // 429 and 5xx are transient, and so is a tool that does not answer within
     // tool_timeout_ms: resending with the same call_id is safe because the backend
@@ -242,7 +288,11 @@ export function resultText(text, data) {
 }
 
 /** The call item types this loop runs, each with the type of the item that answers it. */
-export const ANSWER_TYPES = { function_call: 'function_call_output', custom_tool_call: 'custom_tool_call_output' };
+export const ANSWER_TYPES = {
+  function_call: 'function_call_output',
+  custom_tool_call: 'custom_tool_call_output',
+  computer_call: 'computer_call_output',
+};
 
 /** The output item of the call's kind for a call. It echoes the call's `caller`: a
  * program's child output without it is rejected, and the program never resumes. */
@@ -257,6 +307,12 @@ export function outputItem(call, output) {
 export async function answerCalls(tools, calls) {
   const outputs = [];
   for (const call of calls) {
+    if (call.type === 'computer_call') {
+      const item = await impl.handleComputer(tools, call);
+      log(`  ${call.call_id} computer -> ${JSON.stringify(item.output).slice(0, 120)}`);
+      outputs.push(item);
+      continue;
+    }
     const output = await impl.handleCall(tools, call);
     log(`  ${call.call_id} ${call.name} -> ${output}`);
     outputs.push(impl.outputItem(call, output));
@@ -277,7 +333,10 @@ export function checked(response) {
       .every((c) => [c.call_id, c.name, c.arguments].every((field) => typeof field === 'string')) &&
     response.output
       .filter((item) => item.type === 'custom_tool_call')
-      .every((c) => [c.call_id, c.name, c.input].every((field) => typeof field === 'string'));
+      .every((c) => [c.call_id, c.name, c.input].every((field) => typeof field === 'string')) &&
+    response.output
+      .filter((item) => item.type === 'computer_call')
+      .every((c) => typeof c.call_id === 'string' && (c.pending_safety_checks ?? []).every((k) => typeof k?.id === 'string'));
   if (!fine) {
     throw new Stop('api_error', `malformed response body: ${JSON.stringify(response)?.slice(0, 500)}`);
   }
@@ -803,7 +862,7 @@ export async function main() {
 
 /** Every piece the loop calls; replace one to inject a defect (see harness/mutants/). */
 export const impl = {
-  makeTools, handleCall, outputItem, answerCalls, streamResponse, socketResponse, send, checkStatus, isFinal,
+  makeTools, handleCall, handleComputer, outputItem, answerCalls, streamResponse, socketResponse, send, checkStatus, isFinal,
   finalAnswer, replayItems, initialState, requestBody, advance, run, makeClient, startClock,
 };
 

@@ -276,7 +276,14 @@ async fn rounds(
         for call in &calls {
             let output = tools.handle(call, deadline).await?;
             eprintln!("  {} {} -> {output}", call.call_id, call.name);
-            outputs.push(response::function_call_output(call, output));
+            outputs.push(match call.kind {
+                response::CallKind::Computer => response::computer_call_output(
+                    call,
+                    &output,
+                    tools.checks_approved(&call.call_id),
+                ),
+                _ => response::function_call_output(call, output),
+            });
         }
         match &mut state {
             State::Chained(previous_response_id) => {

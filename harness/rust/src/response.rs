@@ -11,6 +11,8 @@ pub(crate) enum CallKind {
     Function,
     /// A `custom_tool_call`, with free-form text `input`.
     Custom,
+    /// A `computer_call`, with an `action` or a batch of `actions`.
+    Computer,
 }
 
 impl CallKind {
@@ -19,6 +21,7 @@ impl CallKind {
         match item_type {
             "function_call" => Some(CallKind::Function),
             "custom_tool_call" => Some(CallKind::Custom),
+            "computer_call" => Some(CallKind::Computer),
             _ => None,
         }
     }
@@ -28,6 +31,7 @@ impl CallKind {
         match self {
             CallKind::Function => "arguments",
             CallKind::Custom => "input",
+            CallKind::Computer => "action",
         }
     }
 
@@ -36,6 +40,7 @@ impl CallKind {
         match self {
             CallKind::Function => "function_call_output",
             CallKind::Custom => "custom_tool_call_output",
+            CallKind::Computer => "computer_call_output",
         }
     }
 }
@@ -51,6 +56,8 @@ pub(crate) struct FunctionCall {
     pub arguments: String,
     /// Set for calls made by a program; it must be echoed on the output.
     pub caller: Option<Value>,
+    /// A computer call's `pending_safety_checks`: put to the approver before it runs.
+    pub pending_safety_checks: Vec<Value>,
 }
 
 impl FunctionCall {
@@ -115,18 +122,65 @@ pub(crate) fn function_calls(output: &[Value]) -> Result<Vec<FunctionCall>, Outc
                     ),
                 )
             })?;
+            // A computer call has no name: the backend knows its tool as `computer`, and
+            // what it performs is its `action` or `actions`, as one JSON object.
+            let (name, arguments) = match kind {
+                CallKind::Computer => {
+                    let actions: serde_json::Map<String, Value> = ["action", "actions"]
+                        .into_iter()
+                        .filter_map(|key| {
+                            Some((
+                                key.to_string(),
+                                item.get(key).filter(|v| !v.is_null())?.clone(),
+                            ))
+                        })
+                        .collect();
+                    ("computer".to_string(), Value::Object(actions).to_string())
+                }
+                _ => (
+                    item["name"].as_str().unwrap_or_default().to_string(),
+                    item[kind.input_field()]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                ),
+            };
             Ok(FunctionCall {
                 kind,
                 call_id: call_id.to_string(),
-                name: item["name"].as_str().unwrap_or_default().to_string(),
-                arguments: item[kind.input_field()]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
+                name,
+                arguments,
                 caller: item.get("caller").filter(|c| c.is_object()).cloned(),
+                pending_safety_checks: item["pending_safety_checks"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default(),
             })
         })
         .collect()
+}
+
+/// The `computer_call_output` answering a computer call: the screenshot the backend
+/// returned (none when the call did not run: `output` is then an error), and the pending
+/// safety checks acknowledged when the approver approved them.
+pub(crate) fn computer_call_output(call: &FunctionCall, output: &str, approved: bool) -> Value {
+    let mut screenshot = json!({"type": "computer_screenshot"});
+    if let Ok(Value::Object(result)) = serde_json::from_str::<Value>(output) {
+        for key in ["image_url", "file_id"] {
+            if let Some(value) = result.get(key) {
+                screenshot[key] = value.clone();
+            }
+        }
+    }
+    let mut item = json!({
+        "type": call.kind.answer_type(),
+        "call_id": call.call_id,
+        "output": screenshot,
+    });
+    if approved && !call.pending_safety_checks.is_empty() {
+        item["acknowledged_safety_checks"] = Value::Array(call.pending_safety_checks.clone());
+    }
+    item
 }
 
 /// The output item answering `call` (a `function_call_output`, or a
@@ -148,7 +202,11 @@ pub(crate) fn function_call_output(call: &FunctionCall, output: String) -> Value
 /// on after the program's result in another request.
 pub(crate) fn continues_after_program(output: &[Value]) -> bool {
     let has = |kind: &str| output.iter().any(|item| item["type"] == kind);
-    has("program_output") && !has("message") && !has("function_call") && !has("custom_tool_call")
+    has("program_output")
+        && !has("message")
+        && !has("function_call")
+        && !has("custom_tool_call")
+        && !has("computer_call")
 }
 
 /// The SDKs' `output_text`: every `output_text` part of every message, joined with "".
@@ -312,6 +370,7 @@ mod tests {
             name: "f".into(),
             arguments: "{}".into(),
             caller,
+            pending_safety_checks: Vec::new(),
         };
         assert_eq!(with(None).caller_kind(), "direct");
         assert_eq!(

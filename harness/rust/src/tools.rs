@@ -5,8 +5,9 @@
 //! Every `Err(String)` and every returned `String` here is a ready-to-send
 //! `function_call_output` payload, so a failure never stops the loop.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Display;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -42,6 +43,9 @@ struct Tool {
     /// `None` inside when any text goes (a `text` format, or a `lark` grammar, which is
     /// not checked here).
     custom: Option<Option<regex::Regex>>,
+    /// The computer (`computer` or `computer_use_preview`), known as `computer`: its
+    /// calls carry actions, not arguments.
+    computer: bool,
     /// `allowed_callers`: `direct` and/or `programmatic`; only `direct` when omitted.
     allowed_callers: Vec<String>,
 }
@@ -50,6 +54,20 @@ impl Registry {
     /// Hosted tools (`programmatic_tool_calling`, ...) are sent but are no functions to run.
     pub(crate) fn new(tools: &[Value]) -> Result<Registry, String> {
         let mut registry = HashMap::new();
+        if tools
+            .iter()
+            .any(|tool| tool["type"] == "computer" || tool["type"] == "computer_use_preview")
+        {
+            registry.insert(
+                "computer".to_string(),
+                Tool {
+                    schema: None,
+                    custom: None,
+                    computer: true,
+                    allowed_callers: vec!["direct".to_string()],
+                },
+            );
+        }
         for tool in tools.iter().filter(|tool| tool["type"] == "custom") {
             let Some(name) = tool["name"].as_str() else {
                 continue;
@@ -69,6 +87,7 @@ impl Registry {
                 Tool {
                     schema: None,
                     custom: Some(grammar),
+                    computer: false,
                     allowed_callers: vec!["direct".to_string()],
                 },
             );
@@ -96,6 +115,7 @@ impl Registry {
                 Tool {
                     schema,
                     custom: None,
+                    computer: false,
                     allowed_callers,
                 },
             );
@@ -111,8 +131,14 @@ impl Registry {
             return Err(error_output(format!("unknown tool: {}", call.name)));
         };
         // A call of one kind names a tool of the same kind.
-        if (call.kind == CallKind::Custom) != tool.custom.is_some() {
+        if (call.kind == CallKind::Custom) != tool.custom.is_some()
+            || (call.kind == CallKind::Computer) != tool.computer
+        {
             return Err(error_output(format!("unknown tool: {}", call.name)));
+        }
+        if tool.computer {
+            return serde_json::from_str(&call.arguments)
+                .map_err(|e| error_output(format!("unreadable computer actions: {e}")));
         }
         if let Some(grammar) = &tool.custom {
             if grammar
@@ -149,12 +175,18 @@ impl Registry {
     }
 }
 
-/// The backend request's key for what a call runs with: `arguments`, or a custom tool
-/// call's `input`.
-fn payload_key(call: &FunctionCall) -> &'static str {
-    match call.kind {
-        CallKind::Function => "arguments",
-        CallKind::Custom => "input",
+/// Puts what a call runs with into a backend request: its `arguments`, a custom tool
+/// call's `input`, or a computer call's `action` / `actions` as they came.
+fn put_payload(body: &mut Value, call: &FunctionCall, args: &Value) {
+    match (call.kind, args) {
+        (CallKind::Function, _) => body["arguments"] = args.clone(),
+        (CallKind::Custom, _) => body["input"] = args.clone(),
+        (CallKind::Computer, Value::Object(actions)) => {
+            for (key, value) in actions {
+                body[key] = value.clone();
+            }
+        }
+        (CallKind::Computer, _) => {}
     }
 }
 
@@ -170,6 +202,9 @@ pub(crate) struct Tools {
     /// call_id; its retries are not counted again).
     executed: AtomicU32,
     tool_timeout: Option<Duration>,
+    /// The computer calls whose safety checks the approver approved: their answers
+    /// acknowledge them.
+    approved_checks: Mutex<HashSet<String>>,
 }
 
 impl Tools {
@@ -183,6 +218,7 @@ impl Tools {
             max_tool_calls: task.max_tool_calls,
             executed: AtomicU32::new(0),
             tool_timeout: task.tool_timeout_ms.map(Duration::from_millis),
+            approved_checks: Mutex::new(HashSet::new()),
         })
     }
 
@@ -196,9 +232,18 @@ impl Tools {
             Ok(args) => args,
             Err(rejection) => return Ok(rejection),
         };
-        let approval = if self.approval_required.contains(&call.name) {
+        let guarded = call.kind == CallKind::Computer && !call.pending_safety_checks.is_empty();
+        let approval = if self.approval_required.contains(&call.name) || guarded {
             match before_deadline(deadline, async { Ok(self.approve(call, &args).await) }).await? {
-                Ok(approval) => Some(approval),
+                Ok(approval) => {
+                    if guarded {
+                        self.approved_checks
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .insert(call.call_id.clone());
+                    }
+                    Some(approval)
+                }
                 Err(denial) => return Ok(denial),
             }
         } else {
@@ -225,6 +270,14 @@ impl Tools {
         output.await
     }
 
+    /// Whether the approver approved this computer call's safety checks.
+    pub(crate) fn checks_approved(&self, call_id: &str) -> bool {
+        self.approved_checks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(call_id)
+    }
+
     /// Asks for an approval; anything but an explicit grant means the call is not run.
     async fn approve(&self, call: &FunctionCall, args: &Value) -> Result<String, String> {
         let mut body = json!({
@@ -232,7 +285,10 @@ impl Tools {
             "name": call.name,
             "principal": self.principal,
         });
-        body[payload_key(call)] = args.clone();
+        put_payload(&mut body, call, args);
+        if !call.pending_safety_checks.is_empty() {
+            body["pending_safety_checks"] = Value::Array(call.pending_safety_checks.clone());
+        }
         let answer = self
             .http
             .post(format!("{}/approvals", self.base_url))
@@ -267,7 +323,7 @@ impl Tools {
             "call_id": call.call_id,
             "principal": self.principal,
         });
-        body[payload_key(call)] = args.clone();
+        put_payload(&mut body, call, args);
         if let Some(approval) = approval {
             body["approval"] = json!(approval);
         }
