@@ -24,7 +24,13 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if task.background {
         needed.push("background");
     }
-    if !task.approval_required.is_empty() {
+    // A computer call's pending safety checks are put to the same approver.
+    let safety_checks = scenario.script.iter().any(|turn| {
+        turn.output.iter().any(|item| {
+            matches!(item, OutputSpec::ComputerCall(call) if !call.pending_safety_checks.is_empty())
+        })
+    });
+    if !task.approval_required.is_empty() || safety_checks {
         needed.push("approvals");
     }
     if task.has_budgets() {
@@ -276,6 +282,25 @@ mod tests {
             let needed = required_capabilities(&again, StateMode::Stateless);
             assert!(!needed.contains(&"websocket"), "{needed:?}");
         }
+    }
+
+    #[test]
+    fn a_computer_case_needs_computer_and_approvals_only_with_safety_checks() {
+        let needed = |id: &str| {
+            let case = crate::scenario::catalogue_scenario(id);
+            required_capabilities(&case, StateMode::PreviousResponseId)
+        };
+        let plain = needed("computer/01-screenshot-answered");
+        assert!(
+            plain.contains(&"computer") && !plain.contains(&"approvals"),
+            "{plain:?}"
+        );
+        let guarded = needed("computer/03-safety-check-approved");
+        assert!(
+            guarded.contains(&"computer") && guarded.contains(&"approvals"),
+            "{guarded:?}"
+        );
+        assert!(!needed("custom/01-custom-call").contains(&"computer"));
     }
 
     #[test]

@@ -24,7 +24,8 @@ use crate::contract::{Delivery, StateMode};
 ///   `task.tool_timeout_ms`, and a tool's `slow` answers (`when`, `delay_ms`,
 ///   `attempts`); a stream's `done_delay_ms` and `terminal_delay_ms`; a tool's `rate_limited` answers (`when`,
 ///   `attempts`, `retry_after`, `retry_after_ms`) and an `unavailable` rule without
-///   `attempts` (a tool that stays down); a case's `deliveries`.
+///   `attempts` (a tool that stays down); a case's `deliveries`; a turn's
+///   `computer_call` output items (`action` or `actions`, `pending_safety_checks`).
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
