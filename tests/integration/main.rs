@@ -7,6 +7,7 @@ mod catalogue;
 mod determinism;
 mod docs_pages;
 mod emulation;
+mod emulation_computer;
 mod emulation_custom;
 mod families;
 mod frameworks;
