@@ -79,7 +79,14 @@ export function makeTools(task, toolsUrl) {
   // validateFormats: false because `format` is an annotation (as in Python's jsonschema).
   const ajv = new Ajv({ strict: false, validateFormats: false });
   const registry = new Map();
-  for (const tool of task.tools) {
+  // A namespace's function and custom tools are registered as `namespace.name`, each
+  // remembering its namespace: a call finds one only under that namespace.
+  const flat = task.tools.flatMap((tool) =>
+    tool.type === 'namespace'
+      ? (tool.tools ?? []).map((member) => ({ ...member, name: `${tool.name}.${member.name}`, namespace: tool.name }))
+      : [tool],
+  );
+  for (const tool of flat) {
     if (tool.type === 'computer' || tool.type === 'computer_use_preview') {
       // The computer has no name: its calls carry actions, run by /call/computer.
       registry.set('computer', { computer: true, allowedCallers: ['direct'] });
@@ -91,12 +98,16 @@ export function makeTools(task, toolsUrl) {
       const format = tool.format ?? {};
       const grammar =
         format.type === 'grammar' && format.syntax === 'regex' ? new RegExp(`^(?:${format.definition})$`) : null;
-      registry.set(tool.name, { custom: true, grammar, allowedCallers: ['direct'] });
+      registry.set(tool.name, { custom: true, grammar, allowedCallers: ['direct'], namespace: tool.namespace ?? null });
       continue;
     }
     if (tool.type !== 'function') continue;
     const validate = tool.parameters == null ? null : ajv.compile(tool.parameters);
-    registry.set(tool.name, { validate, allowedCallers: tool.allowed_callers ?? ['direct'] });
+    registry.set(tool.name, {
+      validate,
+      allowedCallers: tool.allowed_callers ?? ['direct'],
+      namespace: tool.namespace ?? null,
+    });
   }
   return {
     url: toolsUrl.replace(/\/+$/, ''),
@@ -147,15 +158,19 @@ export async function beforeDeadline(deadline, step) {
 export async function handleCall(tools, call) {
   // Everything the model sent is checked before anything is dispatched. The lookup is an
   // exact Map key: no trimming, no namespace stripping.
-  const entry = tools.registry.get(call.name);
+  const name = registeredName(call);
+  const found = tools.registry.get(name);
+  const entry = found && (found.namespace ?? null) === (call.namespace ?? null) ? found : undefined;
   if (!entry || entry.computer || Boolean(entry.custom) !== (call.type === 'custom_tool_call')) {
-    return errorOutput(`unknown tool: ${call.name}`);
+    return errorOutput(`unknown tool: ${name}`);
   }
+  // The backend runs a namespaced tool with its namespace.
+  const namespaced = (body) => (call.namespace == null ? body : { ...body, namespace: call.namespace });
   if (entry.custom) {
     if (entry.grammar && !entry.grammar.test(call.input)) {
       return errorOutput(`input does not match the grammar of ${call.name}`);
     }
-    return dispatch(tools, call, { call_id: call.call_id, input: call.input, principal: tools.principal });
+    return dispatch(tools, call, namespaced({ call_id: call.call_id, input: call.input, principal: tools.principal }));
   }
   const caller = call.caller?.type === 'program' ? 'programmatic' : 'direct';
   if (!entry.allowedCallers.includes(caller)) {
@@ -174,7 +189,13 @@ export async function handleCall(tools, call) {
     const [first] = entry.validate.errors;
     return errorOutput(`arguments do not match the schema: ${first.instancePath || '/'} ${first.message}`);
   }
-  return dispatch(tools, call, { call_id: call.call_id, arguments: args, principal: tools.principal });
+  return dispatch(tools, call, namespaced({ call_id: call.call_id, arguments: args, principal: tools.principal }));
+}
+
+/** The name a call's tool is registered under: `namespace.name` for a call that names a
+ * namespace, its bare name otherwise. */
+export function registeredName(call) {
+  return call.namespace == null ? call.name : `${call.namespace}.${call.name}`;
 }
 
 /** The computer_call_output for a computer call: its action (or batch of actions)
@@ -226,7 +247,7 @@ async function dispatch(tools, call, body, guard = { checks: [], onApproved: () 
   let answer;
   try {
     const guarded = guard.checks.length > 0;
-    if (tools.approvalRequired.has(call.name) || guarded) {
+    if (tools.approvalRequired.has(registeredName(call)) || guarded) {
       const asked = { ...body, name: call.name };
       if (guarded) asked.pending_safety_checks = guard.checks;
       const approval = await postJson(`${tools.url}/approvals`, asked);

@@ -106,7 +106,12 @@ class Tools:
         # The computer ({"type": "computer"} or "computer_use_preview"): its calls carry
         # actions, performed by the backend's /call/computer.
         self.computer = False
-        for tool in task["tools"]:
+        # A namespace's function and custom tools are registered as "namespace.name"; a
+        # call finds one only under its own namespace, never by the bare name.
+        self.namespace_of = {}
+        for tool in flat_tools(task["tools"]):
+            if tool.get("namespace_of") is not None:
+                self.namespace_of[tool["name"]] = tool["namespace_of"]
             if tool.get("type") in ("computer", "computer_use_preview"):
                 self.computer = True
                 continue
@@ -133,9 +138,10 @@ class Tools:
         # A call without a `type` (built by hand, not by the SDK) is a function call.
         if getattr(call, "type", "function_call") == "custom_tool_call":
             return self.handle_custom(call)
-        entry = self.lookup(call.name)
+        name = self.registered_name(call)
+        entry = self.lookup(name)
         if entry is None:
-            return error_output(f"unknown tool: {call.name}")
+            return error_output(f"unknown tool: {name}")
         validator, allowed_callers = entry
         if not self.caller_allowed(call, allowed_callers):
             return error_output("Function caller is excluded by allowed_callers.")
@@ -147,18 +153,30 @@ class Tools:
         if problem is not None:
             return error_output(f"arguments do not match the schema: {problem}")
         body = {"call_id": call.call_id, "arguments": args, "principal": self.principal}
-        return self.dispatch(call, body)
+        return self.dispatch(call, with_namespace(call, body))
+
+    def registered_name(self, call):
+        """The name the call's tool is registered under ("namespace.name" for a call that
+        names a namespace); the name of no tool when the call names a namespaced tool
+        without its namespace, or under another."""
+        namespace = getattr(call, "namespace", None)
+        name = call.name if namespace is None else f"{namespace}.{call.name}"
+        owner = self.namespace_of.get(name)
+        if owner != namespace:
+            return name if owner is None else f"{name} (without its namespace {owner})"
+        return name
 
     def handle_custom(self, call):
         """A custom tool call: its text `input` checked against the tool's regex grammar,
         then run with `input` in place of `arguments`."""
-        if call.name not in self.custom:
-            return error_output(f"unknown custom tool: {call.name}")
-        grammar = self.custom[call.name]
+        name = self.registered_name(call)
+        if name not in self.custom:
+            return error_output(f"unknown custom tool: {name}")
+        grammar = self.custom[name]
         if grammar is not None and grammar.fullmatch(call.input) is None:
-            return error_output(f"input does not match the grammar of {call.name}")
+            return error_output(f"input does not match the grammar of {name}")
         body = {"call_id": call.call_id, "input": call.input, "principal": self.principal}
-        return self.dispatch(call, body)
+        return self.dispatch(call, with_namespace(call, body))
 
     def handle_computer(self, call):
         """A computer call: its action (or batch of actions) performed on the backend, once
@@ -201,7 +219,7 @@ class Tools:
     def dispatch(self, call, body):
         """Approval when the tool needs one, then execution; the output to send."""
         try:
-            if self.needs_approval(call.name):
+            if self.needs_approval(self.registered_name(call)):
                 approval, refusal = self.ask_approval(call, body)
                 if refusal is not None:
                     return refusal
@@ -328,6 +346,23 @@ class Tools:
         error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
         code = "forbidden" if status == 403 else error.get("code") or f"HTTP {status}"
         return error_output(f"{code}: {error.get('message') or 'no message'}")
+
+
+def flat_tools(tools):
+    """The task's tools with each namespace's tools in its place, named "namespace.name"
+    and marked with their namespace (`namespace_of`)."""
+    for tool in tools:
+        if tool.get("type") != "namespace":
+            yield tool
+            continue
+        for member in tool.get("tools") or []:
+            yield {**member, "name": f"{tool['name']}.{member['name']}", "namespace_of": tool["name"]}
+
+
+def with_namespace(call, body):
+    """A backend request body with the call's namespace, when it names one."""
+    namespace = getattr(call, "namespace", None)
+    return body if namespace is None else {**body, "namespace": namespace}
 
 
 class ComputerRequest:

@@ -19,6 +19,7 @@ pub const CAPABILITIES: &[&str] = &[
     "webhook",
     "custom",
     "computer",
+    "namespaces",
 ];
 
 /// The capabilities of a controller that declares none.

@@ -267,6 +267,7 @@ impl Plan {
                     arguments,
                     status: None,
                     caller: caller.clone(),
+                    namespace: None,
                 }));
             }
             program_open = caller;
@@ -309,6 +310,7 @@ impl Plan {
                     arguments: json!("{\"sku\": \"A"),
                     status: Some("incomplete".to_owned()),
                     caller: None,
+                    namespace: None,
                 }));
             }
             End::IncompleteReasoning => {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::scenario::{Scenario, StateMode};
-use crate::tools::{CallValidity, Registry};
+use crate::tools::{CallValidity, Registry, qualified_name};
 use crate::transcript::{
     ControllerResult, ModelExchange, SocketEvent, ToolExchange, ToolRequestKind, Transcript,
     Unfinished, WebhookDelivery,
@@ -157,11 +157,14 @@ impl<'a> Facts<'a> {
                 .iter()
                 .filter_map(|item| Some((item, call_kind::of_call(item_type(item))?)))
             {
-                let name = match kind {
+                let bare = match kind {
                     COMPUTER => COMPUTER.tool_type,
                     _ => item["name"].as_str().unwrap_or_default(),
-                }
-                .to_owned();
+                };
+                // A namespaced call is named `namespace.name`, as the backend's ledger
+                // names the tool it ran.
+                let namespace = item["namespace"].as_str();
+                let name = qualified_name(namespace, bare);
                 let arguments = match kind {
                     COMPUTER => computer_input(item).to_string(),
                     _ => item[kind.input_field]
@@ -173,8 +176,9 @@ impl<'a> Facts<'a> {
                     (registry.judge_computer_call(), Some(computer_input(item)))
                 } else if kind == FUNCTION {
                     (
-                        registry.judge_call(
-                            &name,
+                        registry.judge_call_in(
+                            namespace,
+                            bare,
                             &arguments,
                             item.get("caller").filter(|c| !c.is_null()),
                         ),
@@ -182,7 +186,7 @@ impl<'a> Facts<'a> {
                     )
                 } else {
                     (
-                        registry.judge_custom_call(&name, &arguments),
+                        registry.judge_custom_call(namespace, bare, &arguments),
                         Some(Value::String(arguments.clone())),
                     )
                 };

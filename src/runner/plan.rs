@@ -82,6 +82,20 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if computer {
         needed.push("computer");
     }
+    // Namespaces: a controller that knows only top-level tools finds no namespaced one,
+    // so a task that offers a namespace, or a script that calls into one, needs the word.
+    let namespaces = task
+        .tools
+        .iter()
+        .any(|tool| matches!(tool, ToolRef::Inline(def) if def["type"] == "namespace"))
+        || scenario.script.iter().any(|turn| {
+            turn.output
+                .iter()
+                .any(|item| matches!(item, OutputSpec::Call(call) if call.namespace.is_some()))
+        });
+    if namespaces {
+        needed.push("namespaces");
+    }
     needed
 }
 

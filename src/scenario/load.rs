@@ -120,15 +120,28 @@ pub const HOSTED_TOOLS: &[&str] = &[
     "image_generation",
 ];
 
-/// The names of a task's tools.
+/// The names of a task's tools (`namespace.name` for the tools of a namespace).
 pub fn tool_names(scenario: &Scenario) -> Vec<String> {
     scenario
         .task
         .tools
         .iter()
-        .filter_map(|tool| match tool {
-            ToolRef::Fixture(name) => Some(name.clone()),
-            ToolRef::Inline(def) => call_kind::tool_name(def).map(str::to_owned),
+        .flat_map(|tool| match tool {
+            ToolRef::Fixture(name) => vec![name.clone()],
+            ToolRef::Inline(def) if def["type"] == "namespace" => {
+                let namespace = def["name"].as_str();
+                def["tools"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|member| member["name"].as_str())
+                    .map(|name| crate::tools::qualified_name(namespace, name))
+                    .collect()
+            }
+            ToolRef::Inline(def) => call_kind::tool_name(def)
+                .map(str::to_owned)
+                .into_iter()
+                .collect(),
         })
         .collect()
 }
@@ -165,6 +178,66 @@ fn check_custom_tool(def: &Value) -> Result<String, (String, String)> {
         }
     }
     Ok(name.to_owned())
+}
+
+/// An inline function tool: `type: function`, a `name`, and `parameters` that are a
+/// valid JSON Schema when given. Returns its name.
+fn check_function_tool(def: &Value) -> Result<String, (String, String)> {
+    let err = |needle: &str, message: String| Err((needle.to_owned(), message));
+    let Some(name) = def.get("name").and_then(Value::as_str) else {
+        return err("tools", "inline tool without a `name`: expected a function definition with `type`, `name` and `parameters`".to_owned());
+    };
+    if def.get("type").and_then(Value::as_str) != Some("function") {
+        return err(
+            name,
+            format!("inline tool '{name}': expected `type: function`"),
+        );
+    }
+    if let Some(params) = def.get("parameters")
+        && jsonschema::validator_for(params).is_err()
+    {
+        return err(
+            name,
+            format!("inline tool '{name}': `parameters` is not a valid JSON Schema"),
+        );
+    }
+    Ok(name.to_owned())
+}
+
+/// An inline `namespace` tool (the SDK's `NamespaceTool`): a `name`, a `description`, and
+/// `tools`, a non-empty list of function and custom tools. Returns its tools' names as
+/// `namespace.name`, the names `tools:` and `approval_required` give them.
+fn check_namespace_tool(def: &Value) -> Result<Vec<String>, (String, String)> {
+    let err = |needle: &str, message: String| Err((needle.to_owned(), message));
+    let Some(namespace) = def.get("name").and_then(Value::as_str) else {
+        return err("namespace", "namespace tool without a `name`".to_owned());
+    };
+    if def.get("description").and_then(Value::as_str).is_none() {
+        return err(
+            namespace,
+            format!("namespace '{namespace}': expected a `description`, which the SDK requires"),
+        );
+    }
+    let members = def.get("tools").and_then(Value::as_array);
+    let Some(members) = members.filter(|members| !members.is_empty()) else {
+        return err(
+            namespace,
+            format!(
+                "namespace '{namespace}': expected `tools`, a non-empty list of function and custom tools"
+            ),
+        );
+    };
+    members
+        .iter()
+        .map(|member| {
+            let name = if member["type"] == "custom" {
+                check_custom_tool(member)?
+            } else {
+                check_function_tool(member)?
+            };
+            Ok(crate::tools::qualified_name(Some(namespace), &name))
+        })
+        .collect()
 }
 
 /// An inline computer tool: `{type: computer}`, or `{type: computer_use_preview}` with
@@ -377,6 +450,11 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                 names.insert(name);
             }
             ToolRef::Inline(def)
+                if def.get("type").and_then(Value::as_str) == Some("namespace") =>
+            {
+                names.extend(check_namespace_tool(def)?);
+            }
+            ToolRef::Inline(def)
                 if def
                     .get("type")
                     .and_then(Value::as_str)
@@ -398,24 +476,8 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                 }
             }
             ToolRef::Inline(def) => {
-                let Some(name) = def.get("name").and_then(Value::as_str) else {
-                    return err("tools", "inline tool without a `name`: expected a function definition with `type`, `name` and `parameters`".to_owned());
-                };
-                if def.get("type").and_then(Value::as_str) != Some("function") {
-                    return err(
-                        name,
-                        format!("inline tool '{name}': expected `type: function`"),
-                    );
-                }
-                if let Some(params) = def.get("parameters")
-                    && jsonschema::validator_for(params).is_err()
-                {
-                    return err(
-                        name,
-                        format!("inline tool '{name}': `parameters` is not a valid JSON Schema"),
-                    );
-                }
-                names.insert(name.to_owned());
+                let name = check_function_tool(def)?;
+                names.insert(name);
             }
         }
     }

@@ -25,7 +25,8 @@ use crate::contract::{Delivery, StateMode};
 ///   `attempts`); a stream's `done_delay_ms` and `terminal_delay_ms`; a tool's `rate_limited` answers (`when`,
 ///   `attempts`, `retry_after`, `retry_after_ms`) and an `unavailable` rule without
 ///   `attempts` (a tool that stays down); a case's `deliveries`; a turn's
-///   `computer_call` output items (`action` or `actions`, `pending_safety_checks`).
+///   `computer_call` output items (`action` or `actions`, `pending_safety_checks`); a
+///   call's `namespace`, and `namespace` tools.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -823,6 +824,10 @@ pub struct CallSpec {
     /// The label of the program that made this call (programmatic tool calling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
+    /// The `namespace` tool the called function belongs to, as the call names it (may
+    /// be wrong on purpose).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
 }
 
 impl CallSpec {

@@ -828,6 +828,7 @@ mod tests {
                     arguments,
                     status,
                     caller: None,
+                    namespace: None,
                 })
             }),
         ]

@@ -369,6 +369,7 @@ pub(crate) fn output_items<'a>(
                 arguments: call.arguments_string(),
                 call_id: draws.call_id(index),
                 name: &call.name,
+                namespace: call.namespace.as_deref(),
                 caller_id: call.caller.as_ref().map(|label| {
                     issued
                         .programs

@@ -29,6 +29,8 @@ pub struct RegisteredTool {
     validator: Option<jsonschema::Validator>,
     /// A custom tool's `regex` grammar, anchored to match the whole input.
     grammar: Option<regex::Regex>,
+    /// The `namespace` tool it belongs to, if any: its calls must name that namespace.
+    namespace: Option<String>,
 }
 
 impl RegisteredTool {
@@ -82,33 +84,65 @@ impl Registry {
     /// Builds the registry of a scenario's task.
     pub fn new(scenario: &Scenario) -> Self {
         let mut tools = BTreeMap::new();
-        for tool in &scenario.task.tools {
-            let definition = match tool {
-                ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
-                ToolRef::Inline(def) => def.clone(),
+        let mut add = |definition: Value, namespace: Option<&str>| {
+            let Some(name) = call_kind::tool_name(&definition) else {
+                return;
             };
-            let Some(name) = call_kind::tool_name(&definition).map(str::to_owned) else {
-                continue;
-            };
+            let key = qualified_name(namespace, name);
             let validator = definition
                 .get("parameters")
                 .and_then(|schema| jsonschema::validator_for(schema).ok());
             let grammar = regex_grammar(&definition);
             tools.insert(
-                name,
+                key,
                 RegisteredTool {
                     definition,
                     validator,
                     grammar,
+                    namespace: namespace.map(str::to_owned),
                 },
             );
+        };
+        for tool in &scenario.task.tools {
+            let definition = match tool {
+                ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
+                ToolRef::Inline(def) => def.clone(),
+            };
+            // A namespace groups function and custom tools, each called with its name
+            // and the namespace's.
+            if definition["type"] == "namespace" {
+                let namespace = definition["name"].as_str().unwrap_or_default();
+                for member in definition["tools"].as_array().into_iter().flatten() {
+                    add(member.clone(), Some(namespace));
+                }
+                continue;
+            }
+            add(definition, None);
         }
         Self { tools }
     }
 
-    /// The tool named `name`.
+    /// The tool a call names: `name` alone for a tool outside any namespace, `name` in
+    /// `namespace` for one inside a namespace tool. A namespaced tool called without its
+    /// namespace, or under another, is none.
+    pub fn get_in(&self, namespace: Option<&str>, name: &str) -> Option<&RegisteredTool> {
+        self.tools
+            .get(&qualified_name(namespace, name))
+            .filter(|tool| tool.namespace.as_deref() == namespace)
+    }
+
+    /// The tool named `name`, outside any namespace.
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
-        self.tools.get(name)
+        self.get_in(None, name)
+    }
+}
+
+/// The name of a tool as the backend's ledger and the oracle's messages give it:
+/// `namespace.name` inside a namespace, `name` outside one.
+pub fn qualified_name(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}.{name}"),
+        None => name.to_owned(),
     }
 }
 
@@ -146,8 +180,13 @@ pub enum CallValidity {
 impl Registry {
     /// Judges a custom tool call the model issued: a call naming no custom tool is to
     /// an unknown tool, as the API would have no such tool to offer.
-    pub fn judge_custom_call(&self, name: &str, input: &str) -> CallValidity {
-        match self.get(name) {
+    pub fn judge_custom_call(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        input: &str,
+    ) -> CallValidity {
+        match self.get_in(namespace, name) {
             Some(tool) if tool.is_custom() => match tool.check_input(input) {
                 Ok(()) => CallValidity::Valid,
                 Err(why) => CallValidity::GrammarViolation(why),
@@ -165,9 +204,19 @@ impl Registry {
         }
     }
 
-    /// Judges a call the model issued; `caller` is the call's `caller` field.
-    pub fn judge_call(&self, name: &str, arguments: &str, caller: Option<&Value>) -> CallValidity {
-        let Some(tool) = self.get(name) else {
+    /// Judges a function call the model issued under `namespace` (its `namespace` field,
+    /// `None` outside a namespace); `caller` is the call's `caller` field.
+    pub fn judge_call_in(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        arguments: &str,
+        caller: Option<&Value>,
+    ) -> CallValidity {
+        let Some(tool) = self
+            .get_in(namespace, name)
+            .filter(|tool| !tool.is_computer())
+        else {
             return CallValidity::UnknownTool;
         };
         // without `allowed_callers` only direct calls are allowed.
@@ -370,7 +419,11 @@ impl ToolBackend {
     pub fn call(&self, state: &mut BackendState, name: &str, body: &Value) -> BackendReply {
         let mut delay_ms = 0;
         let arguments = call_input(body);
-        let (status, body, effect) = self.call_inner(state, name, body, &mut delay_ms);
+        // A namespaced tool is run with its namespace in the body; the ledger, the rules
+        // and `approval_required` name it `namespace.name`.
+        let namespace = body.get("namespace").and_then(Value::as_str);
+        let name = &qualified_name(namespace, name);
+        let (status, body, effect) = self.call_inner(state, namespace, name, body, &mut delay_ms);
         let headers = if status == 429 {
             rate_limit_rule(self.behaviours.get(name), &arguments)
                 .map(retry_headers)
@@ -394,11 +447,13 @@ impl ToolBackend {
     fn call_inner(
         &self,
         state: &mut BackendState,
+        namespace: Option<&str>,
         name: &str,
         body: &Value,
         delay_ms: &mut u64,
     ) -> (u16, Value, bool) {
-        let Some(tool) = self.registry.get(name) else {
+        let bare = namespace.map_or(name, |ns| &name[ns.len() + 1..]);
+        let Some(tool) = self.registry.get_in(namespace, bare) else {
             let (s, b) = error(
                 404,
                 "unknown_tool",
@@ -559,11 +614,10 @@ impl ToolBackend {
     /// call_id and how often that call asked, so it does not depend on the order in which
     /// parallel approval requests arrive.
     pub fn approval(&self, state: &mut BackendState, key: &str, body: &Value) -> BackendReply {
-        let name = body
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let name = qualified_name(
+            body.get("namespace").and_then(Value::as_str),
+            body.get("name").and_then(Value::as_str).unwrap_or_default(),
+        );
         let call_id = body.get("call_id").and_then(Value::as_str);
         let arguments = call_input(body);
         let (status, reply) = match call_id {
@@ -792,5 +846,68 @@ expect: {outcome: completed}
             assert_eq!((refused.status, refused.effect), (422, false), "{body}");
             assert_eq!(refused.body["error"]["code"], "invalid_input", "{body}");
         }
+    }
+
+    fn catalogue_bench(id: &str, tool: &'static str) -> Bench {
+        Bench::of(&crate::scenario::catalogue_scenario(id), tool)
+    }
+
+    #[test]
+    fn a_namespaced_tool_runs_under_its_namespace_only_and_is_named_with_it() {
+        let mut bench = catalogue_bench("tools/02-wrong-namespace", "lookup_customer");
+        let arguments = json!({"email": "ada@example.com"});
+        let ran = bench
+            .call_with(&json!({"call_id": "call_1", "namespace": "crm", "arguments": arguments}));
+        assert_eq!(
+            (ran.status, ran.name.as_str()),
+            (200, "crm.lookup_customer")
+        );
+        assert_eq!(ran.body["result"]["plan"], "team");
+        for (call_id, namespace) in [("call_2", json!(null)), ("call_3", json!("billing"))] {
+            let mut body = json!({"call_id": call_id, "arguments": arguments});
+            if !namespace.is_null() {
+                body["namespace"] = namespace;
+            }
+            let refused = bench.call_with(&body);
+            assert_eq!(refused.status, 404, "{body}");
+            assert_eq!(refused.body["error"]["code"], "unknown_tool");
+        }
+        let registry = Registry::new(&crate::scenario::catalogue_scenario(
+            "tools/02-wrong-namespace",
+        ));
+        let valid =
+            registry.judge_call_in(Some("crm"), "lookup_customer", r#"{"email":"a"}"#, None);
+        assert_eq!(valid, CallValidity::Valid);
+        for namespace in [None, Some("billing")] {
+            let judged = registry.judge_call_in(namespace, "lookup_customer", "{}", None);
+            assert_eq!(judged, CallValidity::UnknownTool, "{namespace:?}");
+        }
+        assert_eq!(
+            registry.judge_call_in(None, "crm.lookup_customer", "{}", None),
+            CallValidity::UnknownTool
+        );
+    }
+
+    #[test]
+    fn a_computer_call_returns_a_screenshot_and_a_guarded_one_needs_its_approval() {
+        let mut plain = catalogue_bench("computer/01-screenshot-answered", "computer");
+        let action = json!({"type": "click", "button": "left", "x": 412, "y": 88});
+        let ran = plain.call_with(&json!({"call_id": "call_1", "action": action}));
+        assert_eq!(ran.status, 200);
+        assert_eq!(ran.body, json!({"result": {"image_url": SCREENSHOT}}));
+        let bare = plain.call_with(&json!({"call_id": "call_2", "arguments": {}}));
+        assert_eq!(bare.status, 422, "{}", bare.body);
+        let mut guarded = catalogue_bench("computer/03-safety-check-approved", "computer");
+        let action = json!({"action": {"type": "click", "button": "left", "x": 140, "y": 320}});
+        let mut body = json!({"call_id": "call_1", "principal": "user-1"});
+        body["action"] = action["action"].clone();
+        let unapproved = guarded.call_with(&body);
+        assert_eq!(unapproved.status, 409, "{}", unapproved.body);
+        let mut asked = body.clone();
+        asked["name"] = json!("computer");
+        let approval = guarded.backend.approval(&mut guarded.state, "key", &asked);
+        assert_eq!(approval.body["approved"], true);
+        body["approval"] = approval.body["approval"].clone();
+        assert_eq!(guarded.call_with(&body).status, 200);
     }
 }

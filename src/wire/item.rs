@@ -39,6 +39,8 @@ pub enum OutputItem<'a> {
         arguments: Cow<'a, str>,
         call_id: String,
         name: &'a str,
+        /// The `namespace` tool the function belongs to, if any.
+        namespace: Option<&'a str>,
         caller_id: Option<Value>,
     },
     /// A `custom_tool_call`: a call to a `custom` tool, with free-form text `input`.
@@ -187,6 +189,7 @@ impl OutputItem<'_> {
                 arguments,
                 call_id,
                 name,
+                namespace,
                 caller_id,
             } => {
                 fields.put("id", id);
@@ -195,6 +198,9 @@ impl OutputItem<'_> {
                 fields.put("arguments", arguments);
                 fields.put("call_id", call_id);
                 fields.put("name", name);
+                if let Some(namespace) = namespace {
+                    fields.put("namespace", *namespace);
+                }
                 if let Some(caller_id) = caller_id {
                     fields.put_with("caller", |out| {
                         write_part(out, br#"{"type":"program","caller_id":"#, caller_id);
@@ -404,6 +410,7 @@ mod tests {
                 arguments: "{\"sku\":\"A7\"}".into(),
                 call_id: "call_1".into(),
                 name: "get_stock",
+                namespace: Some("crm"),
                 caller_id: Some(json!("call_p")),
             },
             OutputItem::CustomCall {

@@ -19,7 +19,7 @@ use crate::support::{
 /// left out.
 const CAPABILITIES: &str = concat!(
     "previous_response_id,stateless,conversation,stream,background,programmatic,approvals,",
-    "budgets,websocket,custom,computer"
+    "budgets,websocket,custom,computer,namespaces"
 );
 
 /// Runs a command in the repository; its stderr (or the spawn error) on failure.

@@ -58,9 +58,20 @@ pub(crate) struct FunctionCall {
     pub caller: Option<Value>,
     /// A computer call's `pending_safety_checks`: put to the approver before it runs.
     pub pending_safety_checks: Vec<Value>,
+    /// The `namespace` a call names: the tool is found under it, and run with it.
+    pub namespace: Option<String>,
 }
 
 impl FunctionCall {
+    /// The tool's name as the registry and `approval_required` know it:
+    /// `namespace.name` inside a namespace, `name` outside one.
+    pub(crate) fn qualified_name(&self) -> String {
+        match &self.namespace {
+            Some(namespace) => format!("{namespace}.{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
     /// Who made the call, in the words of `allowed_callers`: a program, or the model directly.
     pub(crate) fn caller_kind(&self) -> &'static str {
         match &self.caller {
@@ -155,6 +166,7 @@ pub(crate) fn function_calls(output: &[Value]) -> Result<Vec<FunctionCall>, Outc
                     .as_array()
                     .cloned()
                     .unwrap_or_default(),
+                namespace: item["namespace"].as_str().map(str::to_string),
             })
         })
         .collect()
@@ -371,6 +383,7 @@ mod tests {
             arguments: "{}".into(),
             caller,
             pending_safety_checks: Vec::new(),
+            namespace: None,
         };
         assert_eq!(with(None).caller_kind(), "direct");
         assert_eq!(

@@ -46,6 +46,8 @@ struct Tool {
     /// The computer (`computer` or `computer_use_preview`), known as `computer`: its
     /// calls carry actions, not arguments.
     computer: bool,
+    /// The `namespace` tool it belongs to: its calls must name that namespace.
+    namespace: Option<String>,
     /// `allowed_callers`: `direct` and/or `programmatic`; only `direct` when omitted.
     allowed_callers: Vec<String>,
 }
@@ -53,6 +55,27 @@ struct Tool {
 impl Registry {
     /// Hosted tools (`programmatic_tool_calling`, ...) are sent but are no functions to run.
     pub(crate) fn new(tools: &[Value]) -> Result<Registry, String> {
+        // A namespace's function and custom tools are registered as `namespace.name`,
+        // each remembering its namespace.
+        let flat: Vec<(Option<&str>, &Value)> = tools
+            .iter()
+            .flat_map(|tool| match tool["type"].as_str() {
+                Some("namespace") => {
+                    let namespace = tool["name"].as_str();
+                    tool["tools"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|member| (namespace, member))
+                        .collect::<Vec<_>>()
+                }
+                _ => vec![(None, tool)],
+            })
+            .collect();
+        let key = |namespace: Option<&str>, name: &str| match namespace {
+            Some(namespace) => format!("{namespace}.{name}"),
+            None => name.to_string(),
+        };
         let mut registry = HashMap::new();
         if tools
             .iter()
@@ -64,11 +87,12 @@ impl Registry {
                     schema: None,
                     custom: None,
                     computer: true,
+                    namespace: None,
                     allowed_callers: vec!["direct".to_string()],
                 },
             );
         }
-        for tool in tools.iter().filter(|tool| tool["type"] == "custom") {
+        for (namespace, tool) in flat.iter().filter(|(_, tool)| tool["type"] == "custom") {
             let Some(name) = tool["name"].as_str() else {
                 continue;
             };
@@ -83,16 +107,17 @@ impl Registry {
                 None
             };
             registry.insert(
-                name.to_string(),
+                key(*namespace, name),
                 Tool {
                     schema: None,
                     custom: Some(grammar),
                     computer: false,
+                    namespace: namespace.map(str::to_string),
                     allowed_callers: vec!["direct".to_string()],
                 },
             );
         }
-        for tool in tools.iter().filter(|tool| tool["type"] == "function") {
+        for (namespace, tool) in flat.iter().filter(|(_, tool)| tool["type"] == "function") {
             let Some(name) = tool["name"].as_str() else {
                 continue;
             };
@@ -111,11 +136,12 @@ impl Registry {
                 None => vec!["direct".to_string()],
             };
             registry.insert(
-                name.to_string(),
+                key(*namespace, name),
                 Tool {
                     schema,
                     custom: None,
                     computer: false,
+                    namespace: namespace.map(str::to_string),
                     allowed_callers,
                 },
             );
@@ -127,8 +153,16 @@ impl Registry {
     /// arguments that parse and match its schema. Returns the parsed arguments (a custom
     /// tool call's input text, once it matches the tool's grammar, as a JSON string).
     pub(crate) fn check(&self, call: &FunctionCall) -> Result<Value, String> {
-        let Some(tool) = self.tools.get(&call.name) else {
-            return Err(error_output(format!("unknown tool: {}", call.name)));
+        // A namespaced tool is found under its own namespace only, never by its bare name.
+        let Some(tool) = self
+            .tools
+            .get(&call.qualified_name())
+            .filter(|tool| tool.namespace == call.namespace)
+        else {
+            return Err(error_output(format!(
+                "unknown tool: {}",
+                call.qualified_name()
+            )));
         };
         // A call of one kind names a tool of the same kind.
         if (call.kind == CallKind::Custom) != tool.custom.is_some()
@@ -233,7 +267,7 @@ impl Tools {
             Err(rejection) => return Ok(rejection),
         };
         let guarded = call.kind == CallKind::Computer && !call.pending_safety_checks.is_empty();
-        let approval = if self.approval_required.contains(&call.name) || guarded {
+        let approval = if self.approval_required.contains(&call.qualified_name()) || guarded {
             match before_deadline(deadline, async { Ok(self.approve(call, &args).await) }).await? {
                 Ok(approval) => {
                     if guarded {
@@ -286,6 +320,9 @@ impl Tools {
             "principal": self.principal,
         });
         put_payload(&mut body, call, args);
+        if let Some(namespace) = &call.namespace {
+            body["namespace"] = json!(namespace);
+        }
         if !call.pending_safety_checks.is_empty() {
             body["pending_safety_checks"] = Value::Array(call.pending_safety_checks.clone());
         }
@@ -324,6 +361,9 @@ impl Tools {
             "principal": self.principal,
         });
         put_payload(&mut body, call, args);
+        if let Some(namespace) = &call.namespace {
+            body["namespace"] = json!(namespace);
+        }
         if let Some(approval) = approval {
             body["approval"] = json!(approval);
         }
@@ -442,6 +482,8 @@ mod tests {
             name: name.to_string(),
             arguments: arguments.to_string(),
             caller,
+            pending_safety_checks: Vec::new(),
+            namespace: None,
         }
     }
 
@@ -594,5 +636,48 @@ mod tests {
         // A call of one kind never runs a tool of the other.
         assert!(registry.check(&custom("ping", "{}")).is_err());
         assert!(registry.check(&call("stock_of", "{}", None)).is_err());
+    }
+
+    #[test]
+    fn a_namespaced_function_is_found_under_its_namespace_only() {
+        let registry = Registry::new(&[
+            json!({"type": "namespace", "name": "crm", "description": "CRM",
+                   "tools": [{"type": "function", "name": "lookup", "parameters": null}]}),
+            json!({"type": "function", "name": "ping", "parameters": null}),
+        ])
+        .unwrap();
+        let under = |namespace: Option<&str>, name: &str| FunctionCall {
+            namespace: namespace.map(str::to_string),
+            ..call(name, "{}", None)
+        };
+        assert_eq!(registry.check(&under(Some("crm"), "lookup")), Ok(json!({})));
+        assert_eq!(registry.check(&under(None, "ping")), Ok(json!({})));
+        for (namespace, name) in [
+            (None, "lookup"),
+            (Some("billing"), "lookup"),
+            (None, "crm.lookup"),
+            (Some("crm"), "ping"),
+        ] {
+            let rejection = registry.check(&under(namespace, name)).unwrap_err();
+            assert!(
+                error_of(&rejection).starts_with("unknown tool"),
+                "{namespace:?} {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_computer_call_runs_its_actions_only_when_the_task_offers_the_computer() {
+        let computer = FunctionCall {
+            kind: CallKind::Computer,
+            ..call("computer", r#"{"action":{"type":"screenshot"}}"#, None)
+        };
+        let offered = Registry::new(&[json!({"type": "computer"})]).unwrap();
+        assert_eq!(
+            offered.check(&computer),
+            Ok(json!({"action": {"type": "screenshot"}}))
+        );
+        let without = Registry::new(&[json!({"type": "function", "name": "computer"})]).unwrap();
+        assert!(without.check(&computer).is_err());
     }
 }

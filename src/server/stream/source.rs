@@ -420,6 +420,7 @@ mod tests {
                 arguments: "{\"city\":\"Zürich\"}".into(),
                 call_id: "call_1".into(),
                 name: "f",
+                namespace: None,
                 caller_id: None,
             },
             OutputItem::Call {
@@ -428,6 +429,7 @@ mod tests {
                 arguments: "{\"city\":\"Genève\"}".into(),
                 call_id: "call_2".into(),
                 name: "f",
+                namespace: None,
                 caller_id: None,
             },
         ];
