@@ -110,6 +110,9 @@ export function makeTools(task, toolsUrl) {
     });
   }
   return {
+    // A client tool search looks through the deferred tools (`defer_loading: true`).
+    search: task.tools.some((tool) => tool.type === 'tool_search' && tool.execution === 'client'),
+    catalogue: task.tools.filter((tool) => tool.defer_loading === true),
     url: toolsUrl.replace(/\/+$/, ''),
     principal: task.principal,
     approvalRequired: new Set(task.approval_required ?? []),
@@ -234,6 +237,29 @@ export async function handleComputer(tools, call) {
   return item;
 }
 
+/** The tool_search_output for a client tool search: run on the backend's
+ * /call/tool_search with its arguments, answered with the catalogue's definitions of the
+ * tools it found (none when the search failed, or the task offers no client search). */
+export async function handleToolSearch(tools, call) {
+  const item = { type: 'tool_search_output', call_id: call.call_id, execution: 'client', tools: [] };
+  if (!tools.search) {
+    log(`  ${call.call_id}: no client tool search offered, nothing searched`);
+    return item;
+  }
+  const body = { call_id: call.call_id, arguments: call.arguments, principal: tools.principal };
+  const output = await dispatch(tools, { name: 'tool_search', call_id: call.call_id }, body);
+  let result = null;
+  try {
+    result = JSON.parse(output);
+  } catch {
+    // not JSON: nothing found
+  }
+  for (const name of Array.isArray(result?.tools) ? result.tools : []) {
+    item.tools.push(...tools.catalogue.filter((tool) => tool.name === name));
+  }
+  return item;
+}
+
 /** Approval when the tool needs one (or, for a computer call, when it has pending safety
  * checks), then execution on the backend: the output to send. */
 async function dispatch(tools, call, body, guard = { checks: [], onApproved: () => {} }) {
@@ -313,6 +339,7 @@ export const ANSWER_TYPES = {
   function_call: 'function_call_output',
   custom_tool_call: 'custom_tool_call_output',
   computer_call: 'computer_call_output',
+  tool_search_call: 'tool_search_output',
 };
 
 /** The output item of the call's kind for a call. It echoes the call's `caller`: a
@@ -328,6 +355,12 @@ export function outputItem(call, output) {
 export async function answerCalls(tools, calls) {
   const outputs = [];
   for (const call of calls) {
+    if (call.type === 'tool_search_call') {
+      const item = await impl.handleToolSearch(tools, call);
+      log(`  ${call.call_id} tool_search -> ${item.tools.map((tool) => tool.name)}`);
+      outputs.push(item);
+      continue;
+    }
     if (call.type === 'computer_call') {
       const item = await impl.handleComputer(tools, call);
       log(`  ${call.call_id} computer -> ${JSON.stringify(item.output).slice(0, 120)}`);
@@ -741,8 +774,14 @@ export function checkStatus(response) {
  * result alone (the model answers from it in one more request). */
 export function isFinal(response) {
   const kinds = new Set(response.output.map((item) => item.type));
-  const calls = Object.keys(ANSWER_TYPES).some((type) => kinds.has(type));
+  const calls = response.output.some(isPending);
   return !calls && (!kinds.has('program_output') || kinds.has('message'));
+}
+
+/** Whether an output item is a call this loop answers: a server-executed tool search is
+ * hosted, replayed only. */
+export function isPending(item) {
+  return item.type in ANSWER_TYPES && (item.type !== 'tool_search_call' || item.execution === 'client');
 }
 
 /** The answer: the text of every output_text part of every message (the SDKs' `output_text`,
@@ -838,7 +877,7 @@ async function rounds(task, client, tools, deadline, socket) {
     const body = impl.requestBody(state);
     const response = await beforeDeadline(deadline, (options) => impl.send(client, body, options, socket));
     impl.checkStatus(response);
-    const calls = response.output.filter((item) => item.type in ANSWER_TYPES);
+    const calls = response.output.filter(isPending);
     const kinds = [...new Set(response.output.map((item) => item.type))].sort();
     log(`round ${round}/${maxRounds}: ${calls.length} function call(s), items ${kinds}`);
     if (impl.isFinal(response)) return impl.finalAnswer(response);
@@ -883,7 +922,7 @@ export async function main() {
 
 /** Every piece the loop calls; replace one to inject a defect (see harness/mutants/). */
 export const impl = {
-  makeTools, handleCall, handleComputer, outputItem, answerCalls, streamResponse, socketResponse, send, checkStatus, isFinal,
+  makeTools, handleCall, handleComputer, handleToolSearch, outputItem, answerCalls, streamResponse, socketResponse, send, checkStatus, isFinal,
   finalAnswer, replayItems, initialState, requestBody, advance, run, makeClient, startClock,
 };
 

@@ -109,6 +109,12 @@ class Tools:
         # A namespace's function and custom tools are registered as "namespace.name"; a
         # call finds one only under its own namespace, never by the bare name.
         self.namespace_of = {}
+        # A client-executed tool search looks through the deferred tools
+        # (`defer_loading: true`), the catalogue whose definitions it loads.
+        self.search = any(
+            tool.get("type") == "tool_search" and tool.get("execution") == "client" for tool in task["tools"]
+        )
+        self.catalogue = [tool for tool in task["tools"] if tool.get("defer_loading") is True]
         for tool in flat_tools(task["tools"]):
             if tool.get("namespace_of") is not None:
                 self.namespace_of[tool["name"]] = tool["namespace_of"]
@@ -214,6 +220,25 @@ class Tools:
             return item
         if isinstance(result, dict):
             item["output"].update({k: result[k] for k in ("image_url", "file_id") if k in result})
+        return item
+
+    def handle_tool_search(self, call):
+        """A client tool search: run on the backend's /call/tool_search with its
+        arguments; answered with the catalogue's definitions of the tools it found (none
+        when the search failed, or the task offers no client tool search)."""
+        item = {"type": "tool_search_output", "call_id": call.call_id, "execution": "client", "tools": []}
+        if not self.search:
+            log(f"  {call.call_id}: no client tool search offered, nothing searched")
+            return item
+        body = {"call_id": call.call_id, "arguments": call.arguments, "principal": self.principal}
+        try:
+            result = json.loads(self.execute(SearchRequest(call.call_id), body))
+        except OSError as err:  # urllib.error.URLError is an OSError
+            log(f"  {call.call_id}: tool backend unreachable: {err}")
+            return item
+        found = result.get("tools") if isinstance(result, dict) else None
+        for name in found if isinstance(found, list) else []:
+            item["tools"].extend(tool for tool in self.catalogue if tool.get("name") == name)
         return item
 
     def dispatch(self, call, body):
@@ -363,6 +388,15 @@ def with_namespace(call, body):
     """A backend request body with the call's namespace, when it names one."""
     namespace = getattr(call, "namespace", None)
     return body if namespace is None else {**body, "namespace": namespace}
+
+
+class SearchRequest:
+    """A tool search call as the backend's requests name it: the `tool_search` tool."""
+
+    name = "tool_search"
+
+    def __init__(self, call_id):
+        self.call_id = call_id
 
 
 class ComputerRequest:
@@ -820,11 +854,17 @@ ANSWER_TYPES = {
     "function_call": "function_call_output",
     "custom_tool_call": "custom_tool_call_output",
     "computer_call": "computer_call_output",
+    "tool_search_call": "tool_search_output",
 }
 
 
 def pending_calls(response):
-    return [item for item in response.output if item.type in ANSWER_TYPES]
+    """The calls to answer: a server-executed tool search is hosted, replayed only."""
+    return [
+        item
+        for item in response.output
+        if item.type in ANSWER_TYPES and getattr(item, "execution", "client") == "client"
+    ]
 
 
 def is_final(response, calls):
@@ -851,6 +891,11 @@ def answer_calls(calls, tools):
     """One output per call, in the calls' order."""
     outputs = []
     for call in calls:
+        if getattr(call, "type", None) == "tool_search_call":
+            item = tools.handle_tool_search(call)
+            log(f"  {call.call_id} tool_search -> {[tool.get('name') for tool in item['tools']]}")
+            outputs.append(item)
+            continue
         if getattr(call, "type", None) == "computer_call":
             item = tools.handle_computer(call)
             log(f"  {call.call_id} computer -> {item['output']}")

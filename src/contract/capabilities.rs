@@ -20,6 +20,7 @@ pub const CAPABILITIES: &[&str] = &[
     "custom",
     "computer",
     "namespaces",
+    "tool_search",
 ];
 
 /// The capabilities of a controller that declares none.

@@ -8,7 +8,7 @@ use super::facts::{Facts, output_text};
 use super::verdict::{CheckResult, Diff};
 use crate::json_compare::json_equal;
 use crate::tools::CallValidity;
-use crate::wire::call_kind::{self, COMPUTER, FUNCTION};
+use crate::wire::call_kind::{self, COMPUTER, FUNCTION, TOOL_SEARCH};
 use crate::wire::request::{call_id, item_type};
 
 /// The `call-id` checks.
@@ -80,7 +80,10 @@ fn own_id(f: &Facts) -> CheckResult {
     for (position, request) in f.requests.iter().enumerate() {
         for item in Facts::input_of(request) {
             let kind = item_type(&item);
-            if call_kind::of_answer(kind).is_none() {
+            // A server-executed search's output, replayed, answers no call of the
+            // controller's: it has no call_id.
+            let hosted = kind == TOOL_SEARCH.answer && call_id(&item).is_none();
+            if call_kind::of_answer(kind).is_none() || hosted {
                 continue;
             }
             seen += 1;
@@ -307,6 +310,17 @@ fn borrowed_result(
 /// a `computer_call_output`'s screenshot without its `type` (the backend's result is
 /// `{"image_url": ...}` or `{"file_id": ...}`).
 fn answered_value(output: &Value) -> Option<Value> {
+    // A tool search's output carries the definitions of the tools it loaded; the
+    // backend's result names them.
+    if item_type(output) == TOOL_SEARCH.answer {
+        let names: Vec<Value> = output
+            .get("tools")?
+            .as_array()?
+            .iter()
+            .map(|tool| tool["name"].clone())
+            .collect();
+        return Some(serde_json::json!({"tools": names}));
+    }
     if item_type(output) == COMPUTER.answer {
         let mut screenshot = output.get("output")?.as_object()?.clone();
         screenshot.remove("type");

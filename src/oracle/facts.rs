@@ -9,7 +9,7 @@ use crate::transcript::{
     ControllerResult, ModelExchange, SocketEvent, ToolExchange, ToolRequestKind, Transcript,
     Unfinished, WebhookDelivery,
 };
-use crate::wire::call_kind::{self, COMPUTER, CallKind, FUNCTION};
+use crate::wire::call_kind::{self, COMPUTER, CallKind, FUNCTION, TOOL_SEARCH};
 use crate::wire::replay::is_replay_of;
 use crate::wire::request::{call_id, item_type};
 
@@ -153,12 +153,15 @@ impl<'a> Facts<'a> {
             };
             let output = response["output"].as_array().cloned().unwrap_or_default();
             let mut call_indices = Vec::new();
+            // A server-executed tool search is hosted: the controller replays it and
+            // answers nothing.
             for (item, kind) in output
                 .iter()
                 .filter_map(|item| Some((item, call_kind::of_call(item_type(item))?)))
+                .filter(|(item, kind)| *kind != TOOL_SEARCH || item["execution"] == "client")
             {
                 let bare = match kind {
-                    COMPUTER => COMPUTER.tool_type,
+                    COMPUTER | TOOL_SEARCH => kind.tool_type,
                     _ => item["name"].as_str().unwrap_or_default(),
                 };
                 // A namespaced call is named `namespace.name`, as the backend's ledger
@@ -167,12 +170,18 @@ impl<'a> Facts<'a> {
                 let name = qualified_name(namespace, bare);
                 let arguments = match kind {
                     COMPUTER => computer_input(item).to_string(),
+                    TOOL_SEARCH => item["arguments"].to_string(),
                     _ => item[kind.input_field]
                         .as_str()
                         .unwrap_or_default()
                         .to_owned(),
                 };
-                let (validity, parsed) = if kind == COMPUTER {
+                let (validity, parsed) = if kind == TOOL_SEARCH {
+                    (
+                        registry.judge_tool_search_call(),
+                        Some(item["arguments"].clone()),
+                    )
+                } else if kind == COMPUTER {
                     (registry.judge_computer_call(), Some(computer_input(item)))
                 } else if kind == FUNCTION {
                     (

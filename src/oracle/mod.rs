@@ -21,6 +21,7 @@ mod stream;
 mod terminal;
 #[cfg(test)]
 mod test_support;
+mod tool_search;
 mod transport;
 mod verdict;
 mod websocket;

@@ -96,6 +96,18 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if namespaces {
         needed.push("namespaces");
     }
+    // A client tool search is the controller's to run; a server-executed one is hosted,
+    // replayed like any item, and needs nothing.
+    let client_search = task.tools.iter().any(|tool| {
+        matches!(tool, ToolRef::Inline(def) if def["type"] == "tool_search" && def["execution"] == "client")
+    }) || scenario.script.iter().any(|turn| {
+        turn.output.iter().any(
+            |item| matches!(item, OutputSpec::ToolSearchCall(search) if search.execution() == "client"),
+        )
+    });
+    if client_search {
+        needed.push("tool_search");
+    }
     needed
 }
 

@@ -12,7 +12,7 @@ use super::model::{
 };
 use crate::contract::{Delivery, StateMode};
 use crate::scenario::fixtures;
-use crate::wire::call_kind::{self, COMPUTER, COMPUTER_TOOL_TYPES};
+use crate::wire::call_kind::{self, COMPUTER, COMPUTER_TOOL_TYPES, TOOL_SEARCH};
 
 /// A scenario file that could not be loaded, with where and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -450,6 +450,17 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                 names.insert(name);
             }
             ToolRef::Inline(def)
+                if def.get("type").and_then(Value::as_str) == Some("tool_search") =>
+            {
+                if !matches!(def["execution"].as_str(), None | Some("client" | "server")) {
+                    return err(
+                        "tool_search",
+                        "tool_search tool: `execution` is `client` or `server`".to_owned(),
+                    );
+                }
+                names.insert(TOOL_SEARCH.tool_type.to_owned());
+            }
+            ToolRef::Inline(def)
                 if def.get("type").and_then(Value::as_str) == Some("namespace") =>
             {
                 names.extend(check_namespace_tool(def)?);
@@ -553,8 +564,31 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
         }
     }
     for item in scenario.script.iter().flat_map(|turn| &turn.output) {
-        if let OutputSpec::ComputerCall(call) = item {
-            check_computer_call(call)?;
+        match item {
+            OutputSpec::ComputerCall(call) => check_computer_call(call)?,
+            OutputSpec::ToolSearchCall(search) => {
+                if !matches!(search.execution(), "client" | "server")
+                    || !search.arguments.is_object()
+                {
+                    return err(
+                        "tool_search_call",
+                        "a tool_search_call has `arguments`, an object, and an `execution` of `client` or `server`".to_owned(),
+                    );
+                }
+            }
+            OutputSpec::ToolSearchOutput(output) => {
+                if let Some(tool) = output
+                    .tools
+                    .iter()
+                    .find(|tool| tool["name"].as_str().is_none())
+                {
+                    return err(
+                        "tool_search_output",
+                        format!("a tool_search_output loads {tool}, which has no `name`"),
+                    );
+                }
+            }
+            _ => {}
         }
     }
     let mut programs = BTreeSet::new();

@@ -613,6 +613,12 @@ pub enum OutputSpec {
     /// A call to the `computer` tool: an action (or a batch of them) to perform.
     #[serde(rename = "computer_call")]
     ComputerCall(ComputerCallSpec),
+    /// A `tool_search_call`: a search of the task's deferred tools.
+    #[serde(rename = "tool_search_call")]
+    ToolSearchCall(ToolSearchCallSpec),
+    /// A `tool_search_output` the server made for a server-executed search before it.
+    #[serde(rename = "tool_search_output")]
+    ToolSearchOutput(ToolSearchOutputSpec),
     /// A `program` item of programmatic tool calling.
     Program(ProgramSpec),
     /// A `program_output` item: the program's result.
@@ -662,6 +668,34 @@ impl ComputerCallSpec {
         }
         Value::Object(input)
     }
+}
+
+/// A scripted `tool_search_call` (the SDK's `ResponseToolSearchCall`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSearchCallSpec {
+    /// The search's `arguments`, an object (e.g. `{query: ...}`).
+    pub arguments: Value,
+    /// `client` (the default): the controller runs the search and answers it with a
+    /// `tool_search_output`; `server`: a hosted search, with no `call_id`, which a
+    /// `tool_search_output` item after it answers and the controller only replays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<String>,
+}
+
+impl ToolSearchCallSpec {
+    /// `client` or `server`.
+    pub fn execution(&self) -> &str {
+        self.execution.as_deref().unwrap_or("client")
+    }
+}
+
+/// A scripted server-made `tool_search_output`: the tools the hosted search loaded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSearchOutputSpec {
+    /// The loaded tool definitions, as the task's deferred tools define them.
+    pub tools: Vec<Value>,
 }
 
 /// A pending safety check on a computer call.

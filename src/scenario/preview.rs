@@ -196,6 +196,21 @@ fn turn_lines(number: usize, turn: &Turn) -> String {
                 };
                 format!("computer_call {}{guarded}", call.input())
             }
+            OutputSpec::ToolSearchCall(search) => {
+                format!(
+                    "tool_search_call ({}) {}",
+                    search.execution(),
+                    search.arguments
+                )
+            }
+            OutputSpec::ToolSearchOutput(output) => {
+                let names: Vec<&str> = output
+                    .tools
+                    .iter()
+                    .filter_map(|tool| tool["name"].as_str())
+                    .collect();
+                format!("tool_search_output loading {}", names.join(", "))
+            }
             OutputSpec::Program(program) => format!("program {}", program.label),
             OutputSpec::ProgramOutput(output) => {
                 format!("program_output of {}: {:?}", output.program, output.result)

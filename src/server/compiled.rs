@@ -241,7 +241,10 @@ fn compilable(turn: &Turn) -> bool {
             OutputSpec::Call(call) => call.caller.is_none(),
             OutputSpec::Program(_) | OutputSpec::ProgramOutput(_) => false,
             // Served by the writers and the planner: rare enough not to be compiled.
-            OutputSpec::CustomCall(_) | OutputSpec::ComputerCall(_) => false,
+            OutputSpec::CustomCall(_)
+            | OutputSpec::ComputerCall(_)
+            | OutputSpec::ToolSearchCall(_)
+            | OutputSpec::ToolSearchOutput(_) => false,
             _ => true,
         })
 }

@@ -184,12 +184,14 @@ impl Follower {
 
 /// The types of the items the server generates: a follower of one of these keeps its
 /// type without a copy.
-const GENERATED_KINDS: [&str; 7] = [
+const GENERATED_KINDS: [&str; 9] = [
     "reasoning",
     "message",
     "function_call",
     "custom_tool_call",
     "computer_call",
+    "tool_search_call",
+    "tool_search_output",
     "program",
     "program_output",
 ];
@@ -391,6 +393,16 @@ pub(crate) fn output_items<'a>(
                 actions: call.actions.as_deref(),
                 pending_safety_checks: serde_json::to_value(&call.pending_safety_checks)
                     .unwrap_or_default(),
+            },
+            OutputSpec::ToolSearchCall(search) => OutputItem::ToolSearchCall {
+                id: draws.item_id("tsc", index),
+                call_id: (search.execution() == "client").then(|| draws.call_id(index)),
+                arguments: &search.arguments,
+                execution: search.execution(),
+            },
+            OutputSpec::ToolSearchOutput(output) => OutputItem::ToolSearchOutput {
+                id: draws.item_id("tso", index),
+                tools: &output.tools,
             },
             OutputSpec::Program(program) => {
                 let item = OutputItem::Program {

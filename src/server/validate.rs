@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::script::Issued;
 use crate::wire::ApiError;
-use crate::wire::call_kind::{self, CALL_KINDS, COMPUTER, FUNCTION};
+use crate::wire::call_kind::{self, CALL_KINDS, COMPUTER, FUNCTION, TOOL_SEARCH};
 use crate::wire::ids::has_prefix;
 use crate::wire::request::ItemKeys;
 
@@ -126,6 +126,8 @@ fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
             "acknowledged_safety_checks",
             "status",
         ],
+        "tool_search_call" => &["type", "id", "call_id", "arguments", "execution", "status"],
+        "tool_search_output" => &["type", "id", "call_id", "execution", "status", "tools"],
         "item_reference" => &["type", "id"],
         "program" => &["type", "id", "call_id", "code", "fingerprint"],
         "program_output" => &["type", "id", "call_id", "result", "status"],
@@ -165,6 +167,11 @@ pub fn resolve_input<'a>(
             let output = item.get("output");
             if output.and_then(|o| o.get("type")) != Some(&Value::from("computer_screenshot")) {
                 return Err(ApiError::screenshot_type(index, output));
+            }
+        } else if kind == TOOL_SEARCH.answer {
+            let tools = item.get("tools");
+            if !matches!(tools, Some(Value::Array(_))) {
+                return Err(ApiError::tools_type(index, tools));
             }
         } else if call_kind::of_answer(kind).is_some()
             && !matches!(parts, Some(Value::String(_) | Value::Array(_)))
@@ -332,7 +339,9 @@ fn check_answers(context: &Context, kind: call_kind::CallKind) -> Result<(), Api
         .collect();
     let function = kind == FUNCTION;
     for item in &context.input {
-        if item.kind == kind.answer {
+        // A server-executed search's output has no call_id: it answers no call of the
+        // controller's.
+        if item.kind == kind.answer && !(kind == TOOL_SEARCH && item.call_id.is_none()) {
             let id = item.call_id.unwrap_or_default();
             if !calls.contains(id) {
                 return Err(if function {

@@ -10,7 +10,7 @@ use crate::scenario::fixtures::{self, DEFAULT_REFUSAL};
 use crate::scenario::{OutputSpec, RateLimitRule, Scenario, ToolBehaviour, ToolRef};
 use crate::transcript::ToolRequestKind;
 use crate::wire::IdGen;
-use crate::wire::call_kind::{self, COMPUTER};
+use crate::wire::call_kind::{self, COMPUTER, TOOL_SEARCH};
 
 /// Arguments that violate a tool's schema: the first violation, and where it is.
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +129,25 @@ impl Registry {
         self.tools
             .get(&qualified_name(namespace, name))
             .filter(|tool| tool.namespace.as_deref() == namespace)
+    }
+
+    /// The deferred tools (`defer_loading: true`) outside any namespace: the catalogue a
+    /// client tool search looks through.
+    pub fn deferred(&self) -> Vec<&Value> {
+        self.tools
+            .values()
+            .filter(|tool| tool.namespace.is_none() && tool.definition["defer_loading"] == true)
+            .map(|tool| &tool.definition)
+            .collect()
+    }
+
+    /// Judges a tool search call the model issued: valid when the task offers a
+    /// client-executed `tool_search` tool.
+    pub fn judge_tool_search_call(&self) -> CallValidity {
+        match self.get(TOOL_SEARCH.tool_type) {
+            Some(tool) if tool.definition["execution"] == "client" => CallValidity::Valid,
+            _ => CallValidity::UnknownTool,
+        }
     }
 
     /// The tool named `name`, outside any namespace.
@@ -289,8 +308,43 @@ fn computer_actions(body: &Value) -> Option<Value> {
 /// The screenshot a computer action returns when the case scripts none: a 1x1 PNG.
 pub const SCREENSHOT: &str = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
-/// The result a fixture tool returns for these arguments.
-pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments: &Value) -> Value {
+/// The default result of a client tool search: `{"tools": [names]}`, the deferred tools
+/// (`defer_loading: true`) whose name or description holds a word of the search's
+/// `query` (a word of three letters or more, in any case; `_` separates words).
+pub fn search_catalogue(catalogue: &[&Value], arguments: &Value) -> Value {
+    let query = arguments["query"]
+        .as_str()
+        .unwrap_or_default()
+        .to_lowercase();
+    let words: Vec<&str> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| word.len() >= 3)
+        .collect();
+    let found: Vec<&str> = catalogue
+        .iter()
+        .filter(|tool| {
+            let text = format!(
+                "{} {}",
+                tool["name"].as_str().unwrap_or_default(),
+                tool["description"].as_str().unwrap_or_default()
+            )
+            .to_lowercase();
+            let tool_words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).collect();
+            words.iter().any(|word| tool_words.contains(word))
+        })
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    json!({"tools": found})
+}
+
+/// The result a fixture tool returns for these arguments; `catalogue` holds the task's
+/// deferred tools, which a client tool search looks through.
+pub fn scripted_result(
+    behaviour: Option<&ToolBehaviour>,
+    name: &str,
+    arguments: &Value,
+    catalogue: &[&Value],
+) -> Value {
     let rule = behaviour.and_then(|b| {
         b.results
             .iter()
@@ -302,6 +356,7 @@ pub fn scripted_result(behaviour: Option<&ToolBehaviour>, name: &str, arguments:
         // Echo the arguments so that results of different calls differ: a controller that
         // pairs results with the wrong call is then visible.
         (None, None) if name == COMPUTER.tool_type => json!({"image_url": SCREENSHOT}),
+        (None, None) if name == TOOL_SEARCH.tool_type => search_catalogue(catalogue, arguments),
         (None, None) if arguments.is_string() => {
             json!({"tool": name, "input": arguments, "ok": true})
         }
@@ -598,7 +653,7 @@ impl ToolBackend {
         if let Some(result) = state.executed.get(call_id) {
             return (200, json!({"result": result}), false);
         }
-        let mut result = scripted_result(behaviour, name, &arguments);
+        let mut result = scripted_result(behaviour, name, &arguments, &self.registry.deferred());
         let runs = state.runs.entry(name.to_owned()).or_insert(0);
         *runs += 1;
         if let (Some(field), Value::Object(fields)) =

@@ -77,22 +77,39 @@ pub const COMPUTER: CallKind = CallKind {
     answer_ref: "call_id",
 };
 
+/// A client-executed `tool_search` tool's call: JSON `arguments` (an object, not text),
+/// answered by a `tool_search_output` carrying the tools it loaded. A server-executed
+/// search (`execution: "server"`) has no `call_id`: hosted, it is never answered.
+pub const TOOL_SEARCH: CallKind = CallKind {
+    call: "tool_search_call",
+    answer: "tool_search_output",
+    words: "tool search call",
+    input_field: "arguments",
+    id_prefix: "tsc",
+    tool_type: "tool_search",
+    call_ref: "call_id",
+    answer_ref: "call_id",
+};
+
 /// The tool `type`s that offer the computer: the SDK's `ComputerTool` and
 /// `ComputerUsePreviewTool`.
 pub const COMPUTER_TOOL_TYPES: [&str; 2] = ["computer", "computer_use_preview"];
 
-/// The name a tool definition is known by: its `name`, or `computer` for a computer tool,
-/// which has none.
+/// The name a tool definition is known by: its `name`, or `computer` for a computer tool
+/// and `tool_search` for a tool search tool, which have none.
 pub fn tool_name(definition: &serde_json::Value) -> Option<&str> {
     let kind = definition.get("type").and_then(serde_json::Value::as_str);
     if kind.is_some_and(|kind| COMPUTER_TOOL_TYPES.contains(&kind)) {
         return Some(COMPUTER.tool_type);
     }
+    if kind == Some(TOOL_SEARCH.tool_type) {
+        return Some(TOOL_SEARCH.tool_type);
+    }
     definition.get("name").and_then(serde_json::Value::as_str)
 }
 
 /// Every kind, functions first.
-pub const CALL_KINDS: [CallKind; 3] = [FUNCTION, CUSTOM, COMPUTER];
+pub const CALL_KINDS: [CallKind; 4] = [FUNCTION, CUSTOM, COMPUTER, TOOL_SEARCH];
 
 /// The kind whose call item has this `type`.
 pub fn of_call(item_type: &str) -> Option<CallKind> {

@@ -60,6 +60,15 @@ pub enum OutputItem<'a> {
         actions: Option<&'a [Value]>,
         pending_safety_checks: Value,
     },
+    /// A `tool_search_call`; a server-executed one has no `call_id` (null).
+    ToolSearchCall {
+        id: String,
+        call_id: Option<String>,
+        arguments: &'a Value,
+        execution: &'a str,
+    },
+    /// A server-made `tool_search_output`, with the tools the search loaded.
+    ToolSearchOutput { id: String, tools: &'a [Value] },
     /// A `program` (programmatic tool calling).
     Program {
         id: String,
@@ -86,6 +95,8 @@ impl OutputItem<'_> {
             | OutputItem::Call { id, .. }
             | OutputItem::CustomCall { id, .. }
             | OutputItem::ComputerCall { id, .. }
+            | OutputItem::ToolSearchCall { id, .. }
+            | OutputItem::ToolSearchOutput { id, .. }
             | OutputItem::Program { id, .. }
             | OutputItem::ProgramOutput { id, .. } => id,
         }
@@ -99,6 +110,8 @@ impl OutputItem<'_> {
             OutputItem::Call { .. } => "function_call",
             OutputItem::CustomCall { .. } => "custom_tool_call",
             OutputItem::ComputerCall { .. } => "computer_call",
+            OutputItem::ToolSearchCall { .. } => "tool_search_call",
+            OutputItem::ToolSearchOutput { .. } => "tool_search_output",
             OutputItem::Program { .. } => "program",
             OutputItem::ProgramOutput { .. } => "program_output",
         }
@@ -123,6 +136,7 @@ impl OutputItem<'_> {
             | OutputItem::ComputerCall { call_id, .. }
             | OutputItem::Program { call_id, .. } => Some(call_id),
             OutputItem::ProgramOutput { call_id, .. } => call_id.as_str(),
+            OutputItem::ToolSearchCall { call_id, .. } => call_id.as_deref(),
             _ => None,
         }
     }
@@ -237,6 +251,30 @@ impl OutputItem<'_> {
                 }
                 fields.put("call_id", call_id);
                 fields.put("pending_safety_checks", pending_safety_checks);
+            }
+            OutputItem::ToolSearchCall {
+                id,
+                call_id,
+                arguments,
+                execution,
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", "completed");
+                fields.put("arguments", *arguments);
+                match call_id {
+                    Some(call_id) => fields.put("call_id", call_id),
+                    None => fields.put("call_id", &Value::Null),
+                }
+                fields.put("execution", *execution);
+            }
+            OutputItem::ToolSearchOutput { id, tools } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", "completed");
+                fields.put("call_id", &Value::Null);
+                fields.put("execution", "server");
+                fields.put("tools", *tools);
             }
             // A program and its output put `type` first.
             OutputItem::Program {
@@ -382,6 +420,8 @@ mod tests {
 
     fn every_kind() -> Vec<OutputItem<'static>> {
         static SUMMARY: [String; 0] = [];
+        static QUERY: std::sync::LazyLock<Value> =
+            std::sync::LazyLock::new(|| json!({"query": "orders"}));
         static CLICK: std::sync::LazyLock<Value> =
             std::sync::LazyLock::new(|| json!({"type": "click", "button": "left", "x": 1, "y": 2}));
         vec![
@@ -425,6 +465,16 @@ mod tests {
                 action: Some(&*CLICK),
                 actions: None,
                 pending_safety_checks: json!([{"id": "cu_sc_1", "code": "sensitive_domain", "message": "m"}]),
+            },
+            OutputItem::ToolSearchCall {
+                id: "tsc_1".into(),
+                call_id: Some("call_4".into()),
+                arguments: &*QUERY,
+                execution: "client",
+            },
+            OutputItem::ToolSearchOutput {
+                id: "tso_1".into(),
+                tools: std::slice::from_ref(&*CLICK),
             },
             OutputItem::Program {
                 id: "cm_1".into(),

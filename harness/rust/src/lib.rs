@@ -282,6 +282,9 @@ async fn rounds(
                     &output,
                     tools.checks_approved(&call.call_id),
                 ),
+                response::CallKind::ToolSearch => {
+                    response::tool_search_output(call, &output, tools.catalogue())
+                }
                 _ => response::function_call_output(call, output),
             });
         }

@@ -13,6 +13,8 @@ pub(crate) enum CallKind {
     Custom,
     /// A `computer_call`, with an `action` or a batch of `actions`.
     Computer,
+    /// A client-executed `tool_search_call`, with JSON `arguments` (an object).
+    ToolSearch,
 }
 
 impl CallKind {
@@ -22,6 +24,7 @@ impl CallKind {
             "function_call" => Some(CallKind::Function),
             "custom_tool_call" => Some(CallKind::Custom),
             "computer_call" => Some(CallKind::Computer),
+            "tool_search_call" => Some(CallKind::ToolSearch),
             _ => None,
         }
     }
@@ -32,6 +35,7 @@ impl CallKind {
             CallKind::Function => "arguments",
             CallKind::Custom => "input",
             CallKind::Computer => "action",
+            CallKind::ToolSearch => "arguments",
         }
     }
 
@@ -41,6 +45,7 @@ impl CallKind {
             CallKind::Function => "function_call_output",
             CallKind::Custom => "custom_tool_call_output",
             CallKind::Computer => "computer_call_output",
+            CallKind::ToolSearch => "tool_search_output",
         }
     }
 }
@@ -123,6 +128,8 @@ pub(crate) fn function_calls(output: &[Value]) -> Result<Vec<FunctionCall>, Outc
     output
         .iter()
         .filter_map(|item| Some((item, CallKind::of(item["type"].as_str()?)?)))
+        // A server-executed tool search is hosted: replayed, never answered.
+        .filter(|(item, kind)| *kind != CallKind::ToolSearch || item["execution"] == "client")
         .map(|(item, kind)| {
             let call_id = item["call_id"].as_str().ok_or_else(|| {
                 Outcome::failed(
@@ -148,6 +155,7 @@ pub(crate) fn function_calls(output: &[Value]) -> Result<Vec<FunctionCall>, Outc
                         .collect();
                     ("computer".to_string(), Value::Object(actions).to_string())
                 }
+                CallKind::ToolSearch => ("tool_search".to_string(), item["arguments"].to_string()),
                 _ => (
                     item["name"].as_str().unwrap_or_default().to_string(),
                     item[kind.input_field()]
@@ -195,6 +203,26 @@ pub(crate) fn computer_call_output(call: &FunctionCall, output: &str, approved: 
     item
 }
 
+/// The `tool_search_output` answering a client tool search: the definitions, from the
+/// task's deferred tools, of the tools the search found (`{"tools": [names]}`); none when
+/// the search failed.
+pub(crate) fn tool_search_output(call: &FunctionCall, output: &str, catalogue: &[Value]) -> Value {
+    let found: Vec<Value> = serde_json::from_str::<Value>(output)
+        .ok()
+        .and_then(|result| result["tools"].as_array().cloned())
+        .unwrap_or_default();
+    let tools: Vec<Value> = found
+        .iter()
+        .filter_map(|name| catalogue.iter().find(|tool| &tool["name"] == name).cloned())
+        .collect();
+    json!({
+        "type": call.kind.answer_type(),
+        "call_id": call.call_id,
+        "execution": "client",
+        "tools": tools,
+    })
+}
+
 /// The output item answering `call` (a `function_call_output`, or a
 /// `custom_tool_call_output` for a custom tool call): keyed by `call_id` (never the item id).
 pub(crate) fn function_call_output(call: &FunctionCall, output: String) -> Value {
@@ -219,6 +247,9 @@ pub(crate) fn continues_after_program(output: &[Value]) -> bool {
         && !has("function_call")
         && !has("custom_tool_call")
         && !has("computer_call")
+        && !output
+            .iter()
+            .any(|item| item["type"] == "tool_search_call" && item["execution"] == "client")
 }
 
 /// The SDKs' `output_text`: every `output_text` part of every message, joined with "".

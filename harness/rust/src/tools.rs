@@ -34,6 +34,8 @@ pub(crate) fn error_output(message: impl Display) -> String {
 /// The task's function tools: parameter schemas and the callers each one allows.
 pub(crate) struct Registry {
     tools: HashMap<String, Tool>,
+    /// The deferred tools (`defer_loading: true`) a client tool search loads from.
+    catalogue: Vec<Value>,
 }
 
 struct Tool {
@@ -48,6 +50,8 @@ struct Tool {
     computer: bool,
     /// The `namespace` tool it belongs to: its calls must name that namespace.
     namespace: Option<String>,
+    /// A client-executed `tool_search`: its calls carry a search's arguments.
+    search: bool,
     /// `allowed_callers`: `direct` and/or `programmatic`; only `direct` when omitted.
     allowed_callers: Vec<String>,
 }
@@ -88,6 +92,23 @@ impl Registry {
                     custom: None,
                     computer: true,
                     namespace: None,
+                    search: false,
+                    allowed_callers: vec!["direct".to_string()],
+                },
+            );
+        }
+        if tools
+            .iter()
+            .any(|tool| tool["type"] == "tool_search" && tool["execution"] == "client")
+        {
+            registry.insert(
+                "tool_search".to_string(),
+                Tool {
+                    schema: None,
+                    custom: None,
+                    computer: false,
+                    namespace: None,
+                    search: true,
                     allowed_callers: vec!["direct".to_string()],
                 },
             );
@@ -113,6 +134,7 @@ impl Registry {
                     custom: Some(grammar),
                     computer: false,
                     namespace: namespace.map(str::to_string),
+                    search: false,
                     allowed_callers: vec!["direct".to_string()],
                 },
             );
@@ -142,11 +164,20 @@ impl Registry {
                     custom: None,
                     computer: false,
                     namespace: namespace.map(str::to_string),
+                    search: false,
                     allowed_callers,
                 },
             );
         }
-        Ok(Registry { tools: registry })
+        let catalogue = tools
+            .iter()
+            .filter(|tool| tool["defer_loading"] == true)
+            .cloned()
+            .collect();
+        Ok(Registry {
+            tools: registry,
+            catalogue,
+        })
     }
 
     /// Checks a call before anything is dispatched: a known tool, a caller it allows, and
@@ -167,6 +198,7 @@ impl Registry {
         // A call of one kind names a tool of the same kind.
         if (call.kind == CallKind::Custom) != tool.custom.is_some()
             || (call.kind == CallKind::Computer) != tool.computer
+            || (call.kind == CallKind::ToolSearch) != tool.search
         {
             return Err(error_output(format!("unknown tool: {}", call.name)));
         }
@@ -213,7 +245,7 @@ impl Registry {
 /// call's `input`, or a computer call's `action` / `actions` as they came.
 fn put_payload(body: &mut Value, call: &FunctionCall, args: &Value) {
     match (call.kind, args) {
-        (CallKind::Function, _) => body["arguments"] = args.clone(),
+        (CallKind::Function | CallKind::ToolSearch, _) => body["arguments"] = args.clone(),
         (CallKind::Custom, _) => body["input"] = args.clone(),
         (CallKind::Computer, Value::Object(actions)) => {
             for (key, value) in actions {
@@ -302,6 +334,11 @@ impl Tools {
             Ok(self.execute(call, &args, approval.as_deref()).await)
         });
         output.await
+    }
+
+    /// The deferred tools a client tool search loads from.
+    pub(crate) fn catalogue(&self) -> &[Value] {
+        &self.registry.catalogue
     }
 
     /// Whether the approver approved this computer call's safety checks.

@@ -302,7 +302,7 @@ const CALL_ADDED: [(&str, Set<'static>); 2] = [
     ("arguments", Set::Str("")),
 ];
 
-/// A computer call as `output_item.added` announces it: in progress.
+/// A computer call or a tool search as `output_item.added` announces it: in progress.
 const COMPUTER_CALL_ADDED: [(&str, Set<'static>); 1] = [("status", Set::Str("in_progress"))];
 
 /// A custom tool call as `output_item.added` announces it: its input empty.
@@ -534,8 +534,9 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 at.write(out);
                 b.end(false);
             }
-            // A computer call has no events of its own: announced in progress, whole.
-            "computer_call" => b.item(
+            // A computer call and a tool search have no events of their own: announced
+            // in progress, whole.
+            "computer_call" | "tool_search_call" | "tool_search_output" => b.item(
                 "response.output_item.added",
                 index,
                 item,
@@ -543,7 +544,8 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
             ),
             _ => b.item("response.output_item.added", index, item, &[]),
         }
-        if call_kind::of_call(item.item_type()).is_some() {
+        // A server-executed tool search has no call_id: hosted, nothing to execute.
+        if call_kind::of_call(item.item_type()).is_some() && !item.call_id().is_empty() {
             b.call_done(index, item);
         } else {
             b.done(index, item);
