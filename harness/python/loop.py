@@ -893,7 +893,7 @@ def answer_calls(calls, tools):
     for call in calls:
         if getattr(call, "type", None) == "tool_search_call":
             item = tools.handle_tool_search(call)
-            log(f"  {call.call_id} tool_search -> {[tool.get('name') for tool in item['tools']]}")
+            log(f"  {call.call_id} tool_search -> {json.dumps(item)[:160]}")
             outputs.append(item)
             continue
         if getattr(call, "type", None) == "computer_call":

@@ -83,6 +83,8 @@ checks! {
         "never execute a custom tool call whose input breaks the tool's `regex` grammar (`lark` grammars are not checked)";
     DISPATCH_LOADED_FROM_CATALOGUE = "dispatch/loaded-from-catalogue", Must,
         "answer a client `tool_search_call` with a `tool_search_output` whose tools are the task's deferred tools (`defer_loading: true`) that the search found, each as the task defines it";
+    DISPATCH_HOSTED_NOT_ANSWERED = "dispatch/hosted-not-answered", Must,
+        "never answer a server-executed tool search (`execution: \"server\"`, no `call_id`): replay its `tool_search_call` and `tool_search_output` as the server made them";
     DISPATCH_REJECTION_ANSWERED = "dispatch/rejection-answered", Must,
         "answer rejected calls with an error output and go on";
     DISPATCH_VALID_EXECUTED = "dispatch/valid-executed", Must,

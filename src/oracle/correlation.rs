@@ -221,8 +221,12 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
                 continue;
             };
             judged += 1;
-            let text = output_text(output);
             let actual = answered_value(output);
+            // An answer without `output` (a tool search's) is shown by what it carries.
+            let text = match (output.get("output"), &actual) {
+                (None, Some(value)) => value.to_string(),
+                _ => output_text(output),
+            };
             let others: Vec<&str> = results
                 .iter()
                 .filter(|(id, result)| {

@@ -1,5 +1,6 @@
 //! `dispatch/loaded-from-catalogue`: a client tool search is answered with tools of the
 //! task's own catalogue, its deferred tools, each as the task defines it.
+//! `dispatch/hosted-not-answered`: a server-executed search is replayed, never answered.
 
 use serde_json::Value;
 
@@ -11,11 +12,56 @@ use crate::tools::Registry;
 use crate::wire::call_kind::TOOL_SEARCH;
 use crate::wire::request::item_type;
 
-/// Judged when the model issued a client tool search.
+/// Judged when the model issued a client tool search, and when the server ran one.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
+    let mut out = Vec::new();
+    out.extend(loaded_from_catalogue(f));
+    out.extend(hosted_not_answered(f));
+    out
+}
+
+/// A server-executed search's items are the server's: a `tool_search_output` without a
+/// call_id that is not one the server made is the controller answering a hosted search.
+fn hosted_not_answered(f: &Facts) -> Option<CheckResult> {
+    let hosted =
+        |item: &&Value| item_type(item) == TOOL_SEARCH.call && item["execution"] == "server";
+    if !f
+        .served
+        .iter()
+        .any(|s| s.output.iter().any(|item| hosted(&item)))
+    {
+        return None;
+    }
+    let made: Vec<&Value> = f
+        .served
+        .iter()
+        .flat_map(|s| &s.output)
+        .filter(|item| item_type(item) == TOOL_SEARCH.answer)
+        .collect();
+    let mut problems = Vec::new();
+    for (position, request) in f.requests.iter().enumerate() {
+        for item in Facts::input_of(request) {
+            let unpaired = item_type(&item) == TOOL_SEARCH.answer
+                && item.get("call_id").is_none_or(Value::is_null);
+            if unpaired && !made.iter().any(|own| own["id"] == item["id"]) {
+                problems.push(format!(
+                    "{}: sends a tool_search_output of its own, {}, for a tool search the server ran (execution server): replay the server's tool_search_call and tool_search_output as given, and answer neither",
+                    f.request_label(position),
+                    crate::text::clip(&item.to_string(), 120)
+                ));
+            }
+        }
+    }
+    Some(checks::DISPATCH_HOSTED_NOT_ANSWERED.judge(
+        problems,
+        "no server-executed tool search was answered by the controller",
+    ))
+}
+
+fn loaded_from_catalogue(f: &Facts) -> Option<CheckResult> {
     let searches: Vec<&IssuedCall> = f.calls.iter().filter(|c| c.kind == TOOL_SEARCH).collect();
     if searches.is_empty() {
-        return Vec::new();
+        return None;
     }
     let registry = Registry::new(f.scenario);
     let catalogue = registry.deferred();
@@ -50,10 +96,10 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
             }
         }
     }
-    vec![checks::DISPATCH_LOADED_FROM_CATALOGUE.judge(
+    Some(checks::DISPATCH_LOADED_FROM_CATALOGUE.judge(
         problems,
         format!("the {loaded} tool(s) loaded by tool searches are the task's deferred tools, as it defines them"),
-    )]
+    ))
 }
 
 fn names(catalogue: &[&Value]) -> String {

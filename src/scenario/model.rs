@@ -26,7 +26,8 @@ use crate::contract::{Delivery, StateMode};
 ///   `attempts`, `retry_after`, `retry_after_ms`) and an `unavailable` rule without
 ///   `attempts` (a tool that stays down); a case's `deliveries`; a turn's
 ///   `computer_call` output items (`action` or `actions`, `pending_safety_checks`); a
-///   call's `namespace`, and `namespace` tools.
+///   call's `namespace`, and `namespace` tools; `tool_search_call` and
+///   `tool_search_output` output items.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.

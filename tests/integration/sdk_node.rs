@@ -19,7 +19,7 @@ use crate::support::{
 /// left out.
 const CAPABILITIES: &str = concat!(
     "previous_response_id,stateless,conversation,stream,background,programmatic,approvals,",
-    "budgets,websocket,custom,computer,namespaces"
+    "budgets,websocket,custom,computer,namespaces,tool_search"
 );
 
 /// Runs a command in the repository; its stderr (or the spawn error) on failure.
