@@ -4,12 +4,12 @@
 use serde_json::Value;
 
 use crate::scenario::{Scenario, StateMode};
-use crate::tools::{CallValidity, Registry, qualified_name};
+use crate::tools::{CallValidity, Registry};
 use crate::transcript::{
     ControllerResult, ModelExchange, SocketEvent, ToolExchange, ToolRequestKind, Transcript,
     Unfinished, WebhookDelivery,
 };
-use crate::wire::call_kind::{self, COMPUTER, CallKind, FUNCTION, TOOL_SEARCH};
+use crate::wire::call_kind::{self, COMPUTER, CallKind, FUNCTION, TOOL_SEARCH, qualified_name};
 use crate::wire::replay::is_replay_of;
 use crate::wire::request::{call_id, item_type};
 

@@ -135,7 +135,7 @@ pub fn tool_names(scenario: &Scenario) -> Vec<String> {
                     .into_iter()
                     .flatten()
                     .filter_map(|member| member["name"].as_str())
-                    .map(|name| crate::tools::qualified_name(namespace, name))
+                    .map(|name| call_kind::qualified_name(namespace, name))
                     .collect()
             }
             ToolRef::Inline(def) => call_kind::tool_name(def)
@@ -235,7 +235,7 @@ fn check_namespace_tool(def: &Value) -> Result<Vec<String>, (String, String)> {
             } else {
                 check_function_tool(member)?
             };
-            Ok(crate::tools::qualified_name(Some(namespace), &name))
+            Ok(call_kind::qualified_name(Some(namespace), &name))
         })
         .collect()
 }

@@ -10,7 +10,7 @@ use crate::scenario::fixtures::{self, DEFAULT_REFUSAL};
 use crate::scenario::{OutputSpec, RateLimitRule, Scenario, ToolBehaviour, ToolRef};
 use crate::transcript::ToolRequestKind;
 use crate::wire::IdGen;
-use crate::wire::call_kind::{self, COMPUTER, TOOL_SEARCH};
+use crate::wire::call_kind::{self, COMPUTER, TOOL_SEARCH, qualified_name};
 
 /// Arguments that violate a tool's schema: the first violation, and where it is.
 #[derive(Debug, thiserror::Error)]
@@ -153,15 +153,6 @@ impl Registry {
     /// The tool named `name`, outside any namespace.
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
         self.get_in(None, name)
-    }
-}
-
-/// The name of a tool as the backend's ledger and the oracle's messages give it:
-/// `namespace.name` inside a namespace, `name` outside one.
-pub fn qualified_name(namespace: Option<&str>, name: &str) -> String {
-    match namespace {
-        Some(namespace) => format!("{namespace}.{name}"),
-        None => name.to_owned(),
     }
 }
 

@@ -4,6 +4,5 @@
 mod backend;
 
 pub use backend::{
-    BackendReply, BackendState, CallValidity, Registry, ToolBackend, call_input, qualified_name,
-    rate_limit_rule,
+    BackendReply, BackendState, CallValidity, Registry, ToolBackend, call_input, rate_limit_rule,
 };

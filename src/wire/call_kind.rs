@@ -108,6 +108,15 @@ pub fn tool_name(definition: &serde_json::Value) -> Option<&str> {
     definition.get("name").and_then(serde_json::Value::as_str)
 }
 
+/// The name of a tool as the backend's ledger and the oracle's messages give it:
+/// `namespace.name` inside a namespace, `name` outside one.
+pub fn qualified_name(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}.{name}"),
+        None => name.to_owned(),
+    }
+}
+
 /// Every kind, functions first.
 pub const CALL_KINDS: [CallKind; 4] = [FUNCTION, CUSTOM, COMPUTER, TOOL_SEARCH];
 
