@@ -566,15 +566,14 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
     for item in scenario.script.iter().flat_map(|turn| &turn.output) {
         match item {
             OutputSpec::ComputerCall(call) => check_computer_call(call)?,
-            OutputSpec::ToolSearchCall(search) => {
+            OutputSpec::ToolSearchCall(search)
                 if !matches!(search.execution(), "client" | "server")
-                    || !search.arguments.is_object()
-                {
-                    return err(
-                        "tool_search_call",
-                        "a tool_search_call has `arguments`, an object, and an `execution` of `client` or `server`".to_owned(),
-                    );
-                }
+                    || !search.arguments.is_object() =>
+            {
+                return err(
+                    "tool_search_call",
+                    "a tool_search_call has `arguments`, an object, and an `execution` of `client` or `server`".to_owned(),
+                );
             }
             OutputSpec::ToolSearchOutput(output) => {
                 if let Some(tool) = output

@@ -462,14 +462,14 @@ mod tests {
             OutputItem::ComputerCall {
                 id: "cu_1".into(),
                 call_id: "call_3".into(),
-                action: Some(&*CLICK),
+                action: Some(&CLICK),
                 actions: None,
                 pending_safety_checks: json!([{"id": "cu_sc_1", "code": "sensitive_domain", "message": "m"}]),
             },
             OutputItem::ToolSearchCall {
                 id: "tsc_1".into(),
                 call_id: Some("call_4".into()),
-                arguments: &*QUERY,
+                arguments: &QUERY,
                 execution: "client",
             },
             OutputItem::ToolSearchOutput {
