@@ -1,7 +1,8 @@
-//! Strict emulation of computer calls over real HTTP: the fake issues a `computer_call`
-//! (JSON and streamed, whole at its `output_item.done`), accepts its
-//! `computer_call_output` screenshot, and answers each broken pairing, and an answer
-//! that is no screenshot, with the real API's error.
+//! Strict emulation of computer calls and client tool searches over real HTTP: the fake
+//! issues a `computer_call` (JSON and streamed, whole at its `output_item.done`), accepts
+//! its `computer_call_output` screenshot, and answers each broken pairing, and an answer
+//! that is no screenshot, with the real API's error; a client `tool_search_call` pairs
+//! with its `tool_search_output` the same way, and a hosted search needs no answer.
 
 use loopcheck::scenario::StateMode;
 use loopcheck::server::RunningServer;
@@ -273,4 +274,125 @@ async fn a_replayed_computer_call_with_a_function_id_prefix_is_rejected() {
         "{}",
         reply.2
     );
+}
+
+/// Turn 1: a client tool search beside a server-executed one and its output. Turn 2: the
+/// final answer.
+const SEARCH_SCENARIO: &str = r#"
+format: 1
+id: emulation/tool-search
+summary: A client tool search and a hosted one in one turn, then the final answer.
+level: must
+task:
+  input:
+    - role: user
+      content: Where is SH-204?
+  tools:
+    - {type: tool_search, execution: client}
+    - type: function
+      name: track_shipment
+      description: Where a shipment is.
+      defer_loading: true
+      parameters: {type: object, properties: {id: {type: string}}}
+script:
+  - output:
+      - tool_search_call: {arguments: {query: shipment}}
+      - tool_search_call: {arguments: {query: shipment}, execution: server}
+      - tool_search_output:
+          tools: [{type: function, name: track_shipment, defer_loading: true}]
+  - output:
+      - message: "In Basel."
+expect:
+  outcome: completed
+"#;
+
+/// Turn 1 of the search scenario, checked: the client search, the hosted search and its
+/// output.
+async fn search_round1(server: &RunningServer, key: &str) -> Vec<Value> {
+    let first = json!({"role": "user", "content": "Where is SH-204?"});
+    let (status, response, _) = post(server, key, &stateless(vec![first])).await;
+    assert_eq!(status, 200, "{response}");
+    let output = response["output"].as_array().expect("output").clone();
+    assert_eq!(output.len(), 3, "{response}");
+    let (client, hosted, loaded) = (&output[0], &output[1], &output[2]);
+    assert_eq!(client["type"], "tool_search_call");
+    assert!(
+        client["id"].as_str().unwrap().starts_with("tsc_"),
+        "{client}"
+    );
+    assert!(
+        client["call_id"].as_str().unwrap().starts_with("call_"),
+        "{client}"
+    );
+    assert_eq!(client["execution"], "client");
+    assert_eq!(client["arguments"], json!({"query": "shipment"}));
+    assert_eq!(hosted["execution"], "server");
+    assert!(hosted["call_id"].is_null(), "{hosted}");
+    assert_eq!(loaded["type"], "tool_search_output");
+    assert!(loaded["call_id"].is_null(), "{loaded}");
+    assert_eq!(loaded["tools"][0]["name"], "track_shipment");
+    output
+}
+
+fn search_answer(call_id: &Value) -> Value {
+    json!({"type": "tool_search_output", "call_id": call_id, "execution": "client", "tools": []})
+}
+
+#[tokio::test]
+async fn a_client_search_answered_beside_a_replayed_hosted_one_gets_turn_2() {
+    let (session, server) = serve(&case_from_yaml(SEARCH_SCENARIO), StateMode::Stateless).await;
+    let key = session.api_key().to_owned();
+    let output = search_round1(&server, &key).await;
+    let mut input = vec![json!({"role": "user", "content": "Where is SH-204?"})];
+    input.extend(output.iter().cloned());
+    input.push(search_answer(&output[0]["call_id"]));
+    let (status, response, text) = post(&server, &key, &stateless(input)).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(response_text(&response), "In Basel.");
+}
+
+/// Each broken pairing of a client tool search, and the API's error for it. The hosted
+/// search, replayed with its output, needs no answer in any of them.
+#[tokio::test]
+async fn each_broken_pairing_of_a_client_tool_search_gets_the_apis_error() {
+    let (session, server) = serve(&case_from_yaml(SEARCH_SCENARIO), StateMode::Stateless).await;
+    let key = session.api_key().to_owned();
+    let output = search_round1(&server, &key).await;
+    let call_id = &output[0]["call_id"];
+    let id = call_id.as_str().unwrap().to_owned();
+    let cases = [
+        (
+            Vec::new(),
+            format!("No tool output found for tool search call {id}."),
+            "input",
+            Value::Null,
+        ),
+        (
+            vec![search_answer(call_id), search_answer(&json!("call_never_issued"))],
+            "No tool call found for tool search call output with call_id call_never_issued."
+                .to_owned(),
+            "input",
+            Value::Null,
+        ),
+        (
+            vec![json!({"type": "function_call_output", "call_id": call_id, "output": "[]"})],
+            format!("No tool call found for function call output with call_id {id}."),
+            "input",
+            Value::Null,
+        ),
+        (
+            vec![json!({"type": "tool_search_output", "call_id": call_id, "tools": "track_shipment"})],
+            "Invalid type for 'input[4].tools': expected an array of tools, but got a string instead."
+                .to_owned(),
+            "input[4].tools",
+            json!("invalid_type"),
+        ),
+    ];
+    for (answers, expected, param, code) in cases {
+        let mut input = vec![json!({"role": "user", "content": "Where is SH-204?"})];
+        input.extend(output.iter().cloned());
+        input.extend(answers);
+        let reply = post(&server, &key, &stateless(input)).await;
+        assert_error(&reply, &expected, param, code);
+    }
 }
