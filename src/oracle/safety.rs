@@ -172,3 +172,101 @@ fn acknowledged_as_approved(f: &Facts) -> CheckResult {
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::oracle::Judgement;
+    use crate::oracle::test_support::*;
+    use crate::scenario::StateMode::PreviousResponseId;
+
+    const APPROVED: &str = "computer/03-safety-check-approved";
+    const REFUSED: &str = "computer/04-safety-check-refused";
+    const CHECKS: [&str; 2] = [
+        "authz/safety-checks-approved",
+        "authz/safety-checks-acknowledged",
+    ];
+
+    /// Case `id`'s computer call put to the approver when `ask`, performed when `perform`
+    /// (with the approval granted, if any), and answered with its screenshot, the checks
+    /// acknowledged as `acknowledge` gives them.
+    fn run(
+        id: &str,
+        ask: bool,
+        perform: bool,
+        acknowledge: impl Fn(&Value) -> Option<Value>,
+    ) -> Judgement {
+        let run = Run::case(id, PreviousResponseId);
+        let first = run.first_body();
+        let response = run.create(&first);
+        let call = response["output"][0].clone();
+        let mut body =
+            json!({"call_id": call["call_id"], "action": call["action"], "principal": "user-1"});
+        if ask {
+            let mut asked = body.clone();
+            asked["name"] = json!("computer");
+            asked["pending_safety_checks"] = call["pending_safety_checks"].clone();
+            let (_, decision) = run.send("POST", "/tools/approvals", Some(&asked));
+            if decision["approved"] == true {
+                body["approval"] = decision["approval"].clone();
+            }
+        }
+        let mut screenshot = json!({"type": "computer_screenshot"});
+        if perform {
+            let (_, answer) = run.send("POST", "/tools/call/computer", Some(&body));
+            if let Some(url) = answer["result"].get("image_url") {
+                screenshot["image_url"] = url.clone();
+            }
+        }
+        let mut answer = json!({"type": "computer_call_output", "call_id": call["call_id"], "output": screenshot});
+        if let Some(checks) = acknowledge(&call["pending_safety_checks"]) {
+            answer["acknowledged_safety_checks"] = checks;
+        }
+        run.create(&run.next_body(&first, &response, &[answer]));
+        run.judge_completed()
+    }
+
+    #[test]
+    fn an_approved_call_performed_and_acknowledged_and_a_refused_one_left_alone_pass() {
+        assert_all_pass(&run(APPROVED, true, true, |p| Some(p.clone())), &CHECKS);
+        assert_all_pass(&run(REFUSED, true, false, |_| None), &CHECKS);
+    }
+
+    #[test]
+    fn a_call_performed_without_asking_or_after_a_refusal_fails_approved() {
+        assert_fails(
+            &run(APPROVED, false, true, |_| None),
+            "authz/safety-checks-approved",
+            r#"(computer_call computer "{\"action\":{\"type\":\"click\",\"button\":\"left\",\"x\":140,\"y\":320}}") has pending safety checks (cu_sc_4f1a), but the controller never put it to the approver"#,
+        );
+        assert_fails(
+            &run(REFUSED, true, true, |_| None),
+            "authz/safety-checks-approved",
+            "was performed though the approver refused its safety checks (cu_sc_9b27)",
+        );
+    }
+
+    #[test]
+    fn acknowledgements_must_be_the_approved_checks_exactly() {
+        assert_fails(
+            &run(APPROVED, true, true, |_| None),
+            "authz/safety-checks-acknowledged",
+            "does not acknowledge safety check(s) cu_sc_4f1a that the approver approved",
+        );
+        assert_fails(
+            &run(REFUSED, true, false, |p| Some(p.clone())),
+            "authz/safety-checks-acknowledged",
+            "acknowledges safety check(s) cu_sc_9b27 that the approver never approved",
+        );
+        assert_fails(
+            &run(APPROVED, true, true, |p| {
+                let mut checks = p.as_array().cloned().unwrap_or_default();
+                checks.push(json!({"id": "cu_sc_invented"}));
+                Some(Value::Array(checks))
+            }),
+            "authz/safety-checks-acknowledged",
+            "acknowledges safety check(s) cu_sc_invented that the model never raised on it",
+        );
+    }
+}
