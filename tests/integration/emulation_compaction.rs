@@ -118,9 +118,12 @@ async fn compact_answers_the_user_messages_and_one_compaction_item() {
     );
     let output = compacted["output"].as_array().expect("output");
     assert_eq!(output.len(), 2, "{compacted}");
+    let message_id = output[0]["id"].as_str().unwrap_or_default().to_owned();
+    assert!(message_id.starts_with("msg_"), "{compacted}");
     assert_eq!(
         output[0],
-        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": QUESTION}]})
+        json!({"id": message_id, "type": "message", "status": "completed", "role": "user",
+               "content": [{"type": "input_text", "text": QUESTION}]})
     );
     assert_eq!(output[1]["type"], "compaction");
     assert!(

@@ -197,6 +197,28 @@ DIFFERENCES: list[Difference] = [
         _type_in(OPENAI_ONLY_EVENTS),
     ),
     Difference(
+        _response("text.format.description"),
+        "a `json_schema` text format echoed without `description`: the spec requires the "
+        "key (nullable), OpenAI's config leaves it optional",
+        "openai/types/responses/response_format_text_json_schema_config.py",
+        _absent,
+    ),
+    Difference(
+        _response("text.format.schema"),
+        "a `json_schema` text format's `schema`: the spec's model types it as null (its "
+        "generator's reading of an open JSON Schema), OpenAI's is the JSON Schema object",
+        "openai/types/responses/response_format_text_json_schema_config.py",
+        lambda node, _root: isinstance(node, dict),
+    ),
+    Difference(
+        ("logprobs[*].bytes",),
+        "a text delta or done event's token logprobs without `bytes`: OpenAI's event "
+        "logprobs carry `token`, `logprob` and `top_logprobs` only (an output_text part's "
+        "logprobs, which the spec and OpenAI agree on, carry `bytes`)",
+        "openai/types/responses/response_text_delta_event.py",
+        _absent,
+    ),
+    Difference(
         ("error",),
         "the flat `error` event: OpenAI's has `code`, `message` and `param` at the top "
         "level, the spec's nests them in `error`",

@@ -45,7 +45,15 @@ fn create_venv() -> Result<(), String> {
     )?;
     run(
         &venv.join("bin/pip"),
-        &["install", "--quiet", "-r", REQUIREMENTS],
+        // The Open Responses models too, for tests/integration/open_responses.rs.
+        &[
+            "install",
+            "--quiet",
+            "-r",
+            REQUIREMENTS,
+            "-r",
+            "tests/requirements.txt",
+        ],
     )
 }
 

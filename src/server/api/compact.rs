@@ -46,7 +46,9 @@ pub(super) fn compact(
     store
         .issued
         .issue_compaction(&compaction_id, &encrypted_content);
-    let mut output: Vec<Value> = kept.map(|item| user_message(item)).collect();
+    let mut output: Vec<Value> = kept
+        .map(|item| user_message(item, store.ids.item_id("msg", created_at, &tail)))
+        .collect();
     output.push(json!({
         "type": "compaction",
         "id": compaction_id,
@@ -85,11 +87,11 @@ fn is_user_message(item: &Value) -> bool {
 }
 
 /// A user message as the compacted output holds it (the API reference's example): a
-/// `message` item without an id, its text in `input_text` parts.
-fn user_message(item: &Value) -> Value {
+/// `completed` `message` item with an id of its own, its text in `input_text` parts.
+fn user_message(item: &Value, id: String) -> Value {
     let content = match &item["content"] {
         Value::String(text) => json!([{"type": "input_text", "text": text}]),
         other => other.clone(),
     };
-    json!({"type": "message", "role": "user", "content": content})
+    json!({"id": id, "type": "message", "status": "completed", "role": "user", "content": content})
 }
