@@ -13,8 +13,8 @@ import loop  # noqa: E402
 reference_ask_approval = loop.Tools.ask_approval
 
 
-def ask_approval(self, call, body):
-    approval, _refusal = reference_ask_approval(self, call, body)
+def ask_approval(self, call, body, name):
+    approval, _refusal = reference_ask_approval(self, call, body, name)
     return approval or "", None
 
 
