@@ -151,7 +151,7 @@ const SETTINGS: &[(&str, &str)] = &[
     ("controller", "a command for `sh -c`, as a string"),
     (
         "supports",
-        "a list of capabilities, some of previous_response_id, stateless, conversation, replay, stream, websocket, background, programmatic, approvals, persistent, budgets, webhook, custom, mcp, shell, apply_patch, compaction, text_format",
+        "a list of capabilities, some of previous_response_id, stateless, conversation, replay, stream, websocket, background, programmatic, approvals, persistent, budgets, webhook, custom, mcp, shell, apply_patch, compaction, text_format, computer, namespaces, tool_search",
     ),
     ("jobs", "a whole number of cases at once, at least 1"),
     ("timeout", "a positive number of seconds"),

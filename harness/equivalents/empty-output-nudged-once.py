@@ -15,12 +15,12 @@ _next_input = loop.next_input
 nudged = False
 
 
-def is_final(response, calls):
+def is_final(response, calls, requests=()):
     global nudged
-    if _is_final(response, calls) and not response.output and not nudged:
+    if _is_final(response, calls, requests) and not response.output and not nudged:
         nudged = True
         return False
-    return _is_final(response, calls)
+    return _is_final(response, calls, requests)
 
 
 def next_input(state, sent, response, outputs):

@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import loop  # noqa: E402
 
 
-def ask_approval(self, call, body):
+def ask_approval(self, call, body, name):
     status, answer = loop.post_json(f"{self.url}/approvals", body)  # body has no "name"
     if status == 200 and isinstance(answer, dict) and answer.get("approved") is True:
         return answer["approval"], None

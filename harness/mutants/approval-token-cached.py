@@ -15,12 +15,12 @@ _ask_approval = loop.Tools.ask_approval
 _granted = {}  # tool name -> token
 
 
-def ask_approval(self, call, body):
-    if call.name in _granted:
-        return _granted[call.name], None
-    approval, refusal = _ask_approval(self, call, body)
+def ask_approval(self, call, body, name):
+    if name in _granted:
+        return _granted[name], None
+    approval, refusal = _ask_approval(self, call, body, name)
     if refusal is None:
-        _granted[call.name] = approval
+        _granted[name] = approval
     return approval, refusal
 
 

@@ -14,8 +14,8 @@ import loop  # noqa: E402
 _ask_approval = loop.Tools.ask_approval
 
 
-def ask_approval(self, call, body):
-    _approval, refusal = _ask_approval(self, call, body)
+def ask_approval(self, call, body, name):
+    _approval, refusal = _ask_approval(self, call, body, name)
     return None, refusal  # it keeps "approved or not", not the token
 
 

@@ -12,7 +12,7 @@ import loop  # noqa: E402
 
 
 _is_final = loop.is_final
-loop.is_final = lambda response, calls: _is_final(response, calls) and not any(
+loop.is_final = lambda response, calls, requests=(): _is_final(response, calls, requests) and not any(
     item.type == "reasoning" for item in response.output
 )
 

@@ -15,8 +15,8 @@ _is_final = loop.is_final
 _next_input = loop.next_input
 
 
-def is_final(response, calls):
-    return _is_final(response, calls) and response.output_text != ""
+def is_final(response, calls, requests=()):
+    return _is_final(response, calls, requests) and response.output_text != ""
 
 
 def next_input(state, sent, response, outputs):

@@ -21,6 +21,8 @@ def check_status(response):
 
 
 loop.check_status = check_status
-loop.is_final = lambda response, calls: response.status != "failed" and _is_final(response, calls)
+loop.is_final = lambda response, calls, requests=(): response.status != "failed" and _is_final(
+    response, calls, requests
+)
 
 loop.main()

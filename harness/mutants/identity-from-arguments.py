@@ -13,11 +13,11 @@ import loop  # noqa: E402
 _execute = loop.Tools.execute
 
 
-def execute(self, call, body):
+def execute(self, call, body, name):
     user = body["arguments"].get("user_id")
     if isinstance(user, str):
         body = {**body, "principal": user}
-    return _execute(self, call, body)
+    return _execute(self, call, body, name)
 
 
 loop.Tools.execute = execute

@@ -11,6 +11,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import loop  # noqa: E402
 
 
-loop.is_final = lambda response, calls: not calls
+loop.is_final = lambda response, calls, requests=(): not calls and not requests
 
 loop.main()

@@ -79,14 +79,26 @@ export function makeTools(task, toolsUrl) {
   // validateFormats: false because `format` is an annotation (as in Python's jsonschema).
   const ajv = new Ajv({ strict: false, validateFormats: false });
   const registry = new Map();
-  for (const tool of task.tools) {
+  // A namespace's function and custom tools are registered as `namespace.name`, each
+  // remembering its namespace: a call finds one only under that namespace.
+  const flat = task.tools.flatMap((tool) =>
+    tool.type === 'namespace'
+      ? (tool.tools ?? []).map((member) => ({ ...member, name: `${tool.name}.${member.name}`, namespace: tool.name }))
+      : [tool],
+  );
+  for (const tool of flat) {
+    if (tool.type === 'computer' || tool.type === 'computer_use_preview') {
+      // The computer has no name: its calls carry actions, run by /call/computer.
+      registry.set('computer', { computer: true, allowedCallers: ['direct'] });
+      continue;
+    }
     if (tool.type === 'custom') {
       // Free-form text input: a `regex` grammar must match the whole input; a `lark`
       // grammar is not checked here.
       const format = tool.format ?? {};
       const grammar =
         format.type === 'grammar' && format.syntax === 'regex' ? new RegExp(`^(?:${format.definition})$`) : null;
-      registry.set(tool.name, { custom: true, grammar, allowedCallers: ['direct'] });
+      registry.set(tool.name, { custom: true, grammar, allowedCallers: ['direct'], namespace: tool.namespace ?? null });
       continue;
     }
     if (TYPED_TOOLS.includes(tool.type)) {
@@ -96,9 +108,16 @@ export function makeTools(task, toolsUrl) {
     }
     if (tool.type !== 'function') continue;
     const validate = tool.parameters == null ? null : ajv.compile(tool.parameters);
-    registry.set(tool.name, { validate, allowedCallers: tool.allowed_callers ?? ['direct'] });
+    registry.set(tool.name, {
+      validate,
+      allowedCallers: tool.allowed_callers ?? ['direct'],
+      namespace: tool.namespace ?? null,
+    });
   }
   return {
+    // A client tool search looks through the deferred tools (`defer_loading: true`).
+    search: task.tools.some((tool) => tool.type === 'tool_search' && tool.execution === 'client'),
+    catalogue: task.tools.filter((tool) => tool.defer_loading === true),
     url: toolsUrl.replace(/\/+$/, ''),
     principal: task.principal,
     approvalRequired: new Set(task.approval_required ?? []),
@@ -148,15 +167,19 @@ export async function handleCall(tools, call) {
   if (call.type in TYPED_CALLS) return typedAnswer(call, await handleTyped(tools, call));
   // Everything the model sent is checked before anything is dispatched. The lookup is an
   // exact Map key: no trimming, no namespace stripping.
-  const entry = tools.registry.get(call.name);
-  if (!entry || Boolean(entry.custom) !== (call.type === 'custom_tool_call')) {
-    return errorOutput(`unknown tool: ${call.name}`);
+  const name = registeredName(call);
+  const found = tools.registry.get(name);
+  const entry = found && (found.namespace ?? null) === (call.namespace ?? null) ? found : undefined;
+  if (!entry || entry.computer || Boolean(entry.custom) !== (call.type === 'custom_tool_call')) {
+    return errorOutput(`unknown tool: ${name}`);
   }
+  // The backend runs a namespaced tool with its namespace.
+  const namespaced = (body) => (call.namespace == null ? body : { ...body, namespace: call.namespace });
   if (entry.custom) {
     if (entry.grammar && !entry.grammar.test(call.input)) {
       return errorOutput(`input does not match the grammar of ${call.name}`);
     }
-    return dispatch(tools, call, { call_id: call.call_id, input: call.input, principal: tools.principal });
+    return dispatch(tools, call, namespaced({ call_id: call.call_id, input: call.input, principal: tools.principal }));
   }
   const caller = call.caller?.type === 'program' ? 'programmatic' : 'direct';
   if (!entry.allowedCallers.includes(caller)) {
@@ -175,7 +198,7 @@ export async function handleCall(tools, call) {
     const [first] = entry.validate.errors;
     return errorOutput(`arguments do not match the schema: ${first.instancePath || '/'} ${first.message}`);
   }
-  return dispatch(tools, call, { call_id: call.call_id, arguments: args, principal: tools.principal });
+  return dispatch(tools, call, namespaced({ call_id: call.call_id, arguments: args, principal: tools.principal }));
 }
 
 /** The tools known by their type, and the call items that call them: item type -> [tool
@@ -229,8 +252,74 @@ export function typedAnswer(call, output) {
   return { output };
 }
 
-/** Approval when the tool needs one, then execution on the backend: the output to send. */
-async function dispatch(tools, call, body) {
+/** The name a call's tool is registered under: `namespace.name` for a call that names a
+ * namespace, its bare name otherwise. */
+export function registeredName(call) {
+  return call.namespace == null ? call.name : `${call.namespace}.${call.name}`;
+}
+
+/** The computer_call_output for a computer call: its action (or batch of actions)
+ * performed on the backend once the approver approved its pending safety checks, answered
+ * with the screenshot that came back and the approved checks acknowledged. A refused,
+ * failed or unknown call is not performed: its screenshot has no image and it acknowledges
+ * nothing. */
+export async function handleComputer(tools, call) {
+  const item = { type: 'computer_call_output', call_id: call.call_id, output: { type: 'computer_screenshot' } };
+  if (!tools.registry.get('computer')?.computer) {
+    log(`  ${call.call_id}: no computer tool offered, nothing performed`);
+    return item;
+  }
+  const body = { call_id: call.call_id, principal: tools.principal };
+  if (call.action != null) body.action = call.action;
+  if (call.actions != null) body.actions = call.actions;
+  const checks = call.pending_safety_checks ?? [];
+  const request = { name: 'computer', call_id: call.call_id };
+  let approved = false;
+  const output = await dispatch(tools, request, body, {
+    checks,
+    onApproved: () => {
+      approved = true;
+    },
+  });
+  let result = null;
+  try {
+    result = JSON.parse(output);
+  } catch {
+    // not JSON: no screenshot
+  }
+  if (result !== null && typeof result === 'object') {
+    for (const key of ['image_url', 'file_id']) if (key in result) item.output[key] = result[key];
+  }
+  if (approved && checks.length > 0) item.acknowledged_safety_checks = checks;
+  return item;
+}
+
+/** The tool_search_output for a client tool search: run on the backend's
+ * /call/tool_search with its arguments, answered with the catalogue's definitions of the
+ * tools it found (none when the search failed, or the task offers no client search). */
+export async function handleToolSearch(tools, call) {
+  const item = { type: 'tool_search_output', call_id: call.call_id, execution: 'client', tools: [] };
+  if (!tools.search) {
+    log(`  ${call.call_id}: no client tool search offered, nothing searched`);
+    return item;
+  }
+  const body = { call_id: call.call_id, arguments: call.arguments, principal: tools.principal };
+  const output = await dispatch(tools, { name: 'tool_search', call_id: call.call_id }, body);
+  let result = null;
+  try {
+    result = JSON.parse(output);
+  } catch {
+    // not JSON: nothing found
+  }
+  for (const name of Array.isArray(result?.tools) ? result.tools : []) {
+    item.tools.push(...tools.catalogue.filter((tool) => tool.name === name));
+  }
+  return item;
+}
+
+/** Approval when the tool needs one (or, for a computer call, when it has pending safety
+ * checks), then execution on the backend: the output to send. */
+async function dispatch(tools, call, body, guard = { checks: [], onApproved: () => {} }) {
   if (!tools.executed.has(call.call_id)) {
     if (tools.maxCalls != null && tools.executed.size >= tools.maxCalls) {
       const detail = `${call.name} (${call.call_id}) would be tool execution ${tools.executed.size + 1}`;
@@ -240,8 +329,11 @@ async function dispatch(tools, call, body) {
   }
   let answer;
   try {
-    if (tools.approvalRequired.has(call.name)) {
-      const approval = await postJson(`${tools.url}/approvals`, { ...body, name: call.name });
+    const guarded = guard.checks.length > 0;
+    if (tools.approvalRequired.has(registeredName(call)) || guarded) {
+      const asked = { ...body, name: call.name };
+      if (guarded) asked.pending_safety_checks = guard.checks;
+      const approval = await postJson(`${tools.url}/approvals`, asked);
       const decision = approval.body;
       if (approval.status !== 200 || decision === null || typeof decision !== 'object') {
         return errorOutput(`approval request failed: HTTP ${approval.status}`);
@@ -253,6 +345,7 @@ async function dispatch(tools, call, body) {
         return errorOutput('approval request failed: malformed answer');
       }
       body.approval = decision.approval;
+      guard.onApproved();
     }
     // 429 and 5xx are transient, and so is a tool that does not answer within
     // tool_timeout_ms: resending with the same call_id is safe because the backend
@@ -305,6 +398,8 @@ export const ANSWER_TYPES = {
   shell_call: 'shell_call_output',
   local_shell_call: 'local_shell_call_output',
   apply_patch_call: 'apply_patch_call_output',
+  computer_call: 'computer_call_output',
+  tool_search_call: 'tool_search_output',
 };
 
 /** The answer field naming the call, where it is not `call_id`: a local shell call's
@@ -327,6 +422,18 @@ export function outputItem(call, output) {
 export async function answerCalls(tools, calls) {
   const outputs = [];
   for (const call of calls) {
+    if (call.type === 'tool_search_call') {
+      const item = await impl.handleToolSearch(tools, call);
+      log(`  ${call.call_id} tool_search -> ${item.tools.map((tool) => tool.name)}`);
+      outputs.push(item);
+      continue;
+    }
+    if (call.type === 'computer_call') {
+      const item = await impl.handleComputer(tools, call);
+      log(`  ${call.call_id} computer -> ${JSON.stringify(item.output).slice(0, 120)}`);
+      outputs.push(item);
+      continue;
+    }
     const output = await impl.handleCall(tools, call);
     log(`  ${call.call_id} ${call.name ?? call.type} -> ${JSON.stringify(output)}`);
     outputs.push(impl.outputItem(call, output));
@@ -390,7 +497,10 @@ export function checked(response) {
       .every((c) => [c.call_id, c.name, c.arguments].every((field) => typeof field === 'string')) &&
     response.output
       .filter((item) => item.type === 'custom_tool_call')
-      .every((c) => [c.call_id, c.name, c.input].every((field) => typeof field === 'string'));
+      .every((c) => [c.call_id, c.name, c.input].every((field) => typeof field === 'string')) &&
+    response.output
+      .filter((item) => item.type === 'computer_call')
+      .every((c) => typeof c.call_id === 'string' && (c.pending_safety_checks ?? []).every((k) => typeof k?.id === 'string'));
   if (!fine) {
     throw new Stop('api_error', `malformed response body: ${JSON.stringify(response)?.slice(0, 500)}`);
   }
@@ -774,10 +884,16 @@ export function checkStatus(response) {
  * result alone (the model answers from it in one more request). */
 export function isFinal(response) {
   const kinds = new Set(response.output.map((item) => item.type));
-  const calls = Object.keys(ANSWER_TYPES).some((type) => kinds.has(type));
+  const calls = response.output.some(isPending);
   // An MCP approval request awaits the controller's decision, as a call awaits its output.
   const approvals = kinds.has('mcp_approval_request');
   return !calls && !approvals && (!kinds.has('program_output') || kinds.has('message'));
+}
+
+/** Whether an output item is a call this loop answers: a server-executed tool search is
+ * hosted, replayed only. */
+export function isPending(item) {
+  return item.type in ANSWER_TYPES && (item.type !== 'tool_search_call' || item.execution === 'client');
 }
 
 /** The answer: the text of every output_text part of every message (the SDKs' `output_text`,
@@ -919,7 +1035,7 @@ async function rounds(task, client, tools, deadline, socket) {
     const body = impl.requestBody(state);
     const response = await beforeDeadline(deadline, (options) => impl.send(client, body, options, socket));
     impl.checkStatus(response);
-    const calls = response.output.filter((item) => item.type in ANSWER_TYPES);
+    const calls = response.output.filter(isPending);
     const kinds = [...new Set(response.output.map((item) => item.type))].sort();
     log(`round ${round}/${maxRounds}: ${calls.length} function call(s), items ${kinds}`);
     if (impl.isFinal(response)) {
@@ -973,7 +1089,8 @@ export async function main() {
 
 /** Every piece the loop calls; replace one to inject a defect (see harness/mutants/). */
 export const impl = {
-  makeTools, handleCall, outputItem, answerCalls, decideApproval, answerApprovals, streamResponse, socketResponse, send, checkStatus, isFinal,
+  makeTools, handleCall, handleComputer, handleToolSearch, outputItem, answerCalls, decideApproval, answerApprovals,
+  streamResponse, socketResponse, send, checkStatus, isFinal,
   finalAnswer, replayItems, initialState, requestBody, advance, run, makeClient, startClock,
   structuredAnswer, compact, compactsNow,
 };

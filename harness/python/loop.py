@@ -111,9 +111,26 @@ class Tools:
         # The tools known by their type (shell, local_shell, apply_patch) offered here:
         # type -> the callers it allows.
         self.typed = {}
-        for tool in task["tools"]:
+        # The computer ({"type": "computer"} or "computer_use_preview"): its calls carry
+        # actions, performed by the backend's /call/computer.
+        self.computer = False
+        # A namespace's function and custom tools are registered as "namespace.name"; a
+        # call finds one only under its own namespace, never by the bare name.
+        self.namespace_of = {}
+        # A client-executed tool search looks through the deferred tools
+        # (`defer_loading: true`), the catalogue whose definitions it loads.
+        self.search = any(
+            tool.get("type") == "tool_search" and tool.get("execution") == "client" for tool in task["tools"]
+        )
+        self.catalogue = [tool for tool in task["tools"] if tool.get("defer_loading") is True]
+        for tool in flat_tools(task["tools"]):
+            if tool.get("namespace_of") is not None:
+                self.namespace_of[tool["name"]] = tool["namespace_of"]
             if tool.get("type") in TYPED_TOOLS:
                 self.typed[tool["type"]] = tool.get("allowed_callers") or ["direct"]
+                continue
+            if tool.get("type") in ("computer", "computer_use_preview"):
+                self.computer = True
                 continue
             if tool.get("type") == "custom":
                 self.custom[tool["name"]] = regex_grammar(tool.get("format"))
@@ -140,9 +157,10 @@ class Tools:
             return self.handle_custom(call)
         if getattr(call, "type", "function_call") in TYPED_CALLS:
             return self.handle_typed(call)
-        entry = self.lookup(call.name)
+        name = self.registered_name(call)
+        entry = self.lookup(name)
         if entry is None:
-            return error_output(f"unknown tool: {call.name}")
+            return error_output(f"unknown tool: {name}")
         validator, allowed_callers = entry
         if not self.caller_allowed(call, allowed_callers):
             return error_output("Function caller is excluded by allowed_callers.")
@@ -154,18 +172,88 @@ class Tools:
         if problem is not None:
             return error_output(f"arguments do not match the schema: {problem}")
         body = {"call_id": call.call_id, "arguments": args, "principal": self.principal}
-        return self.dispatch(call, body)
+        return self.dispatch(call, with_namespace(call, body))
+
+    def registered_name(self, call):
+        """The name the call's tool is registered under ("namespace.name" for a call that
+        names a namespace); the name of no tool when the call names a namespaced tool
+        without its namespace, or under another."""
+        namespace = getattr(call, "namespace", None)
+        name = call.name if namespace is None else f"{namespace}.{call.name}"
+        owner = self.namespace_of.get(name)
+        if owner != namespace:
+            return name if owner is None else f"{name} (without its namespace {owner})"
+        return name
 
     def handle_custom(self, call):
         """A custom tool call: its text `input` checked against the tool's regex grammar,
         then run with `input` in place of `arguments`."""
-        if call.name not in self.custom:
-            return error_output(f"unknown custom tool: {call.name}")
-        grammar = self.custom[call.name]
+        name = self.registered_name(call)
+        if name not in self.custom:
+            return error_output(f"unknown custom tool: {name}")
+        grammar = self.custom[name]
         if grammar is not None and grammar.fullmatch(call.input) is None:
-            return error_output(f"input does not match the grammar of {call.name}")
+            return error_output(f"input does not match the grammar of {name}")
         body = {"call_id": call.call_id, "input": call.input, "principal": self.principal}
-        return self.dispatch(call, body)
+        return self.dispatch(call, with_namespace(call, body))
+
+    def handle_computer(self, call):
+        """A computer call: its action (or batch of actions) performed on the backend, once
+        the approver approved its pending safety checks; answered with the screenshot that
+        came back, the approved checks acknowledged. A refused, failed or unknown call is
+        not performed: its screenshot has no image and it acknowledges nothing."""
+        item = {
+            "type": "computer_call_output",
+            "call_id": call.call_id,
+            "output": {"type": "computer_screenshot"},
+        }
+        if not self.computer:
+            log(f"  {call.call_id}: no computer tool offered, nothing performed")
+            return item
+        body = {"call_id": call.call_id, "principal": self.principal}
+        if call.action is not None:
+            body["action"] = call.action.to_dict(mode="json", exclude_none=True)
+        if call.actions is not None:
+            body["actions"] = [a.to_dict(mode="json", exclude_none=True) for a in call.actions]
+        checks = [c.to_dict(mode="json", exclude_none=True) for c in call.pending_safety_checks]
+        computer = ComputerRequest(call.call_id)
+        try:
+            if checks:
+                approval, refusal = self.ask_approval(
+                    computer, {**body, "pending_safety_checks": checks}, computer.name
+                )
+                if refusal is not None:
+                    log(f"  {call.call_id}: safety checks refused, nothing performed")
+                    return item
+                body["approval"] = approval
+                item["acknowledged_safety_checks"] = checks
+            result = json.loads(self.execute(computer, body, computer.name))
+        except OSError as err:  # urllib.error.URLError is an OSError
+            log(f"  {call.call_id}: tool backend unreachable: {err}")
+            return item
+        if isinstance(result, dict):
+            item["output"].update({k: result[k] for k in ("image_url", "file_id") if k in result})
+        return item
+
+    def handle_tool_search(self, call):
+        """A client tool search: run on the backend's /call/tool_search with its
+        arguments; answered with the catalogue's definitions of the tools it found (none
+        when the search failed, or the task offers no client tool search)."""
+        item = {"type": "tool_search_output", "call_id": call.call_id, "execution": "client", "tools": []}
+        if not self.search:
+            log(f"  {call.call_id}: no client tool search offered, nothing searched")
+            return item
+        body = {"call_id": call.call_id, "arguments": call.arguments, "principal": self.principal}
+        try:
+            search = SearchRequest(call.call_id)
+            result = json.loads(self.execute(search, body, search.name))
+        except OSError as err:  # urllib.error.URLError is an OSError
+            log(f"  {call.call_id}: tool backend unreachable: {err}")
+            return item
+        found = result.get("tools") if isinstance(result, dict) else None
+        for name in found if isinstance(found, list) else []:
+            item["tools"].extend(tool for tool in self.catalogue if tool.get("name") == name)
+        return item
 
     def handle_typed(self, call):
         """A shell, local shell or patch call: its `action` or `operation` run on the
@@ -181,10 +269,12 @@ class Tools:
 
     def dispatch(self, call, body, name=None):
         """Approval when the tool needs one, then execution; the output to send. `name`
-        is the tool's, for the calls that carry none (shell, patch)."""
+        is the tool's, for the calls that carry none (shell, patch). A namespaced call is
+        approved as "namespace.name" and sent with its bare name and its namespace."""
+        registered = name or self.registered_name(call)
         name = name or call.name
         try:
-            if self.needs_approval(name):
+            if self.needs_approval(registered):
                 approval, refusal = self.ask_approval(call, body, name)
                 if refusal is not None:
                     return refusal
@@ -378,6 +468,39 @@ def typed_answer(call, output):
         result = result if isinstance(result, dict) else {}
         return {"status": result.get("status", "completed"), "output": str(result.get("output", ""))}
     return {"output": str(output)}
+def flat_tools(tools):
+    """The task's tools with each namespace's tools in its place, named "namespace.name"
+    and marked with their namespace (`namespace_of`)."""
+    for tool in tools:
+        if tool.get("type") != "namespace":
+            yield tool
+            continue
+        for member in tool.get("tools") or []:
+            yield {**member, "name": f"{tool['name']}.{member['name']}", "namespace_of": tool["name"]}
+
+
+def with_namespace(call, body):
+    """A backend request body with the call's namespace, when it names one."""
+    namespace = getattr(call, "namespace", None)
+    return body if namespace is None else {**body, "namespace": namespace}
+
+
+class SearchRequest:
+    """A tool search call as the backend's requests name it: the `tool_search` tool."""
+
+    name = "tool_search"
+
+    def __init__(self, call_id):
+        self.call_id = call_id
+
+
+class ComputerRequest:
+    """A computer call as the backend's requests name it: the `computer` tool."""
+
+    name = "computer"
+
+    def __init__(self, call_id):
+        self.call_id = call_id
 
 
 def regex_grammar(format_):
@@ -870,6 +993,8 @@ ANSWER_TYPES = {
     "shell_call": "shell_call_output",
     "local_shell_call": "local_shell_call_output",
     "apply_patch_call": "apply_patch_call_output",
+    "computer_call": "computer_call_output",
+    "tool_search_call": "tool_search_output",
 }
 
 # The answer field naming the call, where it is not `call_id`: a local shell call's
@@ -878,7 +1003,12 @@ ANSWER_REF = {"local_shell_call_output": "id"}
 
 
 def pending_calls(response):
-    return [item for item in response.output if item.type in ANSWER_TYPES]
+    """The calls to answer: a server-executed tool search is hosted, replayed only."""
+    return [
+        item
+        for item in response.output
+        if item.type in ANSWER_TYPES and getattr(item, "execution", "client") == "client"
+    ]
 
 
 def approval_requests(response):
@@ -924,6 +1054,16 @@ def answer_calls(calls, tools):
     """One output per call, in the calls' order."""
     outputs = []
     for call in calls:
+        if getattr(call, "type", None) == "tool_search_call":
+            item = tools.handle_tool_search(call)
+            log(f"  {call.call_id} tool_search -> {json.dumps(item)[:160]}")
+            outputs.append(item)
+            continue
+        if getattr(call, "type", None) == "computer_call":
+            item = tools.handle_computer(call)
+            log(f"  {call.call_id} computer -> {item['output']}")
+            outputs.append(item)
+            continue
         output = tools.handle(call)
         log(f"  {call.call_id} {getattr(call, 'name', call.type)} -> {output}")
         outputs.append(answer(call, output))

@@ -23,6 +23,9 @@ pub const CAPABILITIES: &[&str] = &[
     "apply_patch",
     "compaction",
     "text_format",
+    "computer",
+    "namespaces",
+    "tool_search",
 ];
 
 /// The capabilities of a controller that declares none.

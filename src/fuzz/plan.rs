@@ -328,6 +328,7 @@ impl Plan {
                     arguments,
                     status: None,
                     caller: caller.clone(),
+                    namespace: None,
                 }));
             }
             if let Some(custom) = round.custom.filter(|_| caller.is_none()) {
@@ -387,6 +388,7 @@ impl Plan {
                     arguments: json!("{\"sku\": \"A"),
                     status: Some("incomplete".to_owned()),
                     caller: None,
+                    namespace: None,
                 }));
             }
             End::IncompleteReasoning => {

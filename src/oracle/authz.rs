@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::json_compare::json_equal;
 use crate::tools::CallValidity;
 use crate::transcript::{ToolExchange, ToolRequestKind};
+use crate::wire::call_kind::COMPUTER;
 use crate::wire::replay::message_text;
 
 /// The `authz` checks.
@@ -187,7 +188,9 @@ fn denial_relayed(f: &Facts) -> CheckResult {
                 denied.name
             ));
         }
-        if let Some(call) = f.call_by_id(call_id) {
+        // A refused computer call is answered with an empty screenshot, not an error
+        // text: authz/safety-checks-acknowledged judges its answer.
+        if let Some(call) = f.call_by_id(call_id).filter(|c| c.kind != COMPUTER) {
             problems.extend(f.error_answer_problem(
                 call,
                 "the denied",

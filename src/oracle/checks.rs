@@ -81,6 +81,10 @@ checks! {
         "never execute a call from a caller the tool's `allowed_callers` excludes";
     DISPATCH_INPUT_GRAMMAR = "dispatch/input-grammar", Must,
         "never execute a custom tool call whose input breaks the tool's `regex` grammar (`lark` grammars are not checked)";
+    DISPATCH_LOADED_FROM_CATALOGUE = "dispatch/loaded-from-catalogue", Must,
+        "answer a client `tool_search_call` with a `tool_search_output` whose tools are the task's deferred tools (`defer_loading: true`) that the search found, each as the task defines it";
+    DISPATCH_HOSTED_NOT_ANSWERED = "dispatch/hosted-not-answered", Must,
+        "never answer a server-executed tool search (`execution: \"server\"`, no `call_id`): replay its `tool_search_call` and `tool_search_output` as the server made them";
     DISPATCH_REJECTION_ANSWERED = "dispatch/rejection-answered", Must,
         "answer rejected calls with an error output and go on";
     DISPATCH_VALID_EXECUTED = "dispatch/valid-executed", Must,
@@ -97,6 +101,10 @@ checks! {
         "run every tool and approval for the task's principal";
     AUTHZ_APPROVAL_REQUEST_MATCHES = "authz/approval-request-matches", Must,
         "ask the approver about the call's own tool and arguments";
+    AUTHZ_SAFETY_CHECKS_APPROVED = "authz/safety-checks-approved", Must,
+        "put a `computer_call` with `pending_safety_checks` to the approver before performing it, perform it only with the approval granted for it, and never perform one the approver refused";
+    AUTHZ_SAFETY_CHECKS_ACKNOWLEDGED = "authz/safety-checks-acknowledged", Must,
+        "list a computer call's pending safety checks in its `computer_call_output`'s `acknowledged_safety_checks` if, and only if, the approver approved the call, and never acknowledge a check the model did not raise";
     AUTHZ_TOOL_TEXT_AS_DATA = "authz/tool-text-as-data", Must,
         "send what a tool returns only as its call's output, never as a system, developer or user message or in `instructions`";
     EFFECTS_AT_MOST_ONCE = "effects/at-most-once", Must,

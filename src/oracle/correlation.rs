@@ -9,7 +9,7 @@ use super::facts::{Facts, answer_result, output_text};
 use super::verdict::{CheckResult, Diff};
 use crate::json_compare::json_equal;
 use crate::tools::CallValidity;
-use crate::wire::call_kind::{self, FUNCTION};
+use crate::wire::call_kind::{self, FUNCTION, TOOL_SEARCH};
 use crate::wire::request::{call_id, item_type};
 
 /// The `call-id` checks.
@@ -96,7 +96,10 @@ fn own_id(f: &Facts) -> CheckResult {
     for (position, request) in f.requests.iter().enumerate() {
         for item in Facts::input_of(request) {
             let kind = item_type(&item);
-            if !call_kind::of_answer(kind).is_some_and(|kind| kind.runs_on_client()) {
+            // A server-executed search's output, replayed, answers no call of the
+            // controller's: it has no call_id.
+            let hosted = kind == TOOL_SEARCH.answer && call_id(&item).is_none();
+            if !call_kind::of_answer(kind).is_some_and(|kind| kind.runs_on_client()) || hosted {
                 continue;
             }
             seen += 1;
@@ -242,8 +245,12 @@ fn result_matches(f: &Facts) -> Option<CheckResult> {
                 continue;
             };
             judged += 1;
-            let text = output_text(output);
-            let actual: Option<Value> = answer_result(output);
+            let actual = answer_result(output);
+            // An answer without `output` (a tool search's) is shown by what it carries.
+            let text = match (output.get("output"), &actual) {
+                (None, Some(value)) => value.to_string(),
+                _ => output_text(output),
+            };
             let others: Vec<&str> = results
                 .iter()
                 .filter(|(id, result)| {
@@ -310,7 +317,7 @@ fn borrowed_result(
     output: &Value,
     results: &[(&str, Value)],
 ) -> Option<String> {
-    let actual: Value = serde_json::from_str(&output_text(output)).ok()?;
+    let actual = answer_result(output)?;
     let (owner, _) = results.iter().find(|(id, result)| {
         *id != call.call_id && (result.is_object() || result.is_array()) && carries(&actual, result)
     })?;

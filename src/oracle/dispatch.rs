@@ -7,6 +7,7 @@ use super::facts::{Facts, IssuedCall};
 use super::verdict::CheckResult;
 use crate::json_compare::{json_equal, matches_subset};
 use crate::tools::CallValidity;
+use crate::wire::call_kind::COMPUTER;
 
 /// The `dispatch` checks.
 pub fn check(f: &Facts) -> Vec<CheckResult> {
@@ -123,9 +124,11 @@ fn rejection_answered(f: &Facts) -> CheckResult {
     )
 }
 
-/// Whether the scenario's approver would refuse this call.
+/// Whether the scenario's approver would refuse this call (a call to an
+/// approval-required tool, or a computer call with pending safety checks).
 fn approval_denied(f: &Facts, call: &IssuedCall) -> bool {
-    if !f.needs_approval(&call.name) {
+    let guarded = call.kind == COMPUTER && !call.pending_safety_checks.is_empty();
+    if !f.needs_approval(&call.name) && !guarded {
         return false;
     }
     let arguments = call.parsed.clone().unwrap_or_default();

@@ -9,7 +9,10 @@ use crate::transcript::{
     ControllerResult, ModelExchange, SocketEvent, ToolExchange, ToolRequestKind, Transcript,
     Unfinished, WebhookDelivery,
 };
-use crate::wire::call_kind::{self, APPLY_PATCH, CUSTOM, CallKind, FUNCTION, SHELL};
+use crate::wire::call_kind::{
+    self, APPLY_PATCH, COMPUTER, CUSTOM, CallKind, FUNCTION, LOCAL_SHELL, SHELL, TOOL_SEARCH,
+    qualified_name,
+};
 use crate::wire::replay::is_replay_of;
 use crate::wire::request::{call_id, item_type};
 
@@ -35,6 +38,8 @@ pub struct IssuedCall {
     pub response: usize,
     /// For a call a program made (a child call): the program's `caller_id`.
     pub program: Option<String>,
+    /// A computer call's `pending_safety_checks` (empty for other kinds).
+    pub pending_safety_checks: Vec<Value>,
 }
 
 impl IssuedCall {
@@ -45,7 +50,8 @@ impl IssuedCall {
             Some(id) => format!(", called by program {id}"),
             None => String::new(),
         };
-        if self.kind != FUNCTION && self.kind != CUSTOM {
+        // The shell and patch kinds name their tool by the call's type alone.
+        if [SHELL, LOCAL_SHELL, APPLY_PATCH].contains(&self.kind) {
             return format!(
                 "{} ({} {}{program})",
                 self.call_id,
@@ -144,16 +150,23 @@ impl<'a> Facts<'a> {
             };
             let output = response["output"].as_array().cloned().unwrap_or_default();
             let mut call_indices = Vec::new();
+            // A server-executed tool search is hosted: the controller replays it and
+            // answers nothing.
             for (item, kind) in output
                 .iter()
                 .filter_map(|item| Some((item, call_kind::of_call(item_type(item))?)))
                 // An MCP approval request is decided, not run: the `mcp` family judges it.
-                .filter(|(_, kind)| kind.runs_on_client())
+                .filter(|(item, kind)| kind.answered_by_client(item))
             {
-                let name = kind.tool_name(item).to_owned();
+                let bare = kind.tool_name(item);
+                // A namespaced call is named `namespace.name`, as the backend's ledger
+                // names the tool it ran.
+                let namespace = item["namespace"].as_str();
+                let name = qualified_name(namespace, bare);
                 // A kind's input is a JSON text (a function's arguments, a custom tool
                 // call's input) or a JSON object (a shell call's action, a patch's
-                // operation), kept as the compact JSON text of the object.
+                // operation, a tool search's arguments, a computer call's action or
+                // actions), kept as the compact JSON text of the object.
                 let input = kind.input(item);
                 let arguments = match &input {
                     Value::String(text) => text.clone(),
@@ -162,8 +175,9 @@ impl<'a> Facts<'a> {
                 };
                 let (validity, parsed) = if kind == FUNCTION {
                     (
-                        registry.judge_call(
-                            &name,
+                        registry.judge_call_in(
+                            namespace,
+                            bare,
                             &arguments,
                             item.get("caller").filter(|c| !c.is_null()),
                         ),
@@ -171,7 +185,7 @@ impl<'a> Facts<'a> {
                     )
                 } else if kind == CUSTOM {
                     (
-                        registry.judge_custom_call(&name, &arguments),
+                        registry.judge_custom_call(namespace, bare, &arguments),
                         Some(Value::String(arguments.clone())),
                     )
                 } else {
@@ -199,6 +213,10 @@ impl<'a> Facts<'a> {
                         .filter(|c| c["type"] == "program")
                         .and_then(|c| c["caller_id"].as_str())
                         .map(str::to_owned),
+                    pending_safety_checks: item["pending_safety_checks"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default(),
                 });
             }
             let has_message = output.iter().any(|item| {
@@ -561,11 +579,29 @@ pub fn output_text(item: &Value) -> String {
 }
 
 /// The result an answer item carries, as a value to compare with the backend's: a
-/// patch's `status` and `output` (as the backend gives them), the parsed output text of
-/// other kinds (`None` when it is not JSON).
+/// patch's `status` and `output` (as the backend gives them), a tool search's loaded
+/// tools by name (the backend's result names them), a `computer_call_output`'s
+/// screenshot without its `type` (the backend's result is `{"image_url": ...}` or
+/// `{"file_id": ...}`), the parsed output text of other kinds (`None` when it is not
+/// JSON).
 pub fn answer_result(item: &Value) -> Option<Value> {
-    if item_type(item) == APPLY_PATCH.answer {
+    let kind = item_type(item);
+    if kind == APPLY_PATCH.answer {
         return Some(serde_json::json!({"status": item["status"], "output": item["output"]}));
+    }
+    if kind == TOOL_SEARCH.answer {
+        let names: Vec<Value> = item
+            .get("tools")?
+            .as_array()?
+            .iter()
+            .map(|tool| tool["name"].clone())
+            .collect();
+        return Some(serde_json::json!({"tools": names}));
+    }
+    if kind == COMPUTER.answer {
+        let mut screenshot = item.get("output")?.as_object()?.clone();
+        screenshot.remove("type");
+        return Some(Value::Object(screenshot));
     }
     serde_json::from_str(&output_text(item)).ok()
 }

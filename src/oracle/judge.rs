@@ -4,7 +4,8 @@ use super::facts::Facts;
 use super::{CaseVerdict, CheckResult, CheckVerdict};
 use super::{
     authz, background, budget, checks, compaction, correlation, dispatch, effects, hosted, mcp,
-    program, reached, reasoning, state, stream, terminal, transport, websocket,
+    program, reached, reasoning, safety, state, stream, terminal, tool_search, transport,
+    websocket,
 };
 use crate::scenario::{Scenario, StateMode};
 use crate::transcript::{Transcript, Unfinished};
@@ -56,7 +57,9 @@ fn judge_checks(
     checks.extend(reasoning::check(&facts));
     checks.extend(state::check(&facts));
     checks.extend(dispatch::check(&facts));
+    checks.extend(tool_search::check(&facts));
     checks.extend(authz::check(&facts));
+    checks.extend(safety::check(&facts));
     checks.extend(effects::check(&facts));
     checks.extend(budget::check(&facts));
     checks.extend(transport::check(&facts));

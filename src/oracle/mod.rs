@@ -18,11 +18,13 @@ mod newcomer_messages;
 mod program;
 mod reached;
 mod reasoning;
+mod safety;
 mod state;
 mod stream;
 mod terminal;
 #[cfg(test)]
 mod test_support;
+mod tool_search;
 mod transport;
 mod verdict;
 mod websocket;

@@ -8,6 +8,7 @@ use crate::oracle::CaseVerdict;
 use crate::report::CaseReport;
 use crate::scenario::{Case, Delivery, OutputSpec, Scenario, StateMode, ToolRef};
 use crate::transcript::Transcript;
+use crate::wire::call_kind::COMPUTER_TOOL_TYPES;
 
 /// The capabilities a case needs in a state mode.
 pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'static str> {
@@ -23,7 +24,13 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     if task.background {
         needed.push("background");
     }
-    if !task.approval_required.is_empty() {
+    // A computer call's pending safety checks are put to the same approver.
+    let safety_checks = scenario.script.iter().any(|turn| {
+        turn.output.iter().any(|item| {
+            matches!(item, OutputSpec::ComputerCall(call) if !call.pending_safety_checks.is_empty())
+        })
+    });
+    if !task.approval_required.is_empty() || safety_checks {
         needed.push("approvals");
     }
     if task.has_budgets() {
@@ -106,6 +113,38 @@ pub fn required_capabilities(scenario: &Scenario, state: StateMode) -> Vec<&'sta
     }
     if task.text_format.is_some() {
         needed.push("text_format");
+    }
+    // The computer: offered by the task, or called in the script.
+    let computer =
+        offered(&COMPUTER_TOOL_TYPES) || called(|item| matches!(item, OutputSpec::ComputerCall(_)));
+    if computer {
+        needed.push("computer");
+    }
+    // Namespaces: a controller that knows only top-level tools finds no namespaced one,
+    // so a task that offers a namespace, or a script that calls into one, needs the word.
+    let namespaces = task
+        .tools
+        .iter()
+        .any(|tool| matches!(tool, ToolRef::Inline(def) if def["type"] == "namespace"))
+        || scenario.script.iter().any(|turn| {
+            turn.output
+                .iter()
+                .any(|item| matches!(item, OutputSpec::Call(call) if call.namespace.is_some()))
+        });
+    if namespaces {
+        needed.push("namespaces");
+    }
+    // A client tool search is the controller's to run; a server-executed one is hosted,
+    // replayed like any item, and needs nothing.
+    let client_search = task.tools.iter().any(|tool| {
+        matches!(tool, ToolRef::Inline(def) if def["type"] == "tool_search" && def["execution"] == "client")
+    }) || scenario.script.iter().any(|turn| {
+        turn.output.iter().any(
+            |item| matches!(item, OutputSpec::ToolSearchCall(search) if search.execution() == "client"),
+        )
+    });
+    if client_search {
+        needed.push("tool_search");
     }
     needed
 }
@@ -307,6 +346,25 @@ mod tests {
             let needed = required_capabilities(&again, StateMode::Stateless);
             assert!(!needed.contains(&"websocket"), "{needed:?}");
         }
+    }
+
+    #[test]
+    fn a_computer_case_needs_computer_and_approvals_only_with_safety_checks() {
+        let needed = |id: &str| {
+            let case = crate::scenario::catalogue_scenario(id);
+            required_capabilities(&case, StateMode::PreviousResponseId)
+        };
+        let plain = needed("computer/01-screenshot-answered");
+        assert!(
+            plain.contains(&"computer") && !plain.contains(&"approvals"),
+            "{plain:?}"
+        );
+        let guarded = needed("computer/03-safety-check-approved");
+        assert!(
+            guarded.contains(&"computer") && guarded.contains(&"approvals"),
+            "{guarded:?}"
+        );
+        assert!(!needed("custom/01-custom-call").contains(&"computer"));
     }
 
     #[test]

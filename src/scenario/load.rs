@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::model::{Annotation, FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef};
+use super::model::{
+    Annotation, ComputerCallSpec, FORMAT_VERSION, Outcome, OutputSpec, Scenario, ToolRef,
+};
 use crate::contract::{Delivery, StateMode};
 use crate::scenario::fixtures;
-use crate::wire::call_kind;
+use crate::wire::call_kind::{self, COMPUTER, COMPUTER_TOOL_TYPES, TOOL_SEARCH};
 
 /// A scenario file that could not be loaded, with where and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,15 +121,28 @@ pub const HOSTED_TOOLS: &[&str] = &[
     "mcp",
 ];
 
-/// The names of a task's tools.
+/// The names of a task's tools (`namespace.name` for the tools of a namespace).
 pub fn tool_names(scenario: &Scenario) -> Vec<String> {
     scenario
         .task
         .tools
         .iter()
-        .filter_map(|tool| match tool {
-            ToolRef::Fixture(name) => Some(name.clone()),
-            ToolRef::Inline(def) => def.get("name").and_then(Value::as_str).map(str::to_owned),
+        .flat_map(|tool| match tool {
+            ToolRef::Fixture(name) => vec![name.clone()],
+            ToolRef::Inline(def) if def["type"] == "namespace" => {
+                let namespace = def["name"].as_str();
+                def["tools"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|member| member["name"].as_str())
+                    .map(|name| call_kind::qualified_name(namespace, name))
+                    .collect()
+            }
+            ToolRef::Inline(def) => call_kind::tool_name(def)
+                .map(str::to_owned)
+                .into_iter()
+                .collect(),
         })
         .collect()
 }
@@ -218,6 +233,129 @@ fn check_mcp_and_hosted(scenario: &Scenario) -> Result<(), (String, String)> {
                 }
                 _ => {}
             }
+        }
+    }
+    Ok(())
+}
+
+/// An inline function tool: `type: function`, a `name`, and `parameters` that are a
+/// valid JSON Schema when given. Returns its name.
+fn check_function_tool(def: &Value) -> Result<String, (String, String)> {
+    let err = |needle: &str, message: String| Err((needle.to_owned(), message));
+    let Some(name) = def.get("name").and_then(Value::as_str) else {
+        return err("tools", "inline tool without a `name`: expected a function definition with `type`, `name` and `parameters`".to_owned());
+    };
+    if def.get("type").and_then(Value::as_str) != Some("function") {
+        return err(
+            name,
+            format!("inline tool '{name}': expected `type: function`"),
+        );
+    }
+    if let Some(params) = def.get("parameters")
+        && jsonschema::validator_for(params).is_err()
+    {
+        return err(
+            name,
+            format!("inline tool '{name}': `parameters` is not a valid JSON Schema"),
+        );
+    }
+    Ok(name.to_owned())
+}
+
+/// An inline `namespace` tool (the SDK's `NamespaceTool`): a `name`, a `description`, and
+/// `tools`, a non-empty list of function and custom tools. Returns its tools' names as
+/// `namespace.name`, the names `tools:` and `approval_required` give them.
+fn check_namespace_tool(def: &Value) -> Result<Vec<String>, (String, String)> {
+    let err = |needle: &str, message: String| Err((needle.to_owned(), message));
+    let Some(namespace) = def.get("name").and_then(Value::as_str) else {
+        return err("namespace", "namespace tool without a `name`".to_owned());
+    };
+    if def.get("description").and_then(Value::as_str).is_none() {
+        return err(
+            namespace,
+            format!("namespace '{namespace}': expected a `description`, which the SDK requires"),
+        );
+    }
+    let members = def.get("tools").and_then(Value::as_array);
+    let Some(members) = members.filter(|members| !members.is_empty()) else {
+        return err(
+            namespace,
+            format!(
+                "namespace '{namespace}': expected `tools`, a non-empty list of function and custom tools"
+            ),
+        );
+    };
+    members
+        .iter()
+        .map(|member| {
+            let name = if member["type"] == "custom" {
+                check_custom_tool(member)?
+            } else {
+                check_function_tool(member)?
+            };
+            Ok(call_kind::qualified_name(Some(namespace), &name))
+        })
+        .collect()
+}
+
+/// An inline computer tool: `{type: computer}`, or `{type: computer_use_preview}` with
+/// the `display_width`, `display_height` and `environment` the SDK requires of it.
+fn check_computer_tool(def: &Value) -> Result<(), (String, String)> {
+    if def["type"] != "computer_use_preview" {
+        return Ok(());
+    }
+    let sized = ["display_width", "display_height"]
+        .iter()
+        .all(|key| def.get(key).and_then(Value::as_u64).is_some());
+    let environment = def["environment"]
+        .as_str()
+        .is_some_and(|env| ["windows", "mac", "linux", "ubuntu", "browser"].contains(&env));
+    if sized && environment {
+        return Ok(());
+    }
+    Err((
+        "computer_use_preview".to_owned(),
+        "computer_use_preview tool: expected whole `display_width` and `display_height` and an `environment` of windows, mac, linux, ubuntu or browser".to_owned(),
+    ))
+}
+
+/// The action types of the SDK's computer `Action` union.
+const COMPUTER_ACTIONS: [&str; 9] = [
+    "click",
+    "double_click",
+    "drag",
+    "keypress",
+    "move",
+    "screenshot",
+    "scroll",
+    "type",
+    "wait",
+];
+
+/// A scripted computer call: one `action` or a batch of `actions`, never both, each an
+/// object whose `type` is one of the SDK's actions.
+fn check_computer_call(call: &ComputerCallSpec) -> Result<(), (String, String)> {
+    let actions: Vec<&Value> = match (&call.action, &call.actions) {
+        (Some(action), None) => vec![action],
+        (None, Some(actions)) if !actions.is_empty() => actions.iter().collect(),
+        _ => {
+            return Err((
+                "computer_call".to_owned(),
+                "a computer_call has one `action` or a non-empty list of `actions`, not both"
+                    .to_owned(),
+            ));
+        }
+    };
+    for action in actions {
+        let kind = action["type"].as_str().unwrap_or_default();
+        if !COMPUTER_ACTIONS.contains(&kind) {
+            return Err((
+                "computer_call".to_owned(),
+                format!(
+                    "a computer action of type {kind:?}: expected one of {}",
+                    COMPUTER_ACTIONS.join(", ")
+                ),
+            ));
         }
     }
     Ok(())
@@ -388,14 +526,15 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                 names.insert(name.clone());
             }
             // A client-executed tool known by its type (`shell`, `local_shell`,
-            // `apply_patch`): the name `approval_required` and `tools:` give it.
+            // `apply_patch`): the name `approval_required` and `tools:` give it. The
+            // computer and tool search tools are checked by their own arms below.
             ToolRef::Inline(def)
                 if def.get("name").is_none()
                     && def
                         .get("type")
                         .and_then(Value::as_str)
                         .and_then(call_kind::of_tool)
-                        .is_some() =>
+                        .is_some_and(|kind| kind != COMPUTER && kind != TOOL_SEARCH) =>
             {
                 if let Some(name) = call_kind::tool_name(def) {
                     names.insert(name.to_owned());
@@ -404,6 +543,31 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
             ToolRef::Inline(def) if def.get("type").and_then(Value::as_str) == Some("custom") => {
                 let name = check_custom_tool(def)?;
                 names.insert(name);
+            }
+            ToolRef::Inline(def)
+                if def.get("type").and_then(Value::as_str) == Some("tool_search") =>
+            {
+                if !matches!(def["execution"].as_str(), None | Some("client" | "server")) {
+                    return err(
+                        "tool_search",
+                        "tool_search tool: `execution` is `client` or `server`".to_owned(),
+                    );
+                }
+                names.insert(TOOL_SEARCH.tool_type.to_owned());
+            }
+            ToolRef::Inline(def)
+                if def.get("type").and_then(Value::as_str) == Some("namespace") =>
+            {
+                names.extend(check_namespace_tool(def)?);
+            }
+            ToolRef::Inline(def)
+                if def
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|kind| COMPUTER_TOOL_TYPES.contains(&kind)) =>
+            {
+                check_computer_tool(def)?;
+                names.insert(COMPUTER.tool_type.to_owned());
             }
             ToolRef::Inline(def) if def.get("type").and_then(Value::as_str) != Some("function") => {
                 let kind = def.get("type").and_then(Value::as_str).unwrap_or_default();
@@ -418,24 +582,8 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                 }
             }
             ToolRef::Inline(def) => {
-                let Some(name) = def.get("name").and_then(Value::as_str) else {
-                    return err("tools", "inline tool without a `name`: expected a function definition with `type`, `name` and `parameters`".to_owned());
-                };
-                if def.get("type").and_then(Value::as_str) != Some("function") {
-                    return err(
-                        name,
-                        format!("inline tool '{name}': expected `type: function`"),
-                    );
-                }
-                if let Some(params) = def.get("parameters")
-                    && jsonschema::validator_for(params).is_err()
-                {
-                    return err(
-                        name,
-                        format!("inline tool '{name}': `parameters` is not a valid JSON Schema"),
-                    );
-                }
-                names.insert(name.to_owned());
+                let name = check_function_tool(def)?;
+                names.insert(name);
             }
         }
     }
@@ -518,6 +666,33 @@ fn validate(scenario: &Scenario) -> Result<(), (String, String)> {
                     ),
                 );
             }
+        }
+    }
+    for item in scenario.script.iter().flat_map(|turn| &turn.output) {
+        match item {
+            OutputSpec::ComputerCall(call) => check_computer_call(call)?,
+            OutputSpec::ToolSearchCall(search)
+                if !matches!(search.execution(), "client" | "server")
+                    || !search.arguments.is_object() =>
+            {
+                return err(
+                    "tool_search_call",
+                    "a tool_search_call has `arguments`, an object, and an `execution` of `client` or `server`".to_owned(),
+                );
+            }
+            OutputSpec::ToolSearchOutput(output) => {
+                if let Some(tool) = output
+                    .tools
+                    .iter()
+                    .find(|tool| tool["name"].as_str().is_none())
+                {
+                    return err(
+                        "tool_search_output",
+                        format!("a tool_search_output loads {tool}, which has no `name`"),
+                    );
+                }
+            }
+            _ => {}
         }
     }
     let mut programs = BTreeSet::new();

@@ -29,7 +29,9 @@ use crate::contract::{Delivery, StateMode};
 ///   Also compatible: `shell_call`, `local_shell_call` and `apply_patch_call` items, and
 ///   inline tools known by their type (`{type: shell}`, `local_shell`, `apply_patch`);
 ///   `task.compact_after_rounds`, `task.context_management`, `task.text_format` and
-///   `task.include`, and `compaction` output items.
+///   `task.include`, and `compaction` output items; a turn's `computer_call` output
+///   items (`action` or `actions`, `pending_safety_checks`); a call's `namespace`, and
+///   `namespace` tools; `tool_search_call` and `tool_search_output` output items.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -652,6 +654,15 @@ pub enum OutputSpec {
     /// An `apply_patch_call`: one file operation for the `apply_patch` tool.
     #[serde(rename = "apply_patch_call")]
     ApplyPatchCall(ApplyPatchCallSpec),
+    /// A call to the `computer` tool: an action (or a batch of them) to perform.
+    #[serde(rename = "computer_call")]
+    ComputerCall(ComputerCallSpec),
+    /// A `tool_search_call`: a search of the task's deferred tools.
+    #[serde(rename = "tool_search_call")]
+    ToolSearchCall(ToolSearchCallSpec),
+    /// A `tool_search_output` the server made for a server-executed search before it.
+    #[serde(rename = "tool_search_output")]
+    ToolSearchOutput(ToolSearchOutputSpec),
     /// A `program` item of programmatic tool calling.
     Program(ProgramSpec),
     /// A `program_output` item: the program's result.
@@ -807,6 +818,82 @@ impl ApplyPatchCallSpec {
     }
 }
 
+/// A scripted call to the `computer` tool (the SDK's `ResponseComputerToolCall`): one
+/// `action` or a batch of `actions` (each `{type: click|double_click|drag|keypress|move|
+/// screenshot|scroll|type|wait, ...}`), and the safety checks the controller must put to
+/// the approver before it performs them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComputerCallSpec {
+    /// One action, sent as `action`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Value>,
+    /// A batch of actions, sent as `actions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<Value>>,
+    /// `pending_safety_checks`: each must be acknowledged in the answer if, and only if,
+    /// the approver approved the call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_safety_checks: Vec<SafetyCheckSpec>,
+}
+
+impl ComputerCallSpec {
+    /// What the call asks to perform, as the backend's `/call/computer` body and the
+    /// oracle name it: `{"action": ...}` or `{"actions": [...]}`.
+    pub fn input(&self) -> Value {
+        let mut input = serde_json::Map::new();
+        if let Some(action) = &self.action {
+            input.insert("action".to_owned(), action.clone());
+        }
+        if let Some(actions) = &self.actions {
+            input.insert("actions".to_owned(), Value::Array(actions.clone()));
+        }
+        Value::Object(input)
+    }
+}
+
+/// A scripted `tool_search_call` (the SDK's `ResponseToolSearchCall`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSearchCallSpec {
+    /// The search's `arguments`, an object (e.g. `{query: ...}`).
+    pub arguments: Value,
+    /// `client` (the default): the controller runs the search and answers it with a
+    /// `tool_search_output`; `server`: a hosted search, with no `call_id`, which a
+    /// `tool_search_output` item after it answers and the controller only replays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<String>,
+}
+
+impl ToolSearchCallSpec {
+    /// `client` or `server`.
+    pub fn execution(&self) -> &str {
+        self.execution.as_deref().unwrap_or("client")
+    }
+}
+
+/// A scripted server-made `tool_search_output`: the tools the hosted search loaded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSearchOutputSpec {
+    /// The loaded tool definitions, as the task's deferred tools define them.
+    pub tools: Vec<Value>,
+}
+
+/// A pending safety check on a computer call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SafetyCheckSpec {
+    /// The check's `id`.
+    pub id: String,
+    /// Its `code` (e.g. `malicious_instructions`, `irrelevant_domain`, `sensitive_domain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Its `message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
 /// A scripted program.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -953,6 +1040,10 @@ pub struct CallSpec {
     /// The label of the program that made this call (programmatic tool calling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
+    /// The `namespace` tool the called function belongs to, as the call names it (may
+    /// be wrong on purpose).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
 }
 
 impl CallSpec {

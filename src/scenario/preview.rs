@@ -205,6 +205,30 @@ fn turn_lines(number: usize, turn: &Turn) -> String {
             OutputSpec::ApplyPatchCall(call) => {
                 format!("apply_patch_call {}", call.operation())
             }
+            OutputSpec::ComputerCall(call) => {
+                let checks = call.pending_safety_checks.len();
+                let guarded = if checks > 0 {
+                    format!(" ({checks} pending safety check(s))")
+                } else {
+                    String::new()
+                };
+                format!("computer_call {}{guarded}", call.input())
+            }
+            OutputSpec::ToolSearchCall(search) => {
+                format!(
+                    "tool_search_call ({}) {}",
+                    search.execution(),
+                    search.arguments
+                )
+            }
+            OutputSpec::ToolSearchOutput(output) => {
+                let names: Vec<&str> = output
+                    .tools
+                    .iter()
+                    .filter_map(|tool| tool["name"].as_str())
+                    .collect();
+                format!("tool_search_output loading {}", names.join(", "))
+            }
             OutputSpec::Program(program) => format!("program {}", program.label),
             OutputSpec::Compaction(_) => "compaction".to_owned(),
             OutputSpec::ProgramOutput(output) => {

@@ -247,7 +247,10 @@ fn compilable(turn: &Turn) -> bool {
             | OutputSpec::ApplyPatchCall(_)
             | OutputSpec::McpApproval(_)
             | OutputSpec::Hosted(_)
-            | OutputSpec::Compaction(_) => false,
+            | OutputSpec::Compaction(_)
+            | OutputSpec::ComputerCall(_)
+            | OutputSpec::ToolSearchCall(_)
+            | OutputSpec::ToolSearchOutput(_) => false,
             _ => true,
         })
 }
@@ -834,6 +837,7 @@ mod tests {
                     arguments,
                     status,
                     caller: None,
+                    namespace: None,
                 })
             }),
         ]

@@ -379,7 +379,11 @@ impl Session {
             kind: reply.kind,
             name: reply.name.clone(),
             call_id: text("call_id"),
-            arguments: crate::tools::call_input(&body),
+            arguments: crate::tools::call_input(
+                name.or_else(|| body.get("name").and_then(Value::as_str))
+                    .unwrap_or_default(),
+                &body,
+            ),
             principal: text("principal"),
             approval: text("approval"),
             status: reply.status,

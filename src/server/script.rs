@@ -217,7 +217,7 @@ impl Follower {
 
 /// The types of the items the server generates: a follower of one of these keeps its
 /// type without a copy.
-const GENERATED_KINDS: [&str; 9] = [
+const GENERATED_KINDS: [&str; 12] = [
     "reasoning",
     "message",
     "function_call",
@@ -225,6 +225,9 @@ const GENERATED_KINDS: [&str; 9] = [
     "shell_call",
     "local_shell_call",
     "apply_patch_call",
+    "computer_call",
+    "tool_search_call",
+    "tool_search_output",
     "program",
     "program_output",
 ];
@@ -477,6 +480,7 @@ pub(crate) fn output_items<'a>(
                 arguments: call.arguments_string(),
                 call_id: draws.call_id(index),
                 name: &call.name,
+                namespace: call.namespace.as_deref(),
                 caller_id: call.caller.as_ref().map(|label| {
                     issued
                         .programs
@@ -534,6 +538,24 @@ pub(crate) fn output_items<'a>(
                 let caller_id = program_call_id(issued, call.caller.as_deref());
                 action_call(APPLY_PATCH, call.operation(), caller_id, draws, index)
             }
+            OutputSpec::ComputerCall(call) => OutputItem::ComputerCall {
+                id: draws.item_id("cu", index),
+                call_id: draws.call_id(index),
+                action: call.action.as_ref(),
+                actions: call.actions.as_deref(),
+                pending_safety_checks: serde_json::to_value(&call.pending_safety_checks)
+                    .unwrap_or_default(),
+            },
+            OutputSpec::ToolSearchCall(search) => OutputItem::ToolSearchCall {
+                id: draws.item_id("tsc", index),
+                call_id: (search.execution() == "client").then(|| draws.call_id(index)),
+                arguments: &search.arguments,
+                execution: search.execution(),
+            },
+            OutputSpec::ToolSearchOutput(output) => OutputItem::ToolSearchOutput {
+                id: draws.item_id("tso", index),
+                tools: &output.tools,
+            },
             OutputSpec::Program(program) => {
                 let item = OutputItem::Program {
                     id: draws.item_id("cm", index),

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::script::Issued;
 use crate::wire::ApiError;
-use crate::wire::call_kind::{self, CALL_KINDS, FUNCTION, MCP_APPROVAL};
+use crate::wire::call_kind::{self, CALL_KINDS, COMPUTER, FUNCTION, MCP_APPROVAL, TOOL_SEARCH};
 use crate::wire::ids::has_prefix;
 use crate::wire::request::ItemKeys;
 
@@ -154,6 +154,25 @@ fn input_keys(kind: &str) -> Option<&'static [&'static str]> {
             "caller",
             "created_by",
         ],
+        "computer_call" => &[
+            "type",
+            "id",
+            "call_id",
+            "action",
+            "actions",
+            "pending_safety_checks",
+            "status",
+        ],
+        "computer_call_output" => &[
+            "type",
+            "id",
+            "call_id",
+            "output",
+            "acknowledged_safety_checks",
+            "status",
+        ],
+        "tool_search_call" => &["type", "id", "call_id", "arguments", "execution", "status"],
+        "tool_search_output" => &["type", "id", "call_id", "execution", "status", "tools"],
         "item_reference" => &["type", "id"],
         "program" => &["type", "id", "call_id", "code", "fingerprint"],
         "program_output" => &["type", "id", "call_id", "result", "status"],
@@ -191,7 +210,17 @@ pub fn resolve_input<'a>(
                 "input[{index}].status"
             )));
         }
-        if parts_field == Some("output")
+        if kind == COMPUTER.answer {
+            let output = item.get("output");
+            if output.and_then(|o| o.get("type")) != Some(&Value::from("computer_screenshot")) {
+                return Err(ApiError::screenshot_type(index, output));
+            }
+        } else if kind == TOOL_SEARCH.answer {
+            let tools = item.get("tools");
+            if !matches!(tools, Some(Value::Array(_))) {
+                return Err(ApiError::tools_type(index, tools));
+            }
+        } else if parts_field == Some("output")
             && !matches!(parts, Some(Value::String(_) | Value::Array(_)))
         {
             return Err(ApiError::output_type(index, parts));
@@ -370,7 +399,9 @@ fn check_answers(context: &Context, kind: call_kind::CallKind) -> Result<(), Api
         .collect();
     let function = kind == FUNCTION;
     for item in &context.input {
-        if item.kind == kind.answer {
+        // A server-executed search's output has no call_id: it answers no call of the
+        // controller's.
+        if item.kind == kind.answer && !(kind == TOOL_SEARCH && item.call_id.is_none()) {
             let id = item.call_id.unwrap_or_default();
             if !calls.contains(id) {
                 return Err(if function {

@@ -7,11 +7,12 @@ use serde_json::{Value, json};
 
 use crate::json_compare::matches_subset;
 use crate::scenario::fixtures::{self, DEFAULT_REFUSAL};
-use crate::scenario::{RateLimitRule, Scenario, ToolBehaviour, ToolRef};
+use crate::scenario::{OutputSpec, RateLimitRule, Scenario, ToolBehaviour, ToolRef};
 use crate::transcript::ToolRequestKind;
 use crate::wire::IdGen;
 use crate::wire::call_kind::{
-    self, APPLY_PATCH, CALL_KINDS, CallKind, FUNCTION, LOCAL_SHELL, SHELL,
+    self, APPLY_PATCH, CALL_KINDS, COMPUTER, CallKind, FUNCTION, LOCAL_SHELL, SHELL, TOOL_SEARCH,
+    qualified_name,
 };
 
 /// Arguments that violate a tool's schema: the first violation, and where it is.
@@ -31,6 +32,8 @@ pub struct RegisteredTool {
     validator: Option<jsonschema::Validator>,
     /// A custom tool's `regex` grammar, anchored to match the whole input.
     grammar: Option<regex::Regex>,
+    /// The `namespace` tool it belongs to, if any: its calls must name that namespace.
+    namespace: Option<String>,
 }
 
 impl RegisteredTool {
@@ -40,7 +43,8 @@ impl RegisteredTool {
     }
 
     /// The kind of call the tool's calls come as: `function` unless the tool's type is
-    /// another kind's (`custom`, `shell`, `local_shell`, `apply_patch`).
+    /// another kind's (`custom`, `shell`, `local_shell`, `apply_patch`, `computer` or
+    /// `computer_use_preview`, `tool_search`).
     pub fn kind(&self) -> CallKind {
         self.definition
             .get("type")
@@ -85,34 +89,66 @@ impl Registry {
     /// Builds the registry of a scenario's task.
     pub fn new(scenario: &Scenario) -> Self {
         let mut tools = BTreeMap::new();
-        for tool in &scenario.task.tools {
-            let definition = match tool {
-                ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
-                ToolRef::Inline(def) => def.clone(),
+        let mut add = |definition: Value, namespace: Option<&str>| {
+            let Some(name) = call_kind::tool_name(&definition) else {
+                return;
             };
-            // A shell or apply_patch tool has no name: it is known by its type.
-            let Some(name) = call_kind::tool_name(&definition).map(str::to_owned) else {
-                continue;
-            };
+            let key = qualified_name(namespace, name);
             let validator = definition
                 .get("parameters")
                 .and_then(|schema| jsonschema::validator_for(schema).ok());
             let grammar = regex_grammar(&definition);
             tools.insert(
-                name,
+                key,
                 RegisteredTool {
                     definition,
                     validator,
                     grammar,
+                    namespace: namespace.map(str::to_owned),
                 },
             );
+        };
+        for tool in &scenario.task.tools {
+            let definition = match tool {
+                ToolRef::Fixture(name) => fixtures::definition(name).unwrap_or(Value::Null),
+                ToolRef::Inline(def) => def.clone(),
+            };
+            // A namespace groups function and custom tools, each called with its name
+            // and the namespace's.
+            if definition["type"] == "namespace" {
+                let namespace = definition["name"].as_str().unwrap_or_default();
+                for member in definition["tools"].as_array().into_iter().flatten() {
+                    add(member.clone(), Some(namespace));
+                }
+                continue;
+            }
+            add(definition, None);
         }
         Self { tools }
     }
 
-    /// The tool named `name`.
+    /// The tool a call names: `name` alone for a tool outside any namespace, `name` in
+    /// `namespace` for one inside a namespace tool. A namespaced tool called without its
+    /// namespace, or under another, is none.
+    pub fn get_in(&self, namespace: Option<&str>, name: &str) -> Option<&RegisteredTool> {
+        self.tools
+            .get(&qualified_name(namespace, name))
+            .filter(|tool| tool.namespace.as_deref() == namespace)
+    }
+
+    /// The deferred tools (`defer_loading: true`) outside any namespace: the catalogue a
+    /// client tool search looks through.
+    pub fn deferred(&self) -> Vec<&Value> {
+        self.tools
+            .values()
+            .filter(|tool| tool.namespace.is_none() && tool.definition["defer_loading"] == true)
+            .map(|tool| &tool.definition)
+            .collect()
+    }
+
+    /// The tool named `name`, outside any namespace.
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
-        self.tools.get(name)
+        self.get_in(None, name)
     }
 }
 
@@ -150,8 +186,13 @@ pub enum CallValidity {
 impl Registry {
     /// Judges a custom tool call the model issued: a call naming no custom tool is to
     /// an unknown tool, as the API would have no such tool to offer.
-    pub fn judge_custom_call(&self, name: &str, input: &str) -> CallValidity {
-        match self.get(name) {
+    pub fn judge_custom_call(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        input: &str,
+    ) -> CallValidity {
+        match self.get_in(namespace, name) {
             Some(tool) if tool.is_custom() => match tool.check_input(input) {
                 Ok(()) => CallValidity::Valid,
                 Err(why) => CallValidity::GrammarViolation(why),
@@ -161,8 +202,10 @@ impl Registry {
     }
 
     /// Judges a call of a kind whose tool is known by its type (a `shell_call`, a
-    /// `local_shell_call`, an `apply_patch_call`): valid when the task offers that tool
-    /// and its `allowed_callers` allow the call's caller.
+    /// `local_shell_call`, an `apply_patch_call`, a `computer_call`, a client
+    /// `tool_search_call`): valid when the task offers that tool (a tool search tool
+    /// executed by the client) and its `allowed_callers` allow the call's caller; a call
+    /// to an unknown tool when it does not.
     pub fn judge_typed_call(
         &self,
         kind: CallKind,
@@ -170,16 +213,29 @@ impl Registry {
         caller: Option<&Value>,
     ) -> CallValidity {
         match self.get(name) {
-            Some(tool) if tool.kind() == kind => {
+            Some(tool)
+                if tool.kind() == kind
+                    && (kind != TOOL_SEARCH || tool.definition["execution"] == "client") =>
+            {
                 caller_excluded(tool, caller).unwrap_or(CallValidity::Valid)
             }
             _ => CallValidity::UnknownTool,
         }
     }
 
-    /// Judges a call the model issued; `caller` is the call's `caller` field.
-    pub fn judge_call(&self, name: &str, arguments: &str, caller: Option<&Value>) -> CallValidity {
-        let Some(tool) = self.get(name) else {
+    /// Judges a function call the model issued under `namespace` (its `namespace` field,
+    /// `None` outside a namespace); `caller` is the call's `caller` field.
+    pub fn judge_call_in(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        arguments: &str,
+        caller: Option<&Value>,
+    ) -> CallValidity {
+        let Some(tool) = self
+            .get_in(namespace, name)
+            .filter(|tool| tool.kind() != COMPUTER)
+        else {
             return CallValidity::UnknownTool;
         };
         if let Some(excluded) = caller_excluded(tool, caller) {
@@ -239,10 +295,16 @@ fn caller_excluded(tool: &RegisteredTool, caller: Option<&Value>) -> Option<Call
     None
 }
 
-/// What a call or approval request asks to run with: the field of the call's input of
+/// What a call or approval request for the tool `name` asks to run with: a computer
+/// call's `{"action": ...}` / `{"actions": [...]}`, else the field of the call's input of
 /// the first kind that has one (`arguments`, a custom tool call's `input` text, a shell
 /// call's `action`, a patch's `operation`).
-pub fn call_input(body: &Value) -> Value {
+pub fn call_input(name: &str, body: &Value) -> Value {
+    if name == COMPUTER.tool_type
+        && let Some(actions) = computer_actions(body)
+    {
+        return actions;
+    }
     CALL_KINDS
         .into_iter()
         .find_map(|kind| body.get(kind.input_field))
@@ -250,11 +312,56 @@ pub fn call_input(body: &Value) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// A computer call request's `action` and `actions`, as an object of those fields alone;
+/// `None` when it has neither.
+fn computer_actions(body: &Value) -> Option<Value> {
+    Some(COMPUTER.input(body)).filter(|input| input.as_object().is_some_and(|o| !o.is_empty()))
+}
+
+/// The screenshot a computer action returns when the case scripts none: a 1x1 PNG.
+pub const SCREENSHOT: &str = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+
+/// The default result of a client tool search: `{"tools": [names]}`, the deferred tools
+/// (`defer_loading: true`) whose name or description holds a word of the search's
+/// `query` (a word of three letters or more, in any case; `_` separates words).
+pub fn search_catalogue(catalogue: &[&Value], arguments: &Value) -> Value {
+    let query = arguments["query"]
+        .as_str()
+        .unwrap_or_default()
+        .to_lowercase();
+    let words: Vec<&str> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| word.len() >= 3)
+        .collect();
+    let found: Vec<&str> = catalogue
+        .iter()
+        .filter(|tool| {
+            let text = format!(
+                "{} {}",
+                tool["name"].as_str().unwrap_or_default(),
+                tool["description"].as_str().unwrap_or_default()
+            )
+            .to_lowercase();
+            let tool_words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).collect();
+            words.iter().any(|word| tool_words.contains(word))
+        })
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    json!({"tools": found})
+}
+
 /// What a tool of a client-executed kind returns when the case scripts nothing: its
 /// result in the shape its answer item carries, so that a controller copies it over.
 /// A shell call's output chunks, one per command; a local shell call's stdout, stderr
-/// and exit code; a patch's status and log line.
-fn kind_result(kind: CallKind, input: &Value) -> Option<Value> {
+/// and exit code; a patch's status and log line; a computer action's screenshot; a
+/// client tool search's finds in the task's deferred tools (`catalogue`).
+fn kind_result(kind: CallKind, input: &Value, catalogue: &[&Value]) -> Option<Value> {
+    if kind == COMPUTER {
+        return Some(json!({"image_url": SCREENSHOT}));
+    }
+    if kind == TOOL_SEARCH {
+        return Some(search_catalogue(catalogue, input));
+    }
     let exited = json!({"type": "exit", "exit_code": 0});
     if kind == SHELL {
         let commands = input["commands"].as_array().cloned().unwrap_or_default();
@@ -285,12 +392,14 @@ fn kind_result(kind: CallKind, input: &Value) -> Option<Value> {
     None
 }
 
-/// The result a fixture tool of this kind returns for these arguments.
+/// The result a fixture tool of this kind returns for these arguments; `catalogue` holds
+/// the task's deferred tools, which a client tool search looks through.
 pub fn scripted_result(
     behaviour: Option<&ToolBehaviour>,
     kind: CallKind,
     name: &str,
     arguments: &Value,
+    catalogue: &[&Value],
 ) -> Value {
     let rule = behaviour.and_then(|b| {
         b.results
@@ -302,7 +411,7 @@ pub fn scripted_result(
         (None, Some(default)) => default.clone(),
         // Echo the arguments so that results of different calls differ: a controller that
         // pairs results with the wrong call is then visible.
-        (None, None) => kind_result(kind, arguments).unwrap_or_else(|| {
+        (None, None) => kind_result(kind, arguments, catalogue).unwrap_or_else(|| {
             if arguments.is_string() {
                 json!({"tool": name, "input": arguments, "ok": true})
             } else {
@@ -392,6 +501,9 @@ pub struct ToolBackend {
     registry: Registry,
     approval_required: BTreeSet<String>,
     behaviours: BTreeMap<String, ToolBehaviour>,
+    /// The actions of the script's computer calls with pending safety checks: performing
+    /// one needs an approval for that call.
+    guarded_actions: Vec<Value>,
 }
 
 impl ToolBackend {
@@ -401,14 +513,29 @@ impl ToolBackend {
             registry: Registry::new(scenario),
             approval_required: scenario.task.approval_required.iter().cloned().collect(),
             behaviours: scenario.tools.clone(),
+            guarded_actions: scenario
+                .script
+                .iter()
+                .flat_map(|turn| &turn.output)
+                .filter_map(|item| match item {
+                    OutputSpec::ComputerCall(call) if !call.pending_safety_checks.is_empty() => {
+                        Some(call.input())
+                    }
+                    _ => None,
+                })
+                .collect(),
         }
     }
 
     /// `POST /call/{name}`.
     pub fn call(&self, state: &mut BackendState, name: &str, body: &Value) -> BackendReply {
         let mut delay_ms = 0;
-        let arguments = call_input(body);
-        let (status, body, effect) = self.call_inner(state, name, body, &mut delay_ms);
+        let arguments = call_input(name, body);
+        // A namespaced tool is run with its namespace in the body; the ledger, the rules
+        // and `approval_required` name it `namespace.name`.
+        let namespace = body.get("namespace").and_then(Value::as_str);
+        let name = &qualified_name(namespace, name);
+        let (status, body, effect) = self.call_inner(state, namespace, name, body, &mut delay_ms);
         let headers = if status == 429 {
             rate_limit_rule(self.behaviours.get(name), &arguments)
                 .map(retry_headers)
@@ -432,11 +559,13 @@ impl ToolBackend {
     fn call_inner(
         &self,
         state: &mut BackendState,
+        namespace: Option<&str>,
         name: &str,
         body: &Value,
         delay_ms: &mut u64,
     ) -> (u16, Value, bool) {
-        let Some(tool) = self.registry.get(name) else {
+        let bare = namespace.map_or(name, |ns| &name[ns.len() + 1..]);
+        let Some(tool) = self.registry.get_in(namespace, bare) else {
             let (s, b) = error(
                 404,
                 "unknown_tool",
@@ -453,7 +582,18 @@ impl ToolBackend {
             return (s, b, false);
         };
         // A custom tool's call carries its text as `input`; rules match it as a string.
-        let arguments = if tool.is_custom() {
+        // A computer call carries its `action` or `actions`; rules match that object.
+        let arguments = if tool.kind() == COMPUTER {
+            let Some(actions) = computer_actions(body) else {
+                let (s, b) = error(
+                    422,
+                    "invalid_arguments",
+                    "a computer call request carries the call's `action` or `actions`".to_owned(),
+                );
+                return (s, b, false);
+            };
+            actions
+        } else if tool.is_custom() {
             let Some(input) = body.get("input").and_then(Value::as_str) else {
                 let (s, b) = error(
                     422,
@@ -471,8 +611,9 @@ impl ToolBackend {
                 return (s, b, false);
             }
             Value::String(input.to_owned())
-        } else if tool.kind() != FUNCTION {
-            // A shell call's `action`, a patch's `operation`: a JSON object.
+        } else if tool.kind() != FUNCTION && tool.kind() != TOOL_SEARCH {
+            // A shell call's `action`, a patch's `operation`: a JSON object. A tool
+            // search's `arguments` are read as a function's.
             let field = tool.kind().input_field;
             let Some(input) = body.get(field).filter(|input| input.is_object()) else {
                 let (s, b) = error(
@@ -515,7 +656,9 @@ impl ToolBackend {
             );
             return (s, b, false);
         }
-        if self.approval_required.contains(name) {
+        if self.approval_required.contains(name)
+            || (tool.kind() == COMPUTER && self.guarded_actions.contains(&arguments))
+        {
             let token = body.get("approval").and_then(Value::as_str);
             let granted_for = token.and_then(|t| state.approvals.get(t));
             if granted_for.map(String::as_str) != Some(call_id) {
@@ -583,7 +726,13 @@ impl ToolBackend {
         if let Some(result) = state.executed.get(call_id) {
             return (200, json!({"result": result}), false);
         }
-        let mut result = scripted_result(behaviour, tool.kind(), name, &arguments);
+        let mut result = scripted_result(
+            behaviour,
+            tool.kind(),
+            name,
+            &arguments,
+            &self.registry.deferred(),
+        );
         let runs = state.runs.entry(name.to_owned()).or_insert(0);
         *runs += 1;
         if let (Some(field), Value::Object(fields)) =
@@ -599,13 +748,12 @@ impl ToolBackend {
     /// call_id and how often that call asked, so it does not depend on the order in which
     /// parallel approval requests arrive.
     pub fn approval(&self, state: &mut BackendState, key: &str, body: &Value) -> BackendReply {
-        let name = body
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let name = qualified_name(
+            body.get("namespace").and_then(Value::as_str),
+            body.get("name").and_then(Value::as_str).unwrap_or_default(),
+        );
         let call_id = body.get("call_id").and_then(Value::as_str);
-        let arguments = call_input(body);
+        let arguments = call_input(&name, body);
         let (status, reply) = match call_id {
             None => error(
                 422,
@@ -956,5 +1104,67 @@ expect: {outcome: completed}
             registry.judge_typed_call(APPLY_PATCH, "apply_patch", Some(&program)),
             CallValidity::UnknownTool
         );
+    }
+    fn catalogue_bench(id: &str, tool: &'static str) -> Bench {
+        Bench::of(&crate::scenario::catalogue_scenario(id), tool)
+    }
+
+    #[test]
+    fn a_namespaced_tool_runs_under_its_namespace_only_and_is_named_with_it() {
+        let mut bench = catalogue_bench("tools/02-wrong-namespace", "lookup_customer");
+        let arguments = json!({"email": "ada@example.com"});
+        let ran = bench
+            .call_with(&json!({"call_id": "call_1", "namespace": "crm", "arguments": arguments}));
+        assert_eq!(
+            (ran.status, ran.name.as_str()),
+            (200, "crm.lookup_customer")
+        );
+        assert_eq!(ran.body["result"]["plan"], "team");
+        for (call_id, namespace) in [("call_2", json!(null)), ("call_3", json!("billing"))] {
+            let mut body = json!({"call_id": call_id, "arguments": arguments});
+            if !namespace.is_null() {
+                body["namespace"] = namespace;
+            }
+            let refused = bench.call_with(&body);
+            assert_eq!(refused.status, 404, "{body}");
+            assert_eq!(refused.body["error"]["code"], "unknown_tool");
+        }
+        let registry = Registry::new(&crate::scenario::catalogue_scenario(
+            "tools/02-wrong-namespace",
+        ));
+        let valid =
+            registry.judge_call_in(Some("crm"), "lookup_customer", r#"{"email":"a"}"#, None);
+        assert_eq!(valid, CallValidity::Valid);
+        for namespace in [None, Some("billing")] {
+            let judged = registry.judge_call_in(namespace, "lookup_customer", "{}", None);
+            assert_eq!(judged, CallValidity::UnknownTool, "{namespace:?}");
+        }
+        assert_eq!(
+            registry.judge_call_in(None, "crm.lookup_customer", "{}", None),
+            CallValidity::UnknownTool
+        );
+    }
+
+    #[test]
+    fn a_computer_call_returns_a_screenshot_and_a_guarded_one_needs_its_approval() {
+        let mut plain = catalogue_bench("computer/01-screenshot-answered", "computer");
+        let action = json!({"type": "click", "button": "left", "x": 412, "y": 88});
+        let ran = plain.call_with(&json!({"call_id": "call_1", "action": action}));
+        assert_eq!(ran.status, 200);
+        assert_eq!(ran.body, json!({"result": {"image_url": SCREENSHOT}}));
+        let bare = plain.call_with(&json!({"call_id": "call_2", "arguments": {}}));
+        assert_eq!(bare.status, 422, "{}", bare.body);
+        let mut guarded = catalogue_bench("computer/03-safety-check-approved", "computer");
+        let action = json!({"action": {"type": "click", "button": "left", "x": 140, "y": 320}});
+        let mut body = json!({"call_id": "call_1", "principal": "user-1"});
+        body["action"] = action["action"].clone();
+        let unapproved = guarded.call_with(&body);
+        assert_eq!(unapproved.status, 409, "{}", unapproved.body);
+        let mut asked = body.clone();
+        asked["name"] = json!("computer");
+        let approval = guarded.backend.approval(&mut guarded.state, "key", &asked);
+        assert_eq!(approval.body["approved"], true);
+        body["approval"] = approval.body["approval"].clone();
+        assert_eq!(guarded.call_with(&body).status, 200);
     }
 }

@@ -118,34 +118,89 @@ pub const MCP_APPROVAL: CallKind = CallKind {
     answer_ref: "approval_request_id",
 };
 
+/// A `computer` tool's call: an `action` (or a batch of `actions`) to perform, answered
+/// by a `computer_call_output` carrying a `computer_screenshot`. Its tool has no name: the
+/// fake's backend and the oracle call it `computer`.
+pub const COMPUTER: CallKind = CallKind {
+    call: "computer_call",
+    answer: "computer_call_output",
+    words: "computer call",
+    input_field: "action",
+    id_prefix: "cu",
+    tool_type: "computer",
+    call_ref: "call_id",
+    answer_ref: "call_id",
+};
+
+/// A client-executed `tool_search` tool's call: JSON `arguments` (an object, not text),
+/// answered by a `tool_search_output` carrying the tools it loaded. A server-executed
+/// search (`execution: "server"`) has no `call_id`: hosted, it is never answered.
+pub const TOOL_SEARCH: CallKind = CallKind {
+    call: "tool_search_call",
+    answer: "tool_search_output",
+    words: "tool search call",
+    input_field: "arguments",
+    id_prefix: "tsc",
+    tool_type: "tool_search",
+    call_ref: "call_id",
+    answer_ref: "call_id",
+};
+
 /// Every kind, functions first.
-pub const CALL_KINDS: [CallKind; 6] = [
+pub const CALL_KINDS: [CallKind; 8] = [
     FUNCTION,
     CUSTOM,
     SHELL,
     LOCAL_SHELL,
     APPLY_PATCH,
     MCP_APPROVAL,
+    COMPUTER,
+    TOOL_SEARCH,
 ];
 
+/// The tool `type`s that offer the computer: the SDK's `ComputerTool` and
+/// `ComputerUsePreviewTool`.
+pub const COMPUTER_TOOL_TYPES: [&str; 2] = ["computer", "computer_use_preview"];
+
 impl CallKind {
-    /// Whether the controller runs the call itself (an MCP approval request is decided,
-    /// not run: the server runs the tool once approved).
+    /// Whether the controller runs calls of this kind itself (an MCP approval request is
+    /// decided, not run: the server runs the tool once approved).
     pub fn runs_on_client(self) -> bool {
         self != MCP_APPROVAL
     }
 
+    /// Whether the controller must answer this call item: a kind it runs, and not a
+    /// server-executed tool search (hosted: replayed, never answered).
+    pub fn answered_by_client(self, item: &serde_json::Value) -> bool {
+        self.runs_on_client() && (self != TOOL_SEARCH || item["execution"] == "client")
+    }
+
     /// The call item's input as it came: a JSON text for a function call's `arguments`
     /// and a custom tool call's `input`, a JSON object for the kinds whose input is
-    /// structured (a shell call's `action`, a patch's `operation`); `Null` when absent.
+    /// structured (a shell call's `action`, a patch's `operation`, a tool search's
+    /// `arguments`, a computer call's `{"action": ...}` or `{"actions": [...]}` as its
+    /// backend request carries it); `Null` when absent.
     pub fn input(self, item: &serde_json::Value) -> serde_json::Value {
+        if self == COMPUTER {
+            let fields: serde_json::Map<String, serde_json::Value> = ["action", "actions"]
+                .into_iter()
+                .filter_map(|key| {
+                    Some((
+                        key.to_owned(),
+                        item.get(key).filter(|v| !v.is_null())?.clone(),
+                    ))
+                })
+                .collect();
+            return serde_json::Value::Object(fields);
+        }
         item.get(self.input_field)
             .cloned()
             .unwrap_or(serde_json::Value::Null)
     }
 
     /// The tool a call item of this kind calls: its `name`, or for the kinds whose tool
-    /// has no name (`shell`, `local_shell`, `apply_patch`), the tool's type.
+    /// has no name (`shell`, `local_shell`, `apply_patch`, `computer`, `tool_search`),
+    /// the tool's type.
     pub fn tool_name(self, item: &serde_json::Value) -> &str {
         item.get("name")
             .and_then(serde_json::Value::as_str)
@@ -154,24 +209,43 @@ impl CallKind {
 }
 
 /// The name a tool definition is known by: its `name`, or, for a tool of a call kind
-/// declared without one (`{"type": "shell"}`), its type.
+/// declared without one (`{"type": "shell"}`, a computer or tool search tool), its
+/// kind's tool type.
 pub fn tool_name(definition: &serde_json::Value) -> Option<&str> {
+    let tool_type = definition.get("type").and_then(serde_json::Value::as_str);
+    // A computer or tool search tool is known by its type even if it carried a name.
+    if let Some(kind) = tool_type
+        .and_then(of_tool)
+        .filter(|kind| *kind == COMPUTER || *kind == TOOL_SEARCH)
+    {
+        return Some(kind.tool_type);
+    }
     if let Some(name) = definition.get("name").and_then(serde_json::Value::as_str) {
         return Some(name);
     }
-    let tool_type = definition.get("type").and_then(serde_json::Value::as_str)?;
     // An `mcp` tool's approvals are decided, not run: it names no tool of the registry.
-    CALL_KINDS
-        .into_iter()
-        .find(|kind| kind.tool_type == tool_type && kind.runs_on_client())
+    of_tool(tool_type?)
+        .filter(|kind| kind.runs_on_client())
         .map(|kind| kind.tool_type)
 }
 
-/// The kind whose tool has this `type`.
+/// The kind whose tool has this `type` (`computer_use_preview` is the computer's).
 pub fn of_tool(tool_type: &str) -> Option<CallKind> {
+    if COMPUTER_TOOL_TYPES.contains(&tool_type) {
+        return Some(COMPUTER);
+    }
     CALL_KINDS
         .into_iter()
         .find(|kind| kind.tool_type == tool_type)
+}
+
+/// The name of a tool as the backend's ledger and the oracle's messages give it:
+/// `namespace.name` inside a namespace, `name` outside one.
+pub fn qualified_name(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) => format!("{namespace}.{name}"),
+        None => name.to_owned(),
+    }
 }
 
 /// The kind whose call item has this `type`.
@@ -228,5 +302,30 @@ mod tests {
         let call = json!({"type": "local_shell_call", "action": {"type": "exec"}});
         assert_eq!(LOCAL_SHELL.tool_name(&call), "local_shell");
         assert_eq!(LOCAL_SHELL.input(&call), json!({"type": "exec"}));
+    }
+
+    #[test]
+    fn the_computer_and_a_tool_search_are_known_by_their_type_with_their_input_whole() {
+        use serde_json::json;
+        for tool_type in COMPUTER_TOOL_TYPES {
+            assert_eq!(of_tool(tool_type), Some(COMPUTER));
+            assert_eq!(tool_name(&json!({"type": tool_type})), Some("computer"));
+        }
+        assert_eq!(
+            tool_name(&json!({"type": "tool_search", "execution": "client"})),
+            Some("tool_search")
+        );
+        let batch = json!({"type": "computer_call", "action": null, "actions": [{"type": "wait"}]});
+        assert_eq!(COMPUTER.tool_name(&batch), "computer");
+        assert_eq!(
+            COMPUTER.input(&batch),
+            json!({"actions": [{"type": "wait"}]})
+        );
+        let search =
+            json!({"type": "tool_search_call", "execution": "server", "arguments": {"query": "q"}});
+        assert_eq!(TOOL_SEARCH.input(&search), json!({"query": "q"}));
+        assert!(!TOOL_SEARCH.answered_by_client(&search));
+        assert!(TOOL_SEARCH.answered_by_client(&json!({"execution": "client"})));
+        assert_eq!(qualified_name(Some("crm"), "lookup"), "crm.lookup");
     }
 }

@@ -292,6 +292,60 @@ impl ApiError {
         )
     }
 
+    /// A `computer_call_output` whose `output` is not a `computer_screenshot` object (the
+    /// SDK's `ResponseComputerToolCallOutputScreenshotParam`; message inferred from the
+    /// API's other type errors).
+    pub fn screenshot_type(index: usize, output: Option<&serde_json::Value>) -> Self {
+        let param = format!("input[{index}].output");
+        let got = match output {
+            None | Some(serde_json::Value::Null) => "null",
+            Some(serde_json::Value::String(_)) => "a string",
+            Some(serde_json::Value::Array(_)) => "an array",
+            Some(serde_json::Value::Object(_)) => "an object of another type",
+            Some(_) => "another type",
+        };
+        Self::invalid(
+            400,
+            "output-type",
+            format!(
+                "Invalid type for '{param}': expected an object of type 'computer_screenshot', but got {got} instead."
+            ),
+            Some(&param),
+            Some("invalid_type"),
+        )
+    }
+
+    /// A `tool_search_output` whose `tools` is not a list of tool definitions (the SDK's
+    /// `ResponseToolSearchOutputItemParamParam.tools`, required; message inferred from
+    /// the API's other type errors).
+    pub fn tools_type(index: usize, tools: Option<&serde_json::Value>) -> Self {
+        let param = format!("input[{index}].tools");
+        let got = match tools {
+            None => {
+                return Self::invalid(
+                    400,
+                    "missing-tools",
+                    format!("Missing required parameter: '{param}'."),
+                    Some(&param),
+                    Some("missing_required_parameter"),
+                );
+            }
+            Some(serde_json::Value::Null) => "null",
+            Some(serde_json::Value::String(_)) => "a string",
+            Some(serde_json::Value::Object(_)) => "an object",
+            Some(_) => "another type",
+        };
+        Self::invalid(
+            400,
+            "tools-type",
+            format!(
+                "Invalid type for '{param}': expected an array of tools, but got {got} instead."
+            ),
+            Some(&param),
+            Some("invalid_type"),
+        )
+    }
+
     /// A content part without its `type` (`param` is e.g. `input[0].content[1].type`), in
     /// a message's `content` or a `function_call_output`'s `output`.
     pub fn missing_part_type(param: &str) -> Self {

@@ -43,6 +43,8 @@ pub enum OutputItem<'a> {
         arguments: Cow<'a, str>,
         call_id: String,
         name: &'a str,
+        /// The `namespace` tool the function belongs to, if any.
+        namespace: Option<&'a str>,
         caller_id: Option<Value>,
     },
     /// A `custom_tool_call`: a call to a `custom` tool, with free-form text `input`.
@@ -78,6 +80,24 @@ pub enum OutputItem<'a> {
         /// Set for a call a program makes (`shell_call`, `apply_patch_call`).
         caller_id: Option<Value>,
     },
+    /// A `computer_call`: an `action` or a batch of `actions` for the `computer` tool,
+    /// with the safety checks the controller must have approved before it acts.
+    ComputerCall {
+        id: String,
+        call_id: String,
+        action: Option<&'a Value>,
+        actions: Option<&'a [Value]>,
+        pending_safety_checks: Value,
+    },
+    /// A `tool_search_call`; a server-executed one has no `call_id` (null).
+    ToolSearchCall {
+        id: String,
+        call_id: Option<String>,
+        arguments: &'a Value,
+        execution: &'a str,
+    },
+    /// A server-made `tool_search_output`, with the tools the search loaded.
+    ToolSearchOutput { id: String, tools: &'a [Value] },
     /// A `program` (programmatic tool calling).
     Program {
         id: String,
@@ -111,6 +131,9 @@ impl OutputItem<'_> {
             | OutputItem::McpApprovalRequest { id, .. }
             | OutputItem::Hosted { id, .. }
             | OutputItem::ActionCall { id, .. }
+            | OutputItem::ComputerCall { id, .. }
+            | OutputItem::ToolSearchCall { id, .. }
+            | OutputItem::ToolSearchOutput { id, .. }
             | OutputItem::Program { id, .. }
             | OutputItem::ProgramOutput { id, .. }
             | OutputItem::Compaction { id, .. } => id,
@@ -127,6 +150,9 @@ impl OutputItem<'_> {
             OutputItem::McpApprovalRequest { .. } => "mcp_approval_request",
             OutputItem::Hosted { kind, .. } => kind,
             OutputItem::ActionCall { kind, .. } => kind.call,
+            OutputItem::ComputerCall { .. } => "computer_call",
+            OutputItem::ToolSearchCall { .. } => "tool_search_call",
+            OutputItem::ToolSearchOutput { .. } => "tool_search_output",
             OutputItem::Program { .. } => "program",
             OutputItem::ProgramOutput { .. } => "program_output",
             OutputItem::Compaction { .. } => "compaction",
@@ -153,8 +179,10 @@ impl OutputItem<'_> {
             OutputItem::Call { call_id, .. }
             | OutputItem::CustomCall { call_id, .. }
             | OutputItem::ActionCall { call_id, .. }
+            | OutputItem::ComputerCall { call_id, .. }
             | OutputItem::Program { call_id, .. } => Some(call_id),
             OutputItem::ProgramOutput { call_id, .. } => call_id.as_str(),
+            OutputItem::ToolSearchCall { call_id, .. } => call_id.as_deref(),
             _ => None,
         }
     }
@@ -225,6 +253,7 @@ impl OutputItem<'_> {
                 arguments,
                 call_id,
                 name,
+                namespace,
                 caller_id,
             } => {
                 fields.put("id", id);
@@ -233,6 +262,9 @@ impl OutputItem<'_> {
                 fields.put("arguments", arguments);
                 fields.put("call_id", call_id);
                 fields.put("name", name);
+                if let Some(namespace) = namespace {
+                    fields.put("namespace", *namespace);
+                }
                 if let Some(caller_id) = caller_id {
                     fields.put_with("caller", |out| {
                         write_part(out, br#"{"type":"program","caller_id":"#, caller_id);
@@ -291,6 +323,49 @@ impl OutputItem<'_> {
                         write_part(out, br#"{"type":"program","caller_id":"#, caller_id);
                     });
                 }
+            }
+            OutputItem::ComputerCall {
+                id,
+                call_id,
+                action,
+                actions,
+                pending_safety_checks,
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", "completed");
+                if let Some(action) = action {
+                    fields.put("action", *action);
+                }
+                if let Some(actions) = actions {
+                    fields.put("actions", *actions);
+                }
+                fields.put("call_id", call_id);
+                fields.put("pending_safety_checks", pending_safety_checks);
+            }
+            OutputItem::ToolSearchCall {
+                id,
+                call_id,
+                arguments,
+                execution,
+            } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", "completed");
+                fields.put("arguments", *arguments);
+                match call_id {
+                    Some(call_id) => fields.put("call_id", call_id),
+                    None => fields.put("call_id", &Value::Null),
+                }
+                fields.put("execution", *execution);
+            }
+            OutputItem::ToolSearchOutput { id, tools } => {
+                fields.put("id", id);
+                fields.put("type", kind);
+                fields.put("status", "completed");
+                fields.put("call_id", &Value::Null);
+                fields.put("execution", "server");
+                fields.put("tools", *tools);
             }
             // A program and its output put `type` first.
             OutputItem::Program {
@@ -505,6 +580,10 @@ mod tests {
 
     fn every_kind() -> Vec<OutputItem<'static>> {
         static SUMMARY: [String; 0] = [];
+        static QUERY: std::sync::LazyLock<Value> =
+            std::sync::LazyLock::new(|| json!({"query": "orders"}));
+        static CLICK: std::sync::LazyLock<Value> =
+            std::sync::LazyLock::new(|| json!({"type": "click", "button": "left", "x": 1, "y": 2}));
         vec![
             OutputItem::Reasoning {
                 id: "rs_1".into(),
@@ -532,6 +611,7 @@ mod tests {
                 arguments: "{\"sku\":\"A7\"}".into(),
                 call_id: "call_1".into(),
                 name: "get_stock",
+                namespace: Some("crm"),
                 caller_id: Some(json!("call_p")),
             },
             OutputItem::CustomCall {
@@ -546,6 +626,23 @@ mod tests {
                 call_id: "call_3".into(),
                 input: json!({"commands": ["ls -la"], "timeout_ms": 1000}),
                 caller_id: Some(json!("call_p")),
+            },
+            OutputItem::ComputerCall {
+                id: "cu_1".into(),
+                call_id: "call_3".into(),
+                action: Some(&CLICK),
+                actions: None,
+                pending_safety_checks: json!([{"id": "cu_sc_1", "code": "sensitive_domain", "message": "m"}]),
+            },
+            OutputItem::ToolSearchCall {
+                id: "tsc_1".into(),
+                call_id: Some("call_4".into()),
+                arguments: &QUERY,
+                execution: "client",
+            },
+            OutputItem::ToolSearchOutput {
+                id: "tso_1".into(),
+                tools: std::slice::from_ref(&*CLICK),
             },
             OutputItem::Program {
                 id: "cm_1".into(),

@@ -770,6 +770,7 @@ mod tests {
                 arguments: text(0).into(),
                 call_id: text(1).to_owned(),
                 name: text(2),
+                namespace: None,
                 caller_id: texts.caller.clone(),
             },
             4 => OutputItem::Program {

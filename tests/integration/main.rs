@@ -8,6 +8,7 @@ mod determinism;
 mod docs_pages;
 mod emulation;
 mod emulation_compaction;
+mod emulation_computer;
 mod emulation_custom;
 mod emulation_mcp;
 mod emulation_shell;

@@ -19,7 +19,8 @@ use crate::support::{
 /// left out.
 const CAPABILITIES: &str = concat!(
     "previous_response_id,stateless,conversation,stream,background,programmatic,approvals,",
-    "budgets,websocket,custom,mcp,shell,apply_patch,compaction,text_format"
+    "budgets,websocket,custom,mcp,shell,apply_patch,compaction,text_format,computer,namespaces,",
+    "tool_search"
 );
 
 /// Runs a command in the repository; its stderr (or the spawn error) on failure.

@@ -20,7 +20,7 @@ const REQUIREMENTS: &str = "harness/python/requirements.txt";
 
 /// Everything the controller supports (its README says the same); only `persistent` is
 /// left out.
-const CAPABILITIES: &str = "previous_response_id,stateless,conversation,stream,background,programmatic,approvals,persistent,budgets,websocket,custom,mcp,shell,apply_patch,compaction,text_format";
+const CAPABILITIES: &str = "previous_response_id,stateless,conversation,stream,background,programmatic,approvals,persistent,budgets,websocket,custom,mcp,shell,apply_patch,compaction,text_format,computer,namespaces,tool_search";
 
 /// Creates `.venv` with the pinned SDK, as `.ci/run` does, so that a plain `cargo test`
 /// on a fresh machine runs this test too.

@@ -285,7 +285,17 @@ async fn rounds(
         for call in &calls {
             let output = tools.handle(call, deadline).await?;
             eprintln!("  {} {} -> {output}", call.call_id, call.name);
-            outputs.push(response::function_call_output(call, output));
+            outputs.push(match call.kind {
+                response::CallKind::Computer => response::computer_call_output(
+                    call,
+                    &output,
+                    tools.checks_approved(&call.call_id),
+                ),
+                response::CallKind::ToolSearch => {
+                    response::tool_search_output(call, &output, tools.catalogue())
+                }
+                _ => response::function_call_output(call, output),
+            });
         }
         for request in approval_requests {
             let decision =

@@ -17,6 +17,10 @@ pub(crate) enum CallKind {
     LocalShell,
     /// An `apply_patch_call`, with one file `operation`, for the `apply_patch` tool.
     ApplyPatch,
+    /// A `computer_call`, with an `action` or a batch of `actions`.
+    Computer,
+    /// A client-executed `tool_search_call`, with JSON `arguments` (an object).
+    ToolSearch,
 }
 
 impl CallKind {
@@ -28,6 +32,8 @@ impl CallKind {
             "shell_call" => Some(CallKind::Shell),
             "local_shell_call" => Some(CallKind::LocalShell),
             "apply_patch_call" => Some(CallKind::ApplyPatch),
+            "computer_call" => Some(CallKind::Computer),
+            "tool_search_call" => Some(CallKind::ToolSearch),
             _ => None,
         }
     }
@@ -39,6 +45,8 @@ impl CallKind {
             CallKind::Custom => "input",
             CallKind::Shell | CallKind::LocalShell => "action",
             CallKind::ApplyPatch => "operation",
+            CallKind::Computer => "action",
+            CallKind::ToolSearch => "arguments",
         }
     }
 
@@ -49,14 +57,26 @@ impl CallKind {
             CallKind::Shell => Some("shell"),
             CallKind::LocalShell => Some("local_shell"),
             CallKind::ApplyPatch => Some("apply_patch"),
+            CallKind::Computer => Some("computer"),
+            CallKind::ToolSearch => Some("tool_search"),
         }
     }
 
-    /// The kind whose tool is known by this type (`shell`, `local_shell`, `apply_patch`).
+    /// The kind whose tool is known by this type (`shell`, `local_shell`, `apply_patch`,
+    /// `computer` or `computer_use_preview`, `tool_search`).
     pub(crate) fn of_tool(tool_type: &str) -> Option<CallKind> {
-        [CallKind::Shell, CallKind::LocalShell, CallKind::ApplyPatch]
-            .into_iter()
-            .find(|kind| kind.typed_tool() == Some(tool_type))
+        if tool_type == "computer_use_preview" {
+            return Some(CallKind::Computer);
+        }
+        [
+            CallKind::Shell,
+            CallKind::LocalShell,
+            CallKind::ApplyPatch,
+            CallKind::Computer,
+            CallKind::ToolSearch,
+        ]
+        .into_iter()
+        .find(|kind| kind.typed_tool() == Some(tool_type))
     }
 
     /// The `type` of the item that answers a call of this kind.
@@ -67,6 +87,8 @@ impl CallKind {
             CallKind::Shell => "shell_call_output",
             CallKind::LocalShell => "local_shell_call_output",
             CallKind::ApplyPatch => "apply_patch_call_output",
+            CallKind::Computer => "computer_call_output",
+            CallKind::ToolSearch => "tool_search_output",
         }
     }
 }
@@ -83,9 +105,22 @@ pub(crate) struct FunctionCall {
     pub arguments: String,
     /// Set for calls made by a program; it must be echoed on the output.
     pub caller: Option<Value>,
+    /// A computer call's `pending_safety_checks`: put to the approver before it runs.
+    pub pending_safety_checks: Vec<Value>,
+    /// The `namespace` a call names: the tool is found under it, and run with it.
+    pub namespace: Option<String>,
 }
 
 impl FunctionCall {
+    /// The tool's name as the registry and `approval_required` know it:
+    /// `namespace.name` inside a namespace, `name` outside one.
+    pub(crate) fn qualified_name(&self) -> String {
+        match &self.namespace {
+            Some(namespace) => format!("{namespace}.{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
     /// Who made the call, in the words of `allowed_callers`: a program, or the model directly.
     pub(crate) fn caller_kind(&self) -> &'static str {
         match &self.caller {
@@ -137,6 +172,8 @@ pub(crate) fn function_calls(output: &[Value]) -> Result<Vec<FunctionCall>, Outc
     output
         .iter()
         .filter_map(|item| Some((item, CallKind::of(item["type"].as_str()?)?)))
+        // A server-executed tool search is hosted: replayed, never answered.
+        .filter(|(item, kind)| *kind != CallKind::ToolSearch || item["execution"] == "client")
         .map(|(item, kind)| {
             let call_id = item["call_id"].as_str().ok_or_else(|| {
                 Outcome::failed(
@@ -147,23 +184,87 @@ pub(crate) fn function_calls(output: &[Value]) -> Result<Vec<FunctionCall>, Outc
                     ),
                 )
             })?;
+            // A nameless tool is known by its type (`computer`, `tool_search`, ...). What
+            // a computer call performs is its `action` or `actions`, as one JSON object.
+            let name = item["name"]
+                .as_str()
+                .or(kind.typed_tool())
+                .unwrap_or_default()
+                .to_string();
+            let arguments = match (kind, &item[kind.input_field()]) {
+                (CallKind::Computer, _) => {
+                    let actions: serde_json::Map<String, Value> = ["action", "actions"]
+                        .into_iter()
+                        .filter_map(|key| {
+                            Some((
+                                key.to_string(),
+                                item.get(key).filter(|v| !v.is_null())?.clone(),
+                            ))
+                        })
+                        .collect();
+                    Value::Object(actions).to_string()
+                }
+                (_, Value::String(text)) => text.clone(),
+                (_, Value::Null) => String::new(),
+                (_, input) => input.to_string(),
+            };
             Ok(FunctionCall {
                 kind,
                 call_id: call_id.to_string(),
-                name: item["name"]
-                    .as_str()
-                    .or(kind.typed_tool())
-                    .unwrap_or_default()
-                    .to_string(),
-                arguments: match &item[kind.input_field()] {
-                    Value::String(text) => text.clone(),
-                    Value::Null => String::new(),
-                    input => input.to_string(),
-                },
+                name,
+                arguments,
                 caller: item.get("caller").filter(|c| c.is_object()).cloned(),
+                pending_safety_checks: item["pending_safety_checks"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default(),
+                namespace: item["namespace"].as_str().map(str::to_string),
             })
         })
         .collect()
+}
+
+/// The `computer_call_output` answering a computer call: the screenshot the backend
+/// returned (none when the call did not run: `output` is then an error), and the pending
+/// safety checks acknowledged when the approver approved them.
+pub(crate) fn computer_call_output(call: &FunctionCall, output: &str, approved: bool) -> Value {
+    let mut screenshot = json!({"type": "computer_screenshot"});
+    if let Ok(Value::Object(result)) = serde_json::from_str::<Value>(output) {
+        for key in ["image_url", "file_id"] {
+            if let Some(value) = result.get(key) {
+                screenshot[key] = value.clone();
+            }
+        }
+    }
+    let mut item = json!({
+        "type": call.kind.answer_type(),
+        "call_id": call.call_id,
+        "output": screenshot,
+    });
+    if approved && !call.pending_safety_checks.is_empty() {
+        item["acknowledged_safety_checks"] = Value::Array(call.pending_safety_checks.clone());
+    }
+    item
+}
+
+/// The `tool_search_output` answering a client tool search: the definitions, from the
+/// task's deferred tools, of the tools the search found (`{"tools": [names]}`); none when
+/// the search failed.
+pub(crate) fn tool_search_output(call: &FunctionCall, output: &str, catalogue: &[Value]) -> Value {
+    let found: Vec<Value> = serde_json::from_str::<Value>(output)
+        .ok()
+        .and_then(|result| result["tools"].as_array().cloned())
+        .unwrap_or_default();
+    let tools: Vec<Value> = found
+        .iter()
+        .filter_map(|name| catalogue.iter().find(|tool| &tool["name"] == name).cloned())
+        .collect();
+    json!({
+        "type": call.kind.answer_type(),
+        "call_id": call.call_id,
+        "execution": "client",
+        "tools": tools,
+    })
 }
 
 /// The output item answering `call` (a `function_call_output`, or a
@@ -251,9 +352,13 @@ pub(crate) fn continues_after_program(output: &[Value]) -> bool {
     let has = |kind: &str| output.iter().any(|item| item["type"] == kind);
     has("program_output")
         && !has("message")
-        && !output
-            .iter()
-            .any(|item| item["type"].as_str().and_then(CallKind::of).is_some())
+        && !output.iter().any(|item| {
+            // A server-executed tool search is hosted: nothing for the loop to answer.
+            item["type"]
+                .as_str()
+                .and_then(CallKind::of)
+                .is_some_and(|kind| kind != CallKind::ToolSearch || item["execution"] == "client")
+        })
 }
 
 /// The SDKs' `output_text`: every `output_text` part of every message, joined with "".
@@ -465,6 +570,8 @@ mod tests {
             name: "f".into(),
             arguments: "{}".into(),
             caller,
+            pending_safety_checks: Vec::new(),
+            namespace: None,
         };
         assert_eq!(with(None).caller_kind(), "direct");
         assert_eq!(

@@ -5,8 +5,9 @@
 //! Every `Err(String)` and every returned `String` here is a ready-to-send
 //! `function_call_output` payload, so a failure never stops the loop.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Display;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -33,6 +34,8 @@ pub(crate) fn error_output(message: impl Display) -> String {
 /// The task's function tools: parameter schemas and the callers each one allows.
 pub(crate) struct Registry {
     tools: HashMap<String, Tool>,
+    /// The deferred tools (`defer_loading: true`) a client tool search loads from.
+    catalogue: Vec<Value>,
 }
 
 struct Tool {
@@ -42,18 +45,41 @@ struct Tool {
     /// `None` inside when any text goes (a `text` format, or a `lark` grammar, which is
     /// not checked here).
     custom: Option<Option<regex::Regex>>,
+    /// The `namespace` tool it belongs to: its calls must name that namespace.
+    namespace: Option<String>,
     /// `allowed_callers`: `direct` and/or `programmatic`; only `direct` when omitted.
     allowed_callers: Vec<String>,
-    /// For a tool known by its type (`shell`, `local_shell`, `apply_patch`): the kind of
-    /// call that runs it.
+    /// For a tool known by its type (`shell`, `local_shell`, `apply_patch`, `computer`,
+    /// a client `tool_search`): the kind of call that runs it.
     typed: Option<CallKind>,
 }
 
 impl Registry {
     /// Hosted tools (`programmatic_tool_calling`, ...) are sent but are no functions to run.
     pub(crate) fn new(tools: &[Value]) -> Result<Registry, String> {
+        // A namespace's function and custom tools are registered as `namespace.name`,
+        // each remembering its namespace.
+        let flat: Vec<(Option<&str>, &Value)> = tools
+            .iter()
+            .flat_map(|tool| match tool["type"].as_str() {
+                Some("namespace") => {
+                    let namespace = tool["name"].as_str();
+                    tool["tools"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|member| (namespace, member))
+                        .collect::<Vec<_>>()
+                }
+                _ => vec![(None, tool)],
+            })
+            .collect();
+        let key = |namespace: Option<&str>, name: &str| match namespace {
+            Some(namespace) => format!("{namespace}.{name}"),
+            None => name.to_string(),
+        };
         let mut registry = HashMap::new();
-        for tool in tools.iter().filter(|tool| tool["type"] == "custom") {
+        for (namespace, tool) in flat.iter().filter(|(_, tool)| tool["type"] == "custom") {
             let Some(name) = tool["name"].as_str() else {
                 continue;
             };
@@ -68,31 +94,35 @@ impl Registry {
                 None
             };
             registry.insert(
-                name.to_string(),
+                key(*namespace, name),
                 Tool {
                     schema: None,
                     custom: Some(grammar),
+                    namespace: namespace.map(str::to_string),
                     allowed_callers: vec!["direct".to_string()],
                     typed: None,
                 },
             );
         }
-        // Shell and patch tools have no name: each is known by its type.
-        for (tool, tool_type, kind) in tools.iter().filter_map(|tool| {
-            let tool_type = tool["type"].as_str()?;
-            Some((tool, tool_type, CallKind::of_tool(tool_type)?))
+        // Shell, patch and computer tools have no name: each is known by its kind's
+        // tool type (`computer` for `computer_use_preview` too). A tool search is the
+        // loop's to run only when executed by the client.
+        for (tool, kind) in tools.iter().filter_map(|tool| {
+            let kind = CallKind::of_tool(tool["type"].as_str()?)?;
+            (kind != CallKind::ToolSearch || tool["execution"] == "client").then_some((tool, kind))
         }) {
             registry.insert(
-                tool_type.to_string(),
+                kind.typed_tool().unwrap_or_default().to_string(),
                 Tool {
                     schema: None,
                     custom: None,
+                    namespace: None,
                     allowed_callers: allowed_callers(tool),
                     typed: Some(kind),
                 },
             );
         }
-        for tool in tools.iter().filter(|tool| tool["type"] == "function") {
+        for (namespace, tool) in flat.iter().filter(|(_, tool)| tool["type"] == "function") {
             let Some(name) = tool["name"].as_str() else {
                 continue;
             };
@@ -105,24 +135,41 @@ impl Registry {
                 };
             let allowed_callers = allowed_callers(tool);
             registry.insert(
-                name.to_string(),
+                key(*namespace, name),
                 Tool {
                     schema,
                     custom: None,
+                    namespace: namespace.map(str::to_string),
                     allowed_callers,
                     typed: None,
                 },
             );
         }
-        Ok(Registry { tools: registry })
+        let catalogue = tools
+            .iter()
+            .filter(|tool| tool["defer_loading"] == true)
+            .cloned()
+            .collect();
+        Ok(Registry {
+            tools: registry,
+            catalogue,
+        })
     }
 
     /// Checks a call before anything is dispatched: a known tool, a caller it allows, and
     /// arguments that parse and match its schema. Returns the parsed arguments (a custom
     /// tool call's input text, once it matches the tool's grammar, as a JSON string).
     pub(crate) fn check(&self, call: &FunctionCall) -> Result<Value, String> {
-        let Some(tool) = self.tools.get(&call.name) else {
-            return Err(error_output(format!("unknown tool: {}", call.name)));
+        // A namespaced tool is found under its own namespace only, never by its bare name.
+        let Some(tool) = self
+            .tools
+            .get(&call.qualified_name())
+            .filter(|tool| tool.namespace == call.namespace)
+        else {
+            return Err(error_output(format!(
+                "unknown tool: {}",
+                call.qualified_name()
+            )));
         };
         // A call of one kind names a tool of the same kind.
         if (call.kind == CallKind::Custom) != tool.custom.is_some()
@@ -131,13 +178,19 @@ impl Registry {
         {
             return Err(error_output(format!("unknown tool: {}", call.name)));
         }
-        // A shell call's action, a patch's operation: run as the model wrote it.
-        if tool.typed.is_some() {
+        // A shell call's action, a patch's operation, a computer call's actions: run as
+        // the model wrote them. A tool search's arguments are checked as a function's.
+        if let Some(kind) = tool.typed.filter(|kind| *kind != CallKind::ToolSearch) {
             if !tool.allowed_callers.iter().any(|c| c == call.caller_kind()) {
                 return Err(error_output("Tool caller is excluded by allowed_callers."));
             }
-            return serde_json::from_str(&call.arguments)
-                .map_err(|e| error_output(format!("invalid {}: {e}", call.kind.input_field())));
+            return serde_json::from_str(&call.arguments).map_err(|e| {
+                error_output(if kind == CallKind::Computer {
+                    format!("unreadable computer actions: {e}")
+                } else {
+                    format!("invalid {}: {e}", kind.input_field())
+                })
+            });
         }
         if let Some(grammar) = &tool.custom {
             if grammar
@@ -185,10 +238,19 @@ fn allowed_callers(tool: &Value) -> Vec<String> {
     }
 }
 
-/// The backend request's key for what a call runs with: `arguments`, or a custom tool
-/// call's `input`.
-fn payload_key(call: &FunctionCall) -> &'static str {
-    call.kind.input_field()
+/// Puts what a call runs with into a backend request: its `arguments`, a custom tool
+/// call's `input`, a shell call's `action`, a patch's `operation`, or a computer call's
+/// `action` / `actions` as they came.
+fn put_payload(body: &mut Value, call: &FunctionCall, args: &Value) {
+    match (call.kind, args) {
+        (CallKind::Computer, Value::Object(actions)) => {
+            for (key, value) in actions {
+                body[key] = value.clone();
+            }
+        }
+        (CallKind::Computer, _) => {}
+        (kind, _) => body[kind.input_field()] = args.clone(),
+    }
 }
 
 /// Runs calls: validation, then approval when required, then the backend.
@@ -203,6 +265,9 @@ pub(crate) struct Tools {
     /// call_id; its retries are not counted again).
     executed: AtomicU32,
     tool_timeout: Option<Duration>,
+    /// The computer calls whose safety checks the approver approved: their answers
+    /// acknowledge them.
+    approved_checks: Mutex<HashSet<String>>,
 }
 
 impl Tools {
@@ -216,6 +281,7 @@ impl Tools {
             max_tool_calls: task.max_tool_calls,
             executed: AtomicU32::new(0),
             tool_timeout: task.tool_timeout_ms.map(Duration::from_millis),
+            approved_checks: Mutex::new(HashSet::new()),
         })
     }
 
@@ -229,9 +295,18 @@ impl Tools {
             Ok(args) => args,
             Err(rejection) => return Ok(rejection),
         };
-        let approval = if self.approval_required.contains(&call.name) {
+        let guarded = call.kind == CallKind::Computer && !call.pending_safety_checks.is_empty();
+        let approval = if self.approval_required.contains(&call.qualified_name()) || guarded {
             match before_deadline(deadline, async { Ok(self.approve(call, &args).await) }).await? {
-                Ok(approval) => Some(approval),
+                Ok(approval) => {
+                    if guarded {
+                        self.approved_checks
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .insert(call.call_id.clone());
+                    }
+                    Some(approval)
+                }
                 Err(denial) => return Ok(denial),
             }
         } else {
@@ -315,6 +390,19 @@ impl Tools {
         response
     }
 
+    /// The deferred tools a client tool search loads from.
+    pub(crate) fn catalogue(&self) -> &[Value] {
+        &self.registry.catalogue
+    }
+
+    /// Whether the approver approved this computer call's safety checks.
+    pub(crate) fn checks_approved(&self, call_id: &str) -> bool {
+        self.approved_checks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(call_id)
+    }
+
     /// Asks for an approval; anything but an explicit grant means the call is not run.
     async fn approve(&self, call: &FunctionCall, args: &Value) -> Result<String, String> {
         let mut body = json!({
@@ -322,7 +410,13 @@ impl Tools {
             "name": call.name,
             "principal": self.principal,
         });
-        body[payload_key(call)] = args.clone();
+        put_payload(&mut body, call, args);
+        if let Some(namespace) = &call.namespace {
+            body["namespace"] = json!(namespace);
+        }
+        if !call.pending_safety_checks.is_empty() {
+            body["pending_safety_checks"] = Value::Array(call.pending_safety_checks.clone());
+        }
         let answer = self
             .http
             .post(format!("{}/approvals", self.base_url))
@@ -357,7 +451,10 @@ impl Tools {
             "call_id": call.call_id,
             "principal": self.principal,
         });
-        body[payload_key(call)] = args.clone();
+        put_payload(&mut body, call, args);
+        if let Some(namespace) = &call.namespace {
+            body["namespace"] = json!(namespace);
+        }
         if let Some(approval) = approval {
             body["approval"] = json!(approval);
         }
@@ -476,6 +573,8 @@ mod tests {
             name: name.to_string(),
             arguments: arguments.to_string(),
             caller,
+            pending_safety_checks: Vec::new(),
+            namespace: None,
         }
     }
 
@@ -628,5 +727,48 @@ mod tests {
         // A call of one kind never runs a tool of the other.
         assert!(registry.check(&custom("ping", "{}")).is_err());
         assert!(registry.check(&call("stock_of", "{}", None)).is_err());
+    }
+
+    #[test]
+    fn a_namespaced_function_is_found_under_its_namespace_only() {
+        let registry = Registry::new(&[
+            json!({"type": "namespace", "name": "crm", "description": "CRM",
+                   "tools": [{"type": "function", "name": "lookup", "parameters": null}]}),
+            json!({"type": "function", "name": "ping", "parameters": null}),
+        ])
+        .unwrap();
+        let under = |namespace: Option<&str>, name: &str| FunctionCall {
+            namespace: namespace.map(str::to_string),
+            ..call(name, "{}", None)
+        };
+        assert_eq!(registry.check(&under(Some("crm"), "lookup")), Ok(json!({})));
+        assert_eq!(registry.check(&under(None, "ping")), Ok(json!({})));
+        for (namespace, name) in [
+            (None, "lookup"),
+            (Some("billing"), "lookup"),
+            (None, "crm.lookup"),
+            (Some("crm"), "ping"),
+        ] {
+            let rejection = registry.check(&under(namespace, name)).unwrap_err();
+            assert!(
+                error_of(&rejection).starts_with("unknown tool"),
+                "{namespace:?} {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_computer_call_runs_its_actions_only_when_the_task_offers_the_computer() {
+        let computer = FunctionCall {
+            kind: CallKind::Computer,
+            ..call("computer", r#"{"action":{"type":"screenshot"}}"#, None)
+        };
+        let offered = Registry::new(&[json!({"type": "computer"})]).unwrap();
+        assert_eq!(
+            offered.check(&computer),
+            Ok(json!({"action": {"type": "screenshot"}}))
+        );
+        let without = Registry::new(&[json!({"type": "function", "name": "computer"})]).unwrap();
+        assert!(without.check(&computer).is_err());
     }
 }

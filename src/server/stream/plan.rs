@@ -311,6 +311,9 @@ const CALL_ADDED: [(&str, Set<'static>); 2] = [
     ("arguments", Set::Str("")),
 ];
 
+/// A computer call or a tool search as `output_item.added` announces it: in progress.
+const COMPUTER_CALL_ADDED: [(&str, Set<'static>); 1] = [("status", Set::Str("in_progress"))];
+
 /// A custom tool call as `output_item.added` announces it: its input empty.
 const CUSTOM_CALL_ADDED: [(&str, Set<'static>); 1] = [("input", Set::Str(""))];
 
@@ -589,6 +592,14 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
                 }
             }
             "shell_call" => plan_shell_call(b, index, item, size),
+            // A computer call and a tool search have no events of their own: announced
+            // in progress, whole.
+            "computer_call" | "tool_search_call" | "tool_search_output" => b.item(
+                "response.output_item.added",
+                index,
+                item,
+                &COMPUTER_CALL_ADDED,
+            ),
             kind if call_kind::of_call(kind).is_some_and(|k| k.runs_on_client()) => b.item(
                 "response.output_item.added",
                 index,
@@ -604,7 +615,10 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
             }
             _ => b.item("response.output_item.added", index, item, &[]),
         }
-        if call_kind::of_call(item.item_type()).is_some_and(|k| k.runs_on_client()) {
+        // A server-executed tool search has no call_id: hosted, nothing to execute.
+        if call_kind::of_call(item.item_type()).is_some_and(|k| k.runs_on_client())
+            && !item.call_id().is_empty()
+        {
             b.call_done(index, item);
         } else {
             b.done(index, item);

@@ -452,6 +452,7 @@ mod tests {
                 arguments: "{\"city\":\"Zürich\"}".into(),
                 call_id: "call_1".into(),
                 name: "f",
+                namespace: None,
                 caller_id: None,
             },
             OutputItem::Call {
@@ -460,6 +461,7 @@ mod tests {
                 arguments: "{\"city\":\"Genève\"}".into(),
                 call_id: "call_2".into(),
                 name: "f",
+                namespace: None,
                 caller_id: None,
             },
         ];
