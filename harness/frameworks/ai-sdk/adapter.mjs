@@ -21,6 +21,8 @@ function makeTool(definition, task) {
     description: definition.description,
     inputSchema: jsonSchema(definition.parameters ?? { type: 'object', properties: {} }),
     ...(definition.strict === undefined ? {} : { strict: definition.strict }),
+    // A deferred tool is hidden until a tool search loads it (the provider's option).
+    ...(definition.defer_loading ? { providerOptions: { openai: { deferLoading: true } } } : {}),
     execute: (args, { toolCallId }) => runCall(task, definition.name, toolCallId, args),
   });
 }
@@ -81,6 +83,7 @@ const HOSTED = {
       serverUrl: definition.server_url,
       requireApproval: definition.require_approval,
     }),
+  tool_search: (openai, definition) => openai.tools.toolSearch({ execution: definition.execution }),
 };
 
 async function runCase(task) {

@@ -52,6 +52,9 @@ def make_tool(spec, task):
         name=name,
         description=spec.get("description") or "",
         args_schema=spec.get("parameters") or {"type": "object", "properties": {}},
+        # `defer_loading` (hidden until a tool search loads it) is a provider field that
+        # ChatOpenAI passes through from a tool's `extras`.
+        extras={"defer_loading": True} if spec.get("defer_loading") else None,
     )
 
 

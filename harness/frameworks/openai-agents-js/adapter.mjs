@@ -22,6 +22,7 @@ import {
   setOpenAIAPI,
   setTracingDisabled,
   tool,
+  toolSearchTool,
   webSearchTool,
 } from '@openai/agents';
 import { log, runCall, serve, unsupported } from '../contract.mjs';
@@ -37,6 +38,7 @@ function makeTool(definition, task) {
     ...(definition.strict === undefined ? {} : { strict: definition.strict }),
     ...(definition.allowed_callers ? { allowedCallers: definition.allowed_callers } : {}),
     ...(definition.output_schema ? { outputSchema: definition.output_schema } : {}),
+    ...(definition.defer_loading ? { deferLoading: true } : {}),
     // The SDK hands the model's function_call item to the tool body. A thrown error is how
     // an SDK tool reports a failure: the SDK's errorFunction turns it into the call's output.
     execute: (args, _runContext, details) => runCall(task, definition.name, details?.toolCall?.callId, args),
@@ -56,6 +58,7 @@ const HOSTED = {
       serverUrl: definition.server_url,
       requireApproval: definition.require_approval,
     }),
+  tool_search: (definition) => toolSearchTool({ execution: definition.execution }),
 };
 
 /** The SDK's tools for the task: function tools, plus the hosted tools the SDK offers. */

@@ -39,6 +39,7 @@ from agents.tool import (
     HostedMCPTool,
     ImageGenerationTool,
     ProgrammaticToolCallingTool,
+    ToolSearchTool,
     WebSearchTool,
 )
 
@@ -72,6 +73,8 @@ def make_tool(spec, task):
         kwargs["allowed_callers"] = spec["allowed_callers"]
     if "output_schema" in spec:
         kwargs["output_json_schema"] = spec["output_schema"]
+    if spec.get("defer_loading"):  # hidden until a tool search loads it
+        kwargs["defer_loading"] = True
     return FunctionTool(
         name=name,
         description=spec.get("description", ""),
@@ -90,6 +93,7 @@ HOSTED = {
     "code_interpreter": lambda spec: CodeInterpreterTool(tool_config=spec),
     "image_generation": lambda spec: ImageGenerationTool(tool_config=spec),
     "mcp": lambda spec: HostedMCPTool(tool_config=spec),
+    "tool_search": lambda spec: ToolSearchTool(execution=spec.get("execution")),
 }
 
 

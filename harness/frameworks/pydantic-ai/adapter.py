@@ -72,6 +72,9 @@ def make_tool(spec, task):
     )
     if "strict" in spec:  # omitted: the framework's default
         tool.strict = spec["strict"]
+    # Hidden until tool search (the `ToolSearch` capability every agent has) loads it;
+    # `Tool.from_schema` takes no `defer_loading`, `Tool` has it as an attribute.
+    tool.defer_loading = bool(spec.get("defer_loading"))
     return tool
 
 
