@@ -5,12 +5,11 @@
 //! streamed with `response.compaction.compacting`; a request's `text` config is echoed;
 //! output text carries its tokens' log probabilities only when the request asks.
 
-use loopcheck::scenario::StateMode;
 use loopcheck::server::RunningServer;
 use serde_json::{Value, json};
 
-use crate::support::http::Api;
-use crate::support::{case_from_yaml, response_text, serve};
+use crate::support::response_text;
+use crate::support::stateless_api::{post_json as post, serve_stateless};
 
 /// Turn 1: a call; turn 2: a compaction item and a call; turn 3: the answer.
 const SCENARIO: &str = r#"
@@ -44,16 +43,7 @@ fn user() -> Value {
 }
 
 async fn start() -> (RunningServer, String) {
-    let (session, server) = serve(&case_from_yaml(SCENARIO), StateMode::Stateless).await;
-    let key = session.api_key().to_owned();
-    (server, key)
-}
-
-async fn post(server: &RunningServer, key: &str, path: &str, body: &Value) -> (u16, Value, String) {
-    let api = Api::new(&server.base_url(), Some(key));
-    let reply = api.send(api.post_json(path, body)).await;
-    let json = serde_json::from_str(&reply.text).unwrap_or(Value::Null);
-    (reply.status, json, reply.text)
+    serve_stateless(SCENARIO).await
 }
 
 fn stateless(input: Vec<Value>) -> Value {

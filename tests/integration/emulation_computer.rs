@@ -4,12 +4,11 @@
 //! that is no screenshot, with the real API's error; a client `tool_search_call` pairs
 //! with its `tool_search_output` the same way, and a hosted search needs no answer.
 
-use loopcheck::scenario::StateMode;
 use loopcheck::server::RunningServer;
 use serde_json::{Value, json};
 
-use crate::support::http::Api;
-use crate::support::{case_from_yaml, response_text, serve};
+use crate::support::response_text;
+use crate::support::stateless_api::{post_json, serve_stateless, stateless_create as stateless};
 
 /// Turn 1: a function call and a computer call with a pending safety check. Turn 2: the
 /// final answer.
@@ -45,22 +44,12 @@ fn user() -> Value {
     json!({"role": "user", "content": QUESTION})
 }
 
-/// Serves the scenario statelessly; the server and its key.
 async fn start() -> (RunningServer, String) {
-    let (session, server) = serve(&case_from_yaml(SCENARIO), StateMode::Stateless).await;
-    let key = session.api_key().to_owned();
-    (server, key)
+    serve_stateless(SCENARIO).await
 }
 
 async fn post(server: &RunningServer, key: &str, body: &Value) -> (u16, Value, String) {
-    let api = Api::new(&server.base_url(), Some(key));
-    let reply = api.send(api.post_json("/v1/responses", body)).await;
-    let json = serde_json::from_str(&reply.text).unwrap_or(Value::Null);
-    (reply.status, json, reply.text)
-}
-
-fn stateless(input: Vec<Value>) -> Value {
-    json!({"model": "gpt-5", "store": false, "input": input})
+    post_json(server, key, "/v1/responses", body).await
 }
 
 /// Turn 1, checked: a function_call then a computer_call; returns both items.
@@ -340,8 +329,7 @@ fn search_answer(call_id: &Value) -> Value {
 
 #[tokio::test]
 async fn a_client_search_answered_beside_a_replayed_hosted_one_gets_turn_2() {
-    let (session, server) = serve(&case_from_yaml(SEARCH_SCENARIO), StateMode::Stateless).await;
-    let key = session.api_key().to_owned();
+    let (server, key) = serve_stateless(SEARCH_SCENARIO).await;
     let output = search_round1(&server, &key).await;
     let mut input = vec![json!({"role": "user", "content": "Where is SH-204?"})];
     input.extend(output.iter().cloned());
@@ -355,8 +343,7 @@ async fn a_client_search_answered_beside_a_replayed_hosted_one_gets_turn_2() {
 /// search, replayed with its output, needs no answer in any of them.
 #[tokio::test]
 async fn each_broken_pairing_of_a_client_tool_search_gets_the_apis_error() {
-    let (session, server) = serve(&case_from_yaml(SEARCH_SCENARIO), StateMode::Stateless).await;
-    let key = session.api_key().to_owned();
+    let (server, key) = serve_stateless(SEARCH_SCENARIO).await;
     let output = search_round1(&server, &key).await;
     let call_id = &output[0]["call_id"];
     let id = call_id.as_str().unwrap().to_owned();

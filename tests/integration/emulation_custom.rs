@@ -2,12 +2,11 @@
 //! `custom_tool_call` (JSON and streamed), accepts its `custom_tool_call_output`, and
 //! answers each broken pairing with the real API's error, as for function calls.
 
-use loopcheck::scenario::StateMode;
 use loopcheck::server::RunningServer;
 use serde_json::{Value, json};
 
-use crate::support::http::Api;
-use crate::support::{case_from_yaml, response_text, serve};
+use crate::support::response_text;
+use crate::support::stateless_api::{post_json, serve_stateless, stateless_create as stateless};
 
 /// Turn 1: a function call and a custom tool call. Turn 2: the final answer.
 const SCENARIO: &str = r#"
@@ -41,23 +40,12 @@ fn user() -> Value {
     json!({"role": "user", "content": QUESTION})
 }
 
-/// Serves the scenario statelessly; the server and its key.
 async fn start() -> (RunningServer, String) {
-    let (session, server) = serve(&case_from_yaml(SCENARIO), StateMode::Stateless).await;
-    let key = session.api_key().to_owned();
-    // The session lives as long as the server holds it.
-    (server, key)
+    serve_stateless(SCENARIO).await
 }
 
 async fn post(server: &RunningServer, key: &str, body: &Value) -> (u16, Value, String) {
-    let api = Api::new(&server.base_url(), Some(key));
-    let reply = api.send(api.post_json("/v1/responses", body)).await;
-    let json = serde_json::from_str(&reply.text).unwrap_or(Value::Null);
-    (reply.status, json, reply.text)
-}
-
-fn stateless(input: Vec<Value>) -> Value {
-    json!({"model": "gpt-5", "store": false, "input": input})
+    post_json(server, key, "/v1/responses", body).await
 }
 
 /// Turn 1, checked: a function_call then a custom_tool_call; returns both items.

@@ -5,12 +5,11 @@
 //! not known to refuse (a request left undecided, two decisions on one request, an
 //! altered hosted item).
 
-use loopcheck::scenario::StateMode;
 use loopcheck::server::RunningServer;
 use serde_json::{Value, json};
 
-use crate::support::http::Api;
-use crate::support::{case_from_yaml, response_text, serve};
+use crate::support::response_text;
+use crate::support::stateless_api::{post_json, serve_stateless, stateless_create as stateless};
 
 /// Turn 1: a web search, an MCP tool list and an approval request. Turn 2: the MCP call
 /// the server ran, and the final answer.
@@ -61,20 +60,11 @@ fn user() -> Value {
 }
 
 async fn start() -> (RunningServer, String) {
-    let (session, server) = serve(&case_from_yaml(SCENARIO), StateMode::Stateless).await;
-    let key = session.api_key().to_owned();
-    (server, key)
+    serve_stateless(SCENARIO).await
 }
 
 async fn post(server: &RunningServer, key: &str, body: &Value) -> (u16, Value, String) {
-    let api = Api::new(&server.base_url(), Some(key));
-    let reply = api.send(api.post_json("/v1/responses", body)).await;
-    let json = serde_json::from_str(&reply.text).unwrap_or(Value::Null);
-    (reply.status, json, reply.text)
-}
-
-fn stateless(input: Vec<Value>) -> Value {
-    json!({"model": "gpt-5", "store": false, "input": input})
+    post_json(server, key, "/v1/responses", body).await
 }
 
 /// Turn 1, checked; its three items.

@@ -11,6 +11,7 @@ pub mod http;
 pub mod redact;
 pub mod serve_process;
 pub mod sse;
+pub mod stateless_api;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
