@@ -202,24 +202,47 @@ fn tool_key(tool: &Value) -> String {
 }
 
 /// The value a tool definition field means when it is left out or null, where the API
-/// documents one (the API reference, "Function tool"): an omitted `strict` is strict mode, an
-/// omitted `allowed_callers` allows direct calls only, and the optional switches are off.
-/// An absent, null or empty `description` all mean "no description".
-fn field_default(field: &str) -> Option<Value> {
-    match field {
-        "strict" => Some(Value::Bool(true)),
-        "allowed_callers" => Some(serde_json::json!(["direct"])),
-        "defer_loading" | "async" => Some(Value::Bool(false)),
-        "description" => Some(Value::String(String::new())),
+/// documents one. For a function tool (the API reference, "Function tool"): an omitted
+/// `strict` is strict mode, an omitted `allowed_callers` allows direct calls only, and the
+/// optional switches are off; an absent, null or empty `description` all mean "no
+/// description". For hosted tools, the defaults their SDK types document (Python
+/// `types/responses/web_search_tool.py`, `tool.py` `ImageGeneration`), so a framework
+/// that spells them out sends the same tool.
+fn field_default(tool_type: &str, field: &str) -> Option<Value> {
+    let text = |value: &str| Some(Value::String(value.to_owned()));
+    match (tool_type, field) {
+        (_, "strict") => Some(Value::Bool(true)),
+        (_, "allowed_callers") => Some(serde_json::json!(["direct"])),
+        (_, "defer_loading" | "async") => Some(Value::Bool(false)),
+        (_, "description") => Some(Value::String(String::new())),
+        (kind, "search_context_size") if kind.starts_with("web_search") => text("medium"),
+        ("image_generation", "action" | "background" | "moderation" | "quality" | "size") => {
+            text("auto")
+        }
+        ("image_generation", "output_compression") => Some(Value::from(100)),
+        ("image_generation", "output_format") => text("png"),
+        ("image_generation", "partial_images") => Some(Value::from(0)),
         _ => None,
     }
+}
+
+/// A definition field that says how the result is delivered, not what the tool is: an
+/// image generation's `partial_images` (some clients must ask for partial images to
+/// stream one, others leave it at 0; the evidence on what the API requires is mixed).
+fn presentation_only(tool_type: &str, field: &str) -> bool {
+    tool_type == "image_generation" && field == "partial_images"
+}
+
+/// A definition's `type`; a definition without one is a function tool.
+fn tool_type(definition: &Value) -> &str {
+    definition["type"].as_str().unwrap_or("function")
 }
 
 /// What a definition field means: its value, or the API's default when it is absent or
 /// null; `None` when it means nothing (absent without a default).
 fn field_meaning(definition: &Value, field: &str) -> Option<Value> {
     match definition.get(field) {
-        None | Some(Value::Null) => field_default(field),
+        None | Some(Value::Null) => field_default(tool_type(definition), field),
         Some(value) => Some(value.clone()),
     }
 }
@@ -284,6 +307,9 @@ fn definition_differences(task: &Value, sent: &Value) -> Vec<(String, String, St
         .collect();
     let mut out = Vec::new();
     for field in fields {
+        if presentation_only(tool_type(task), field) {
+            continue;
+        }
         match (field_meaning(sent, field), field_meaning(task, field)) {
             (Some(a), Some(b)) if field == "allowed_callers" && same_set(&a, &b) => {}
             (Some(a), Some(b)) if same_meaning(&a, &b) => {}
@@ -305,7 +331,10 @@ fn definition_differences(task: &Value, sent: &Value) -> Vec<(String, String, St
 /// A top-level definition field for a message: its value, or that it is absent and
 /// what the API takes it to mean then.
 fn shown_field(definition: &Value, field: &str) -> String {
-    match (definition.get(field), field_default(field)) {
+    match (
+        definition.get(field),
+        field_default(tool_type(definition), field),
+    ) {
         (None | Some(Value::Null), Some(Value::String(_)) | None) => "(none)".to_owned(),
         (None | Some(Value::Null), Some(default)) => format!("(none, which means {default})"),
         (value, _) => shown(value),
@@ -715,6 +744,28 @@ mod tests {
             flights.insert("defer_loading".into(), json!(false));
         });
         assert_passes(&judgement, "state/config-resent");
+    }
+
+    #[test]
+    fn hosted_definitions_that_spell_out_the_api_defaults_mean_the_same() {
+        use super::definition_differences;
+        let web = json!({"type": "web_search"});
+        let spelled = json!({"type": "web_search", "search_context_size": "medium"});
+        assert!(definition_differences(&web, &spelled).is_empty());
+        let narrowed = json!({"type": "web_search", "search_context_size": "high"});
+        assert_eq!(definition_differences(&web, &narrowed).len(), 1);
+        let image = json!({"type": "image_generation", "size": "1024x1024"});
+        let spelled = json!({"type": "image_generation", "size": "1024x1024",
+            "action": "auto", "background": "auto", "moderation": "auto", "quality": "auto",
+            "output_compression": 100, "output_format": "png", "partial_images": 1});
+        assert!(definition_differences(&image, &spelled).is_empty());
+        let other =
+            json!({"type": "image_generation", "size": "1024x1024", "output_format": "jpeg"});
+        assert_eq!(definition_differences(&image, &other).len(), 1);
+        // A function tool keeps its own defaults only.
+        let function = json!({"type": "function", "name": "f"});
+        let sized = json!({"type": "function", "name": "f", "search_context_size": "medium"});
+        assert_eq!(definition_differences(&function, &sized).len(), 1);
     }
 
     #[test]

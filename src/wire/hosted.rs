@@ -21,6 +21,21 @@ pub struct HostedKind {
     pub progress: &'static [&'static str],
     /// The event for a failed item, if the kind has one.
     pub failed: Option<&'static str>,
+    /// A text field a stream sends in deltas after the first progress event (the item
+    /// is announced with it empty).
+    pub streamed_text: Option<StreamedText>,
+}
+
+/// A hosted item's text field as a stream sends it: empty in `output_item.added`, then in
+/// `delta` events and whole in a `done` event naming the field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamedText {
+    /// The field (`arguments`, `code`).
+    pub field: &'static str,
+    /// Its delta event.
+    pub delta: &'static str,
+    /// Its done event, which carries the whole text under `field`.
+    pub done: &'static str,
 }
 
 /// Every hosted item kind.
@@ -36,6 +51,7 @@ pub const HOSTED_KINDS: [HostedKind; 6] = [
             "response.web_search_call.completed",
         ],
         failed: None,
+        streamed_text: None,
     },
     HostedKind {
         item: "file_search_call",
@@ -48,6 +64,7 @@ pub const HOSTED_KINDS: [HostedKind; 6] = [
             "response.file_search_call.completed",
         ],
         failed: None,
+        streamed_text: None,
     },
     HostedKind {
         item: "code_interpreter_call",
@@ -60,6 +77,12 @@ pub const HOSTED_KINDS: [HostedKind; 6] = [
             "response.code_interpreter_call.completed",
         ],
         failed: None,
+        // SDK `response_code_interpreter_call_code_delta_event.py`, `..._done_event.py`.
+        streamed_text: Some(StreamedText {
+            field: "code",
+            delta: "response.code_interpreter_call_code.delta",
+            done: "response.code_interpreter_call_code.done",
+        }),
     },
     HostedKind {
         item: "image_generation_call",
@@ -72,6 +95,7 @@ pub const HOSTED_KINDS: [HostedKind; 6] = [
             "response.image_generation_call.completed",
         ],
         failed: None,
+        streamed_text: None,
     },
     HostedKind {
         item: "mcp_call",
@@ -83,6 +107,12 @@ pub const HOSTED_KINDS: [HostedKind; 6] = [
             "response.mcp_call.completed",
         ],
         failed: Some("response.mcp_call.failed"),
+        // SDK `response_mcp_call_arguments_delta_event.py`, `..._done_event.py`.
+        streamed_text: Some(StreamedText {
+            field: "arguments",
+            delta: "response.mcp_call_arguments.delta",
+            done: "response.mcp_call_arguments.done",
+        }),
     },
     HostedKind {
         item: "mcp_list_tools",
@@ -94,6 +124,7 @@ pub const HOSTED_KINDS: [HostedKind; 6] = [
             "response.mcp_list_tools.completed",
         ],
         failed: Some("response.mcp_list_tools.failed"),
+        streamed_text: None,
     },
 ];
 

@@ -321,11 +321,24 @@ const CUSTOM_CALL_ADDED: [(&str, Set<'static>); 1] = [("input", Set::Str(""))];
 const HOSTED_ADDED: [(&str, Set<'static>); 1] = [("status", Set::Str("in_progress"))];
 
 /// A hosted tool's item up to its `done`: added (in progress, where the kind has a
-/// status), then its progress events (the last one `failed` for an item with an
-/// `error`, where the kind has that event).
-fn hosted_events<I: StreamedItem>(b: &mut Builder, index: usize, item: &I, kind: HostedKind) {
-    let added: &[(&str, Set<'_>)] = if kind.has_status { &HOSTED_ADDED } else { &[] };
-    b.item("response.output_item.added", index, item, added);
+/// status, and its streamed text empty), then its progress events (the last one `failed`
+/// for an item with an `error`, where the kind has that event), its streamed text after
+/// the first of them, in deltas and whole.
+fn hosted_events<I: StreamedItem>(
+    b: &mut Builder,
+    index: usize,
+    item: &I,
+    kind: HostedKind,
+    size: usize,
+) {
+    let mut added: Vec<(&str, Set<'_>)> = Vec::with_capacity(2);
+    if kind.has_status {
+        added.extend(HOSTED_ADDED);
+    }
+    if let Some(text) = kind.streamed_text {
+        added.push((text.field, Set::Str("")));
+    }
+    b.item("response.output_item.added", index, item, &added);
     let mut at = At::new(item, index, None);
     let last = kind.progress.len().saturating_sub(1);
     for (step, event) in kind.progress.iter().enumerate() {
@@ -336,6 +349,16 @@ fn hosted_events<I: StreamedItem>(b: &mut Builder, index: usize, item: &I, kind:
         let out = b.start(event);
         at.write(out);
         b.end(false);
+        if let (0, Some(text)) = (step, kind.streamed_text) {
+            let whole = item.hosted_text(text.field);
+            for piece in pieces(whole, size) {
+                b.delta(text.delta, piece, &mut at, Logprobs::Absent);
+            }
+            let out = b.start(text.done);
+            field(out, text.field, whole);
+            at.write(out);
+            b.end(false);
+        }
     }
 }
 
@@ -588,7 +611,7 @@ fn plan_items<I: StreamedItem>(b: &mut Builder, output: &[I], spec: &StreamSpec)
             }
             kind if hosted::of_item(kind).is_some() => {
                 if let Some(kind) = hosted::of_item(kind) {
-                    hosted_events(b, index, item, kind);
+                    hosted_events(b, index, item, kind, size);
                 }
             }
             "shell_call" => plan_shell_call(b, index, item, size),

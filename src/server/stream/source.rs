@@ -223,6 +223,8 @@ pub trait StreamedItem {
     fn input(&self) -> &str;
     /// Whether a hosted tool's item carries an `error` (its tool failed).
     fn has_error(&self) -> bool;
+    /// A hosted tool's item's text field (empty when it is none or not a string).
+    fn hosted_text(&self, field: &str) -> &str;
     /// Writes the item with some fields set (see `object_with`).
     fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]);
 }
@@ -302,6 +304,10 @@ impl StreamedItem for Value {
 
     fn has_error(&self) -> bool {
         !self["error"].is_null()
+    }
+
+    fn hosted_text(&self, field: &str) -> &str {
+        self[field].as_str().unwrap_or_default()
     }
 
     fn write_with(&self, out: &mut Vec<u8>, set: &[(&str, Set<'_>)]) {
@@ -405,6 +411,17 @@ impl StreamedItem for OutputItem<'_> {
                 .iter()
                 .any(|(key, value)| *key == "error" && !value.is_null()),
             _ => false,
+        }
+    }
+
+    fn hosted_text(&self, field: &str) -> &str {
+        match self {
+            OutputItem::Hosted { fields, .. } => fields
+                .iter()
+                .find(|(key, _)| *key == field)
+                .and_then(|(_, value)| value.as_str())
+                .unwrap_or_default(),
+            _ => "",
         }
     }
 
