@@ -67,9 +67,13 @@ fn the_node_starter_is_valid_javascript_with_its_package() {
 /// Runs `loopcheck init LANGUAGE` into a fresh folder, then the `next:` line it prints,
 /// verbatim, in a shell whose `loopcheck` is this build (the catalogue narrowed to the
 /// correlation cases by `LOOPCHECK_FILTER`, as a user's environment may); the folder.
-fn init_and_run_the_printed_steps(language: &str) -> Option<tempfile::TempDir> {
-    if let Err(err) = Command::new("npm").arg("--version").output() {
-        missing_sdk("npm", &err.to_string());
+fn init_and_run_the_printed_steps(
+    language: &str,
+    installer: &str,
+    install: &str,
+) -> Option<tempfile::TempDir> {
+    if let Err(err) = Command::new(installer).arg("--version").output() {
+        missing_sdk(installer, &err.to_string());
         return None;
     }
     let parent = tempfile::tempdir().unwrap();
@@ -80,7 +84,7 @@ fn init_and_run_the_printed_steps(language: &str) -> Option<tempfile::TempDir> {
         .lines()
         .find_map(|line| line.strip_prefix("next: "))
         .unwrap_or_else(|| panic!("no next step printed:\n{printed}"));
-    assert_eq!(next, "cd starter && npm install && loopcheck run");
+    assert_eq!(next, format!("cd starter && {install} && loopcheck run"));
     let bin = crate::support::loopcheck_bin();
     let path = format!(
         "{}:{}",
@@ -143,14 +147,20 @@ fn assert_persistent_passes(parent: &Path, manifest: &str) {
 
 #[test]
 fn the_node_starter_runs_from_its_printed_steps_and_persists() {
-    if let Some(parent) = init_and_run_the_printed_steps("node") {
+    if let Some(parent) = init_and_run_the_printed_steps("node", "npm", "npm install") {
         assert_persistent_passes(parent.path(), "loop.mjs.loopcheck.json");
     }
 }
 
 #[test]
 fn the_typescript_starter_runs_from_its_printed_steps_and_persists() {
-    if let Some(parent) = init_and_run_the_printed_steps("ts") {
+    if let Some(parent) = init_and_run_the_printed_steps("ts", "npm", "npm install") {
         assert_persistent_passes(parent.path(), "loop.ts.loopcheck.json");
     }
+}
+
+#[test]
+fn the_python_starter_runs_from_its_printed_steps() {
+    let install = "python3 -m venv .venv && . .venv/bin/activate && pip install openai==3.57.0";
+    init_and_run_the_printed_steps("python", "python3", install);
 }
