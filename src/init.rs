@@ -1,4 +1,4 @@
-//! `loopcheck init [python|node]`: a starter controller on the official SDK, its
+//! `loopcheck init [python|node|ts]`: a starter controller on the official SDK, its
 //! manifest, a `loopcheck.toml`, and a CI workflow that runs the catalogue in shards
 //! through loopcheck's GitHub Action and keeps the reports. Existing files are never
 //! overwritten without `--force`.
@@ -12,13 +12,92 @@ pub enum Language {
     Python,
     /// `loop.mjs` on the `openai` npm package.
     Node,
+    /// `loop.ts` on the `openai` npm package, run by `tsx`.
+    Ts,
 }
 
 const PYTHON_LOOP: &str = include_str!("../templates/init/loop.py");
 const NODE_LOOP: &str = include_str!("../templates/init/loop.mjs");
+const TS_LOOP: &str = include_str!("../templates/init/loop.ts");
 
-/// The capabilities the starter loops really have: the two state modes, nothing more.
+/// The capabilities the Python starter really has: the two state modes, nothing more.
 const MANIFEST: &str = "{\"supports\": [\"previous_response_id\", \"stateless\"]}\n";
+
+/// The Node and TypeScript starters also serve many cases from one process (contract
+/// section 9): starting Node and importing the SDK per case is most of a case's time.
+const PERSISTENT_MANIFEST: &str =
+    "{\"supports\": [\"previous_response_id\", \"stateless\", \"persistent\"]}\n";
+
+/// The `openai` Python package the Python starter installs (the version its types follow).
+const PYTHON_SDK: &str = "openai==3.57.0";
+
+/// The Node starter's package: the SDK pinned to the version the Node reference runs on.
+const NODE_PACKAGE: &str = "{\n  \"private\": true,\n  \"type\": \"module\",\n  \"dependencies\": {\n    \"openai\": \"7.59.0\"\n  }\n}\n";
+
+/// The TypeScript starter's package. `tsx` runs `loop.ts` without a build step: Node 20,
+/// which the workflow sets up, cannot strip types itself (`--experimental-strip-types`
+/// came in Node 22.6), and a `tsc` build would leave a second file to keep current.
+const TS_PACKAGE: &str = "{\n  \"private\": true,\n  \"type\": \"module\",\n  \"dependencies\": {\n    \"openai\": \"7.59.0\"\n  },\n  \"devDependencies\": {\n    \"tsx\": \"4.23.15\"\n  }\n}\n";
+
+/// The Node workflow's set-up steps: Node 20 and the locked packages.
+const NODE_SETUP: &str = "      - uses: actions/setup-node@a0853c24544627f65ddf259abe73b1d18a591444 # v5.0.0\n        with:\n          node-version: \"20\"\n      - run: npm install\n";
+
+/// How each starter is written and run.
+struct Starter {
+    /// The loop's file name.
+    file: &'static str,
+    /// Its text.
+    source: &'static str,
+    /// Its manifest's text.
+    manifest: &'static str,
+    /// The command that runs it, from the target folder.
+    command: &'static str,
+    /// The workflow's set-up steps before loopcheck's action.
+    setup: &'static str,
+    /// Its `package.json`, for the npm starters.
+    package: Option<&'static str>,
+}
+
+fn starter(language: Language) -> Starter {
+    match language {
+        Language::Python => Starter {
+            file: "loop.py",
+            source: PYTHON_LOOP,
+            manifest: MANIFEST,
+            command: "python3 loop.py",
+            setup: "      - uses: actions/setup-python@e797f83bcb11b83ae66e0230d6156d7c80228e7c # v6.0.0\n        with:\n          python-version: \"3.11\"\n      - run: pip install openai==3.57.0\n",
+            package: None,
+        },
+        Language::Node => Starter {
+            file: "loop.mjs",
+            source: NODE_LOOP,
+            manifest: PERSISTENT_MANIFEST,
+            command: "node loop.mjs",
+            setup: NODE_SETUP,
+            package: Some(NODE_PACKAGE),
+        },
+        Language::Ts => Starter {
+            file: "loop.ts",
+            source: TS_LOOP,
+            manifest: PERSISTENT_MANIFEST,
+            // `--import tsx` keeps one Node process (no npx, no second process in between).
+            command: "node --import tsx loop.ts",
+            setup: NODE_SETUP,
+            package: Some(TS_PACKAGE),
+        },
+    }
+}
+
+/// The shell commands, run in the folder `init` wrote, that install the starter's
+/// dependencies: what a fresh folder needs before `loopcheck run`.
+pub fn install_steps(language: Language) -> String {
+    match language {
+        Language::Python => {
+            format!("python3 -m venv .venv && . .venv/bin/activate && pip install {PYTHON_SDK}")
+        }
+        Language::Node | Language::Ts => "npm install".to_owned(),
+    }
+}
 
 /// The repository of loopcheck's GitHub Action (`action.yml` at its root), as a
 /// workflow's `uses:` names it.
@@ -33,37 +112,21 @@ const SHARDS: usize = 2;
 
 /// Every file `init` writes, relative to the target folder, with its text.
 pub fn files(language: Language) -> Vec<(PathBuf, String)> {
-    let (file, source, command, setup) = match language {
-        Language::Python => (
-            "loop.py",
-            PYTHON_LOOP,
-            "python3 loop.py",
-            "      - uses: actions/setup-python@e797f83bcb11b83ae66e0230d6156d7c80228e7c # v6.0.0\n        with:\n          python-version: \"3.11\"\n      - run: pip install openai==3.57.0\n",
-        ),
-        Language::Node => (
-            "loop.mjs",
-            NODE_LOOP,
-            "node loop.mjs",
-            "      - uses: actions/setup-node@a0853c24544627f65ddf259abe73b1d18a591444 # v5.0.0\n        with:\n          node-version: \"20\"\n      - run: npm install\n",
-        ),
-    };
+    let starter = starter(language);
     let mut files = vec![
-        (PathBuf::from(file), source.to_owned()),
+        (PathBuf::from(starter.file), starter.source.to_owned()),
         (
-            PathBuf::from(format!("{file}.loopcheck.json")),
-            MANIFEST.to_owned(),
+            PathBuf::from(format!("{}.loopcheck.json", starter.file)),
+            starter.manifest.to_owned(),
         ),
-        (PathBuf::from("loopcheck.toml"), settings(command)),
+        (PathBuf::from("loopcheck.toml"), settings(starter.command)),
         (
             PathBuf::from(".github/workflows/loopcheck.yml"),
-            workflow(file, command, setup),
+            workflow(starter.file, starter.command, starter.setup),
         ),
     ];
-    if language == Language::Node {
-        files.push((
-            PathBuf::from("package.json"),
-            "{\n  \"private\": true,\n  \"type\": \"module\",\n  \"dependencies\": {\n    \"openai\": \"7.59.0\"\n  }\n}\n".to_owned(),
-        ));
+    if let Some(package) = starter.package {
+        files.push((PathBuf::from("package.json"), package.to_owned()));
     }
     files
 }
@@ -164,7 +227,7 @@ mod tests {
 
     #[test]
     fn the_settings_and_workflow_are_valid_and_name_the_controller() {
-        for language in [Language::Python, Language::Node] {
+        for language in [Language::Python, Language::Node, Language::Ts] {
             let files = files(language);
             let settings = &files
                 .iter()
@@ -190,6 +253,42 @@ mod tests {
             );
             assert!(workflow.contains("controller: ") && workflow.contains("loop."));
         }
+    }
+
+    #[test]
+    fn the_readme_names_each_starters_manifest() {
+        let readme = include_str!("../README.md");
+        for language in [Language::Python, Language::Node, Language::Ts] {
+            let manifest = format!("{}.loopcheck.json", starter(language).file);
+            assert!(readme.contains(&format!("`{manifest}`")), "{manifest}");
+        }
+    }
+
+    #[test]
+    fn the_npm_starters_declare_persistent_and_pin_their_packages() {
+        for language in [Language::Node, Language::Ts] {
+            let files = files(language);
+            let text = |name: &str| {
+                let (_, text) = files
+                    .iter()
+                    .find(|(p, _)| p.to_string_lossy().ends_with(name))
+                    .unwrap();
+                serde_json::from_str::<serde_json::Value>(text).unwrap()
+            };
+            let manifest = text(".loopcheck.json");
+            assert!(
+                manifest["supports"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&"persistent".into())
+            );
+            let package = text("package.json");
+            assert_eq!(package["dependencies"]["openai"], "7.59.0");
+            assert_eq!(install_steps(language), "npm install");
+        }
+        let python = files(Language::Python);
+        assert!(!python.iter().any(|(_, text)| text.contains("persistent")));
+        assert!(install_steps(Language::Python).contains(".venv/bin/activate"));
     }
 
     #[test]

@@ -1,10 +1,13 @@
 // A starter tool loop for loopcheck, on the official `openai` npm package.
 //
-// loopcheck runs this file once per case with the task in $LOOPCHECK_TASK and the fake
-// Responses API in OPENAI_BASE_URL / OPENAI_API_KEY (the SDK reads both). It prints one
-// JSON result line last. Start here, run `loopcheck run`, and fix what the report says:
-// the contract is in loopcheck's docs/contract.md.
+// Its manifest declares `persistent`, so loopcheck starts it once per job and writes one
+// JSON line per case to its standard input (the task and that case's OPENAI_BASE_URL,
+// OPENAI_API_KEY and LOOPCHECK_TOOLS_URL); it answers each with one JSON result line.
+// Run with $LOOPCHECK_TASK set (a manifest without `persistent`), it runs that one case.
+// Start here, run `loopcheck run`, and fix what the report says: the contract is in
+// loopcheck's docs/contract.md.
 import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import OpenAI from 'openai';
 
 class Stop extends Error {
@@ -88,13 +91,33 @@ async function run(task) {
   throw new Stop('max_rounds', 'no round left');
 }
 
-let result;
-try {
-  const task = JSON.parse(readFileSync(process.env.LOOPCHECK_TASK, 'utf8'));
-  result = { status: 'completed', output_text: await run(task) };
-} catch (err) {
-  result = err instanceof Stop
-    ? { status: 'failed', reason: err.reason, detail: err.message }
-    : { status: 'failed', reason: 'api_error', detail: `${err.name}: ${err.message}` };
+// Runs one case; its result object. Never throws: every failure is a result.
+async function runCase(task) {
+  try {
+    return { status: 'completed', output_text: await run(task) };
+  } catch (err) {
+    return err instanceof Stop
+      ? { status: 'failed', reason: err.reason, detail: err.message }
+      : { status: 'failed', reason: 'api_error', detail: `${err.name}: ${err.message}` };
+  }
 }
-console.log(JSON.stringify(result));
+
+if (process.env.LOOPCHECK_TASK) {
+  let task;
+  try {
+    task = JSON.parse(readFileSync(process.env.LOOPCHECK_TASK, 'utf8'));
+  } catch (err) {
+    console.log(JSON.stringify({ status: 'failed', reason: 'api_error', detail: `the task: ${err.message}` }));
+    process.exit(0);
+  }
+  console.log(JSON.stringify(await runCase(task)));
+} else {
+  // Persistent mode: one case per line, this case's URLs and key in its `env`. Standard
+  // output carries only result lines: log to standard error.
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (!line.trim()) continue;
+    const request = JSON.parse(line);
+    Object.assign(process.env, request.env);
+    console.log(JSON.stringify(await runCase(request.task)));
+  }
+}

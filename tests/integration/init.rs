@@ -63,3 +63,104 @@ fn the_node_starter_is_valid_javascript_with_its_package() {
     let again = loopcheck(&["init", "node", "--dir", &target]);
     assert_eq!(again.status.code(), Some(2), "existing files are kept");
 }
+
+/// Runs `loopcheck init LANGUAGE` into a fresh folder, then the `next:` line it prints,
+/// verbatim, in a shell whose `loopcheck` is this build (the catalogue narrowed to the
+/// correlation cases by `LOOPCHECK_FILTER`, as a user's environment may); the folder.
+fn init_and_run_the_printed_steps(
+    language: &str,
+    installer: &str,
+    install: &str,
+) -> Option<tempfile::TempDir> {
+    if let Err(err) = Command::new(installer).arg("--version").output() {
+        missing_sdk(installer, &err.to_string());
+        return None;
+    }
+    let parent = tempfile::tempdir().unwrap();
+    let init = loopcheck_in(parent.path(), &["init", language, "--dir", "starter"]);
+    assert_success(&init);
+    let printed = String::from_utf8_lossy(&init.stdout).into_owned();
+    let next = printed
+        .lines()
+        .find_map(|line| line.strip_prefix("next: "))
+        .unwrap_or_else(|| panic!("no next step printed:\n{printed}"));
+    assert_eq!(next, format!("cd starter && {install} && loopcheck run"));
+    let bin = crate::support::loopcheck_bin();
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = Command::new("sh")
+        .args(["-c", next])
+        .current_dir(parent.path())
+        .env("PATH", path)
+        .env("LOOPCHECK_FILTER", "correlation/*")
+        .env_remove("CI")
+        .output()
+        .expect("sh runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{next}\n{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.contains("14 cases: 14 passed, 0 failed"), "{stdout}");
+    Some(parent)
+}
+
+/// The starter in `parent/starter` run again with a report: every correlation case
+/// passes, each served by a persistent worker (a worker's start-up is in the report
+/// only when one serves many cases).
+fn assert_persistent_passes(parent: &Path, manifest: &str) {
+    let dir = parent.join("starter");
+    let declared: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(manifest)).unwrap()).unwrap();
+    assert!(
+        declared["supports"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("persistent")),
+        "{declared}"
+    );
+    let report = dir.join("report.json");
+    let run = cli::command(&["run", "--filter", "correlation/*", "--jobs", "2"])
+        .arg("--report-json")
+        .arg(&report)
+        .current_dir(&dir)
+        .env_remove("CI")
+        .output()
+        .expect("loopcheck runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(report["summary"]["passed"], 14, "{stdout}");
+    let cases = report["cases"].as_array().unwrap();
+    let started = cases
+        .iter()
+        .filter(|case| case["startup_ms"].is_u64())
+        .count();
+    assert!(
+        (1..=2).contains(&started),
+        "workers started: {started}\n{stdout}"
+    );
+}
+
+#[test]
+fn the_node_starter_runs_from_its_printed_steps_and_persists() {
+    if let Some(parent) = init_and_run_the_printed_steps("node", "npm", "npm install") {
+        assert_persistent_passes(parent.path(), "loop.mjs.loopcheck.json");
+    }
+}
+
+#[test]
+fn the_typescript_starter_runs_from_its_printed_steps_and_persists() {
+    if let Some(parent) = init_and_run_the_printed_steps("ts", "npm", "npm install") {
+        assert_persistent_passes(parent.path(), "loop.ts.loopcheck.json");
+    }
+}
+
+#[test]
+fn the_python_starter_runs_from_its_printed_steps() {
+    let install = "python3 -m venv .venv && . .venv/bin/activate && pip install openai==3.57.0";
+    init_and_run_the_printed_steps("python", "python3", install);
+}

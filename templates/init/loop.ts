@@ -1,0 +1,155 @@
+// A starter tool loop for loopcheck, in TypeScript on the official `openai` npm package.
+//
+// Its manifest declares `persistent`, so loopcheck starts it once per job and writes one
+// JSON line per case to its standard input (the task and that case's OPENAI_BASE_URL,
+// OPENAI_API_KEY and LOOPCHECK_TOOLS_URL); it answers each with one JSON result line.
+// Run with $LOOPCHECK_TASK set (a manifest without `persistent`), it runs that one case.
+// `tsx` runs it without a build step, on Node 20 as on later ones. Start here, run
+// `loopcheck run`, and fix what the report says: the contract is in loopcheck's
+// docs/contract.md.
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import OpenAI from 'openai';
+import type {
+  ResponseCreateParamsNonStreaming,
+  ResponseFunctionToolCall,
+  ResponseInputItem,
+} from 'openai/resources/responses/responses';
+
+/** The task file's fields this loop reads (docs/contract.md, section 2). */
+interface Task {
+  model: string;
+  instructions?: string | null;
+  input: string | ResponseInputItem[];
+  tools: Array<{ type: string; name?: string; parameters?: unknown }>;
+  state: string;
+  max_rounds: number;
+  principal: unknown;
+}
+
+type Result =
+  | { status: 'completed'; output_text: string }
+  | { status: 'failed'; reason: string; detail: string };
+
+class Stop extends Error {
+  constructor(
+    readonly reason: string,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+const errorOutput = (message: string): string => JSON.stringify({ error: message });
+
+// Validates a call against the task's registry, runs it on the tool backend, and returns
+// the output to send back. Never throws: a bad call gets an error output.
+async function runTool(task: Task, call: ResponseFunctionToolCall): Promise<string> {
+  const tool = task.tools.find((t) => t.type === 'function' && t.name === call.name);
+  if (!tool) return errorOutput(`unknown tool: ${call.name}`);
+  let args: unknown;
+  try {
+    args = JSON.parse(call.arguments);
+  } catch (err) {
+    return errorOutput(`arguments are not valid JSON: ${(err as Error).message}`);
+  }
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    return errorOutput('arguments must be a JSON object');
+  }
+  // TODO: validate `args` against tool.parameters (e.g. with ajv) before anything runs;
+  // ask for approvals (POST /approvals) for the tools in task.approval_required.
+  const base = (process.env.LOOPCHECK_TOOLS_URL ?? '').replace(/\/$/, '');
+  const body = { call_id: call.call_id, arguments: args, principal: task.principal };
+  try {
+    const answer = await fetch(`${base}/call/${call.name}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const parsed = (await answer.json().catch(() => null)) as
+      | { result?: unknown; error?: { message?: string } }
+      | null;
+    if (answer.status === 200 && parsed && 'result' in parsed) return JSON.stringify(parsed.result);
+    return errorOutput(parsed?.error?.message ?? `the tool failed with HTTP ${answer.status}`);
+  } catch (err) {
+    return errorOutput(`the tool backend is unreachable: ${(err as Error).message}`);
+  }
+}
+
+async function run(task: Task): Promise<string> {
+  const client = new OpenAI();
+  const config: Omit<ResponseCreateParamsNonStreaming, 'input'> = {
+    model: task.model,
+    tools: task.tools as ResponseCreateParamsNonStreaming['tools'],
+  };
+  if (task.instructions) config.instructions = task.instructions;
+  if (task.state === 'stateless') {
+    Object.assign(config, { store: false, include: ['reasoning.encrypted_content'] });
+  } else if (task.state !== 'previous_response_id') {
+    throw new Stop('unsupported', `state mode ${task.state} is not supported yet`);
+  }
+  let sent: ResponseInputItem[] =
+    typeof task.input === 'string' ? [{ role: 'user', content: task.input }] : [...task.input];
+  let previous: string | undefined;
+  for (let round = 1; round <= task.max_rounds; round++) {
+    const request: ResponseCreateParamsNonStreaming = { ...config, input: sent };
+    if (previous) request.previous_response_id = previous;
+    const response = await client.responses.create(request);
+    if (response.status === 'incomplete') throw new Stop('incomplete', 'the response was cut short');
+    if (response.status !== 'completed') {
+      throw new Stop('response_failed', `the response ended ${response.status}`);
+    }
+    const calls = response.output.filter(
+      (item): item is ResponseFunctionToolCall => item.type === 'function_call',
+    );
+    if (calls.length === 0) return response.output_text;
+    if (round === task.max_rounds) throw new Stop('max_rounds', 'the model kept calling tools');
+    const outputs: ResponseInputItem[] = [];
+    for (const call of calls) {
+      outputs.push({ type: 'function_call_output', call_id: call.call_id, output: await runTool(task, call) });
+    }
+    if (task.state === 'stateless') {
+      // Replay every output item as it came (output-only fields dropped).
+      const replay = response.output.map((item) => {
+        if (item.type !== 'reasoning') return item;
+        const { status: _status, ...rest } = item;
+        return rest;
+      }) as ResponseInputItem[];
+      sent = [...sent, ...replay, ...outputs];
+    } else {
+      sent = outputs;
+      previous = response.id;
+    }
+  }
+  throw new Stop('max_rounds', 'no round left');
+}
+
+// Runs one case; its result object. Never throws: every failure is a result.
+async function runCase(task: Task): Promise<Result> {
+  try {
+    return { status: 'completed', output_text: await run(task) };
+  } catch (err) {
+    return err instanceof Stop
+      ? { status: 'failed', reason: err.reason, detail: err.message }
+      : { status: 'failed', reason: 'api_error', detail: `${(err as Error).name}: ${(err as Error).message}` };
+  }
+}
+
+if (process.env.LOOPCHECK_TASK) {
+  let task: Task | undefined;
+  try {
+    task = JSON.parse(readFileSync(process.env.LOOPCHECK_TASK, 'utf8')) as Task;
+  } catch (err) {
+    console.log(JSON.stringify({ status: 'failed', reason: 'api_error', detail: `the task: ${(err as Error).message}` }));
+  }
+  if (task) console.log(JSON.stringify(await runCase(task)));
+} else {
+  // Persistent mode: one case per line, this case's URLs and key in its `env`. Standard
+  // output carries only result lines: log to standard error.
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (!line.trim()) continue;
+    const request = JSON.parse(line) as { env: Record<string, string>; task: Task };
+    Object.assign(process.env, request.env);
+    console.log(JSON.stringify(await runCase(request.task)));
+  }
+}
