@@ -53,6 +53,9 @@ pub enum CliError {
     /// The filters together do not build.
     #[error("invalid --filter: {0}")]
     Filters(globset::Error),
+    /// Filters that match no case (each must match at least one).
+    #[error("no case matches --filter {}", .0.iter().map(|g| format!("'{g}'")).collect::<Vec<_>>().join(", "))]
+    UnmatchedFilters(Vec<String>),
     /// The selection is empty.
     #[error("no case matches: nothing to run")]
     NoCase,

@@ -35,10 +35,29 @@ fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliErro
         })?);
     }
     let set = builder.build().map_err(CliError::Filters)?;
-    Ok(cases
-        .into_iter()
-        .filter(|c| set.is_match(&c.scenario.id))
-        .collect())
+    // Every filter must select something: a typo in one of several would otherwise pass
+    // silently with the others' cases.
+    let mut used = vec![false; globs.len()];
+    let mut selected = Vec::new();
+    for case in cases {
+        let matches = set.matches(&case.scenario.id);
+        for &index in &matches {
+            used[index] = true;
+        }
+        if !matches.is_empty() {
+            selected.push(case);
+        }
+    }
+    let unmatched: Vec<String> = globs
+        .iter()
+        .zip(used)
+        .filter(|(_, used)| !used)
+        .map(|(glob, _)| glob.clone())
+        .collect();
+    if !unmatched.is_empty() {
+        return Err(CliError::UnmatchedFilters(unmatched));
+    }
+    Ok(selected)
 }
 
 impl Selection {

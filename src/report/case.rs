@@ -233,7 +233,8 @@ impl Summary {
         self.failed + self.drift + self.timeout + self.crashed + self.errors + self.stale == 0
     }
 
-    /// `N cases: N passed, N failed` and the other counts.
+    /// `N runs: N passed, N failed` and the other counts (a case in two state modes is
+    /// two runs, as the header counts them).
     pub fn line(&self) -> String {
         // Verdicts only some runs can have are named only when they occur.
         let optional = |count: usize, word: &str| {
@@ -244,7 +245,7 @@ impl Summary {
             }
         };
         format!(
-            "{} cases: {} passed, {} failed, {} non-strict, {}{}{}{} unsupported, {} timeout, {} crashed, {} errors",
+            "{} runs: {} passed, {} failed, {} non-strict, {}{}{}{} unsupported, {} timeout, {} crashed, {} errors",
             self.cases,
             self.passed,
             self.failed,

@@ -88,14 +88,19 @@ impl Reporter for ConsoleReporter {
     }
 }
 
-/// The one-line status of a finished case, with a persistent worker's start-up apart.
+/// The one-line status of a finished case, with a persistent worker's start-up apart and,
+/// for an unsupported case, the capability words the controller lacks.
 pub fn case_line(report: &CaseReport) -> String {
     let startup = report
         .startup_ms
         .map(|ms| format!(" (start-up {ms} ms)"))
         .unwrap_or_default();
+    let why = match (&report.verdict, &report.detail) {
+        (CaseVerdict::Unsupported, Some(detail)) => format!(" ({detail})"),
+        _ => String::new(),
+    };
     format!(
-        "{:<11} {} [{}] {} ms{startup}",
+        "{:<11} {} [{}] {} ms{startup}{why}",
         report.verdict.as_str().to_uppercase(),
         report.id,
         report.run_label(),
