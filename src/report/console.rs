@@ -170,15 +170,13 @@ pub fn details(reports: &[CaseReport]) -> String {
             );
             for (name, text) in [("stdout", &process.stdout), ("stderr", &process.stderr)] {
                 if !text.trim().is_empty() {
+                    let (first_error, last) = output_lines(text);
+                    if let Some(line) = first_error {
+                        let _ = writeln!(out, "  {name} (first error line):");
+                        let _ = writeln!(out, "    | {}", clip(line, 200));
+                    }
                     let _ = writeln!(out, "  {name} (last lines):");
-                    for line in text
-                        .lines()
-                        .rev()
-                        .take(8)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                    {
+                    for line in last {
                         let _ = writeln!(out, "    | {}", clip(line, 200));
                     }
                 }
@@ -207,6 +205,21 @@ pub fn details(reports: &[CaseReport]) -> String {
     }
     let _ = writeln!(out, "\n{}", Summary::of(reports).line());
     out
+}
+
+/// The lines of a crashed controller's output shown: its last eight, and before them the
+/// first line that looks like an error when it is not among them (the cause, such as a
+/// missing package, often scrolls out behind a long traceback).
+fn output_lines(text: &str) -> (Option<&str>, Vec<&str>) {
+    const LAST: usize = 8;
+    const ERROR_MARKS: [&str; 4] = ["Error", "error:", "Traceback", "Cannot find"];
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(LAST);
+    let first_error = lines[..start]
+        .iter()
+        .find(|line| ERROR_MARKS.iter().any(|mark| line.contains(mark)))
+        .copied();
+    (first_error, lines[start..].to_vec())
 }
 
 /// The report of a replay: matched, or every change with the diff.
@@ -249,4 +262,36 @@ pub fn diff(expected: &str, actual: &str) -> String {
         let _ = writeln!(out, "    {sign}{}", change.value().trim_end_matches('\n'));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::output_lines;
+
+    #[test]
+    fn the_first_error_line_is_shown_when_it_scrolled_out() {
+        let mut text = String::from(
+            "node:internal/modules\nError [ERR_MODULE_NOT_FOUND]: Cannot find package 'openai'\n",
+        );
+        for n in 0..10 {
+            text.push_str(&format!("    at frame {n}\n"));
+        }
+        let (first, last) = output_lines(&text);
+        assert_eq!(
+            first,
+            Some("Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'openai'")
+        );
+        assert_eq!(last.len(), 8);
+        assert_eq!(last[7], "    at frame 9");
+    }
+
+    #[test]
+    fn an_error_line_among_the_last_is_not_repeated() {
+        let text = "Traceback (most recent call last):\n  File x\nValueError: bad\n";
+        let (first, last) = output_lines(text);
+        assert_eq!(first, None);
+        assert_eq!(last.len(), 3);
+        let quiet = (0..12).map(|n| format!("line {n}\n")).collect::<String>();
+        assert_eq!(output_lines(&quiet).0, None);
+    }
 }

@@ -62,3 +62,26 @@ fn the_summary_counts_runs_as_the_header_does() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_crash_shows_its_first_error_line_when_it_scrolled_out() {
+    let controller = "echo \"Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'openai'\" >&2; \
+                      for n in 1 2 3 4 5 6 7 8 9 10; do echo \"    at frame $n\" >&2; done; exit 1";
+    let output = loopcheck(&[
+        "run",
+        "--controller",
+        controller,
+        "--filter",
+        "correlation/01-single-call",
+        "--supports",
+        "stateless",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(
+            "  stderr (first error line):\n    | Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'openai'\n  stderr (last lines):\n    |     at frame 3\n"
+        ),
+        "{stdout}"
+    );
+}
