@@ -60,11 +60,28 @@ fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliErro
     Ok(selected)
 }
 
+/// The cases whose id matches none of `globs`.
+fn exclude_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliError> {
+    let mut builder = GlobSetBuilder::new();
+    for glob in globs {
+        builder.add(Glob::new(glob).map_err(|source| CliError::Filter {
+            glob: glob.clone(),
+            source,
+        })?);
+    }
+    let set = builder.build().map_err(CliError::Filters)?;
+    Ok(cases
+        .into_iter()
+        .filter(|c| !set.is_match(&c.scenario.id))
+        .collect())
+}
+
 impl Selection {
     /// The selected cases; none is an error.
     pub(super) fn cases(&self) -> Result<Vec<Case>, CliError> {
         let cases = load(&self.paths).map_err(CliError::Scenarios)?;
         let cases = filter_cases(cases, &self.filter)?;
+        let cases = exclude_cases(cases, &self.exclude)?;
         if cases.is_empty() {
             return Err(CliError::NoCase);
         }

@@ -22,6 +22,8 @@ pub struct ConsoleReporter {
     reports: Vec<CaseReport>,
     /// The case runs the run planned.
     planned: usize,
+    /// Print only the case runs that did not pass, then the details and summary.
+    quiet: bool,
 }
 
 impl ConsoleReporter {
@@ -32,7 +34,13 @@ impl ConsoleReporter {
             live,
             reports: Vec::new(),
             planned: 0,
+            quiet: false,
         }
+    }
+
+    /// With `quiet`, no header and no line for a case run that passed (`--quiet`).
+    pub fn quiet(self, quiet: bool) -> Self {
+        Self { quiet, ..self }
     }
 }
 
@@ -54,12 +62,16 @@ impl Reporter for ConsoleReporter {
                 jobs,
             } => {
                 self.planned = *runs;
-                if self.live {
+                if self.live && !self.quiet {
                     writeln!(self.out, "{}", header(controller, *cases, *runs, *jobs))?;
                 }
             }
             RunEvent::CaseJudged(report) => {
-                if self.live {
+                // Quiet leaves out what needs no attention: passes and unsupported runs
+                // (the summary counts them).
+                let calm = matches!(report.verdict, CaseVerdict::Pass | CaseVerdict::Unsupported)
+                    && !report.flaky;
+                if self.live && !(self.quiet && calm) {
                     writeln!(self.out, "{}", case_line(report))?;
                 }
                 self.reports.push((**report).clone());
@@ -67,11 +79,19 @@ impl Reporter for ConsoleReporter {
             RunEvent::RunFinished {
                 elapsed,
                 interrupted,
+                summary,
                 ..
             } => {
                 let mut reports = std::mem::take(&mut self.reports);
                 reports.sort_by(CaseReport::order);
-                write!(self.out, "{}", details(&reports))?;
+                write!(self.out, "{}", details_counted(&reports, summary))?;
+                if summary.not_run > 0 && !*interrupted {
+                    writeln!(
+                        self.out,
+                        "fail-fast: stopped after the first failure; {} of {} case run(s) not run",
+                        summary.not_run, self.planned
+                    )?;
+                }
                 if *interrupted {
                     writeln!(
                         self.out,
@@ -99,9 +119,13 @@ pub fn case_line(report: &CaseReport) -> String {
         (CaseVerdict::Unsupported, Some(detail)) => format!(" ({detail})"),
         _ => String::new(),
     };
+    let verdict = if report.flaky {
+        "FLAKY".to_owned()
+    } else {
+        report.verdict.as_str().to_uppercase()
+    };
     format!(
-        "{:<11} {} [{}] {} ms{startup}{why}",
-        report.verdict.as_str().to_uppercase(),
+        "{verdict:<11} {} [{}] {} ms{startup}{why}",
         report.id,
         report.run_label(),
         report.duration_ms
@@ -110,6 +134,11 @@ pub fn case_line(report: &CaseReport) -> String {
 
 /// The details of every case that did not pass, then the summary line.
 pub fn details(reports: &[CaseReport]) -> String {
+    details_counted(reports, &Summary::of(reports))
+}
+
+/// [`details`] with the summary the run counted (which knows the runs not run).
+fn details_counted(reports: &[CaseReport], summary: &Summary) -> String {
     let mut out = String::new();
     let failing: Vec<&CaseReport> = reports
         .iter()
@@ -203,7 +232,7 @@ pub fn details(reports: &[CaseReport]) -> String {
     if updated > 0 {
         let _ = writeln!(out, "\n{updated} snapshot(s) written");
     }
-    let _ = writeln!(out, "\n{}", Summary::of(reports).line());
+    let _ = writeln!(out, "\n{}", summary.line());
     out
 }
 
