@@ -47,6 +47,11 @@ fn with_settings(mut args: RunArgs) -> Result<RunArgs, ConfigError> {
     args.baseline = args.baseline.or(profile.baseline);
     args.snapshots = args.snapshots.or(profile.snapshots);
     args.partition = args.partition.or(profile.partition);
+    if args.selection.exclude.is_empty() {
+        args.selection.exclude = profile.exclude.unwrap_or_default();
+    }
+    args.retries = args.retries.or(profile.retries);
+    args.fail_fast |= profile.fail_fast.unwrap_or(false);
     Ok(args)
 }
 

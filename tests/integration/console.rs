@@ -282,3 +282,24 @@ fn retries_report_a_run_that_passes_again_as_flaky() {
     ]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
 }
+
+#[test]
+fn exclude_and_fail_fast_come_from_the_settings_file_too() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("loopcheck.toml"),
+        "[profile.default]\nfilter = [\"correlation/*\"]\nexclude = [\"*/0[3-7]-*\"]\nfail-fast = true\njobs = 1\nsupports = [\"stateless\"]\n",
+    )
+    .unwrap();
+    let controller = crashing_on_single_call();
+    let output = loopcheck_in(dir.path(), &["run", "--controller", &controller]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // Two cases left, each in two state modes; the crash stops the run after the
+    // unsupported run before it.
+    assert!(
+        stdout.starts_with("loopcheck ") && stdout.contains(": 2 case(s), 4 run(s)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(", 2 not run\n"), "{stdout}");
+}
