@@ -143,6 +143,12 @@ pub struct Profile {
     pub snapshots: Option<PathBuf>,
     /// The shard.
     pub partition: Option<Partition>,
+    /// Case id globs left out.
+    pub exclude: Option<Vec<String>>,
+    /// Runs of a failing case run again.
+    pub retries: Option<u32>,
+    /// Stop starting case runs after the first failure.
+    pub fail_fast: Option<bool>,
 }
 
 /// A profile's keys, each with what its value must be (said once, for the file, the
@@ -169,6 +175,9 @@ const SETTINGS: &[(&str, &str)] = &[
     ("baseline", "a file path, as a string"),
     ("snapshots", "a folder path, as a string"),
     ("partition", "slice:K/N or hash:K/N, with 1 <= K <= N"),
+    ("exclude", "a list of case id globs, such as [\"stream/*\"]"),
+    ("retries", "a whole number of runs again, 0 or more"),
+    ("fail-fast", "true or false"),
 ];
 
 /// What the value of `key` must be.
@@ -198,6 +207,9 @@ impl Profile {
             baseline: self.baseline.or(base.baseline),
             snapshots: self.snapshots.or(base.snapshots),
             partition: self.partition.or(base.partition),
+            exclude: self.exclude.or(base.exclude),
+            retries: self.retries.or(base.retries),
+            fail_fast: self.fail_fast.or(base.fail_fast),
         }
     }
 
@@ -245,6 +257,9 @@ impl Profile {
                 let text = entry.string()?;
                 self.partition = Some(partition(&text).map_err(|wrong| entry.bad(wrong.0))?);
             }
+            "exclude" => self.exclude = Some(entry.words(glob)?),
+            "retries" => self.retries = Some(entry.whole(0)?),
+            "fail-fast" => self.fail_fast = Some(entry.boolean()?),
             unknown => return Err(entry.unknown(unknown)),
         }
         Ok(())
@@ -429,6 +444,14 @@ impl Entry<'_> {
             return Err(self.bad(format!("`{}` is {number}, below {least}", self.key)));
         }
         T::try_from(*number).map_err(|_| self.bad(format!("`{}` is {number}, too large", self.key)))
+    }
+
+    /// `true` or `false`.
+    fn boolean(&self) -> Result<bool, Bad> {
+        match self.value {
+            Value::Boolean(value) => Ok(*value),
+            _ => Err(self.of_wrong_type()),
+        }
     }
 
     /// A positive, finite number of seconds, whole or not.
@@ -626,6 +649,10 @@ fn from_environment(env: &dyn Fn(&str) -> Option<String>) -> Result<Profile, Con
         baseline: path("LOOPCHECK_BASELINE"),
         snapshots: path("LOOPCHECK_SNAPSHOTS"),
         partition: read(env, "LOOPCHECK_PARTITION", "partition", partition)?,
+        exclude: read(env, "LOOPCHECK_EXCLUDE", "exclude", words(glob))?,
+        retries: read(env, "LOOPCHECK_RETRIES", "retries", whole(0))?
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+        fail_fast: read(env, "LOOPCHECK_FAIL_FAST", "fail-fast", boolean)?,
     })
 }
 
@@ -654,6 +681,15 @@ fn whole(least: u64) -> impl Fn(&str) -> Result<u64, Wrong> {
         Ok(number) if number >= least => Ok(number),
         Ok(number) => Err(Wrong(format!("{number}, below {least}"))),
         Err(_) => Err(Wrong("not a whole number".to_owned())),
+    }
+}
+
+/// Parses `true` or `false`.
+fn boolean(text: &str) -> Result<bool, Wrong> {
+    match text {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(Wrong(format!("`{text}` is neither true nor false"))),
     }
 }
 
@@ -718,6 +754,21 @@ junit = "out/junit.xml"
     }
 
     #[test]
+    fn exclude_retries_and_fail_fast_are_settings_too() {
+        let (_dir, path) =
+            file("[profile.default]\nexclude = [\"stream/*\"]\nretries = 2\nfail-fast = true\n");
+        let profile = resolve(Some(&path), None, &no_env).unwrap();
+        assert_eq!(profile.exclude, Some(vec!["stream/*".to_owned()]));
+        assert_eq!((profile.retries, profile.fail_fast), (Some(2), Some(true)));
+        let env = |key: &str| (key == "LOOPCHECK_FAIL_FAST").then(|| "false".to_owned());
+        let profile = resolve(Some(&path), None, &env).unwrap();
+        assert_eq!(profile.fail_fast, Some(false));
+        let (_dir, path) = file("[profile.default]\nfail-fast = \"yes\"\n");
+        let err = resolve(Some(&path), None, &no_env).unwrap_err().to_string();
+        assert!(err.contains("expected true or false"), "{err}");
+    }
+
+    #[test]
     fn the_environment_overrides_the_file_and_names_the_profile() {
         let (_dir, path) = file(TWO_PROFILES);
         let env = |key: &str| match key {
@@ -739,7 +790,7 @@ junit = "out/junit.xml"
     fn mistakes_are_named_with_their_place() {
         let (_dir, path) = file("[profile.default]\njobs = 2\ncontroler = \"x\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err().to_string();
-        assert!(err.ends_with("loopcheck.toml:3:1: unknown key `controler` in [profile.default]; expected one of controller, supports, jobs, timeout, startup-timeout, seed, filter, paths, report-json, junit, html, summary-markdown, baseline, snapshots, partition\n(hint: did you mean `controller`?)"), "{err}");
+        assert!(err.ends_with("loopcheck.toml:3:1: unknown key `controler` in [profile.default]; expected one of controller, supports, jobs, timeout, startup-timeout, seed, filter, paths, report-json, junit, html, summary-markdown, baseline, snapshots, partition, exclude, retries, fail-fast\n(hint: did you mean `controller`?)"), "{err}");
         let (_dir, path) = file("[profile.default]\njobs = \"two\"\n");
         let err = resolve(Some(&path), None, &no_env).unwrap_err().to_string();
         assert!(

@@ -58,6 +58,9 @@ pub(super) struct Selection {
     /// Only cases whose id matches one of these globs (e.g. `dispatch/*`).
     #[arg(long)]
     pub(super) filter: Vec<String>,
+    /// Leave out cases whose id matches one of these globs (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub(super) exclude: Vec<String>,
 }
 
 /// How cases run.
@@ -120,6 +123,20 @@ pub(super) struct RunArgs {
     /// Write every case run as its snapshot, accepting all changes (refused under CI).
     #[arg(long, requires = "snapshots")]
     pub(super) update_snapshots: bool,
+    /// Print only the case runs that did not pass (unsupported ones left out too), the
+    /// failures and the summary.
+    #[arg(long, short)]
+    pub(super) quiet: bool,
+    /// Start no case run after the first one that fails; the runs in flight finish.
+    #[arg(long)]
+    pub(super) fail_fast: bool,
+    /// Run only the case runs that failed the last run (kept in
+    /// target/loopcheck/last-failed.json).
+    #[arg(long)]
+    pub(super) last_failed: bool,
+    /// Run a failing case run again up to N times; one that then passes is `flaky`.
+    #[arg(long, value_name = "N")]
+    pub(super) retries: Option<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -53,6 +53,17 @@ pub enum CliError {
     /// The filters together do not build.
     #[error("invalid --filter: {0}")]
     Filters(globset::Error),
+    /// Filters that match no case (each must match at least one).
+    #[error("no case matches --filter {}", .0.iter().map(|g| format!("'{g}'")).collect::<Vec<_>>().join(", "))]
+    UnmatchedFilters(Vec<String>),
+    /// The last run's failures cannot be read for `--last-failed`.
+    #[error("cannot read the last run's failures at {}: {why}", .path.display())]
+    LastFailed {
+        /// Where they are kept.
+        path: std::path::PathBuf,
+        /// Why not.
+        why: String,
+    },
     /// The selection is empty.
     #[error("no case matches: nothing to run")]
     NoCase,

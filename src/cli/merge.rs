@@ -27,7 +27,12 @@ pub(super) fn merge(args: MergeArgs) -> Result<u8, CliError> {
         written = json::write(path, &merged);
     }
     if let Some(path) = &args.reports.junit {
-        written = written.and(junit::write(path, &merged.controller, &mut merged.cases));
+        written = written.and(junit::write(
+            path,
+            &merged.controller,
+            &mut merged.cases,
+            None,
+        ));
     }
     if let Some(path) = &args.reports.summary_markdown {
         written = written.and(summary::write(path, &merged.controller, &merged.cases));

@@ -10,6 +10,7 @@ mod dispatch;
 mod error;
 mod fuzz;
 mod init;
+mod last_failed;
 mod lint;
 mod list;
 mod matrix;

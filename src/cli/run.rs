@@ -20,6 +20,7 @@ use crate::runner;
 use super::args::RunArgs;
 use super::controllers::controller_from;
 use super::error::{CliError, both, exit};
+use super::last_failed;
 use super::outputs::check_files;
 
 /// Fills what the command line leaves unset from the resolved settings (environment,
@@ -46,6 +47,11 @@ fn with_settings(mut args: RunArgs) -> Result<RunArgs, ConfigError> {
     args.baseline = args.baseline.or(profile.baseline);
     args.snapshots = args.snapshots.or(profile.snapshots);
     args.partition = args.partition.or(profile.partition);
+    if args.selection.exclude.is_empty() {
+        args.selection.exclude = profile.exclude.unwrap_or_default();
+    }
+    args.retries = args.retries.or(profile.retries);
+    args.fail_fast |= profile.fail_fast.unwrap_or(false);
     Ok(args)
 }
 
@@ -60,6 +66,17 @@ pub(super) async fn run(args: RunArgs) -> Result<u8, CliError> {
     }
     let controller = controller_from(args.controller.as_deref(), args.supports.as_deref())?;
     options.partition = args.partition;
+    options.fail_fast = args.fail_fast;
+    options.retries = args.retries.unwrap_or(0);
+    let last_failed_path = last_failed::default_path();
+    if args.last_failed {
+        let runs = last_failed::load(&last_failed_path)?;
+        if runs.is_empty() {
+            println!("loopcheck: the last run had no failing case run: nothing to rerun");
+            return Ok(exit::OK);
+        }
+        options.only_runs = Some(Arc::new(runs));
+    }
     if let Some(path) = &args.baseline {
         let baseline = Baseline::load(path)?;
         let ids = cases.iter().map(|c| c.scenario.id.as_str()).collect();
@@ -91,7 +108,7 @@ pub(super) async fn run(args: RunArgs) -> Result<u8, CliError> {
     } else {
         Box::new(io::stdout())
     };
-    reporters.push(ConsoleReporter::new(console, live));
+    reporters.push(ConsoleReporter::new(console, live).quiet(args.quiet));
     if let Some(path) = &args.reports.report_json {
         reporters.push(JsonReporter::new(path.clone()));
     }
@@ -121,6 +138,10 @@ pub(super) async fn run(args: RunArgs) -> Result<u8, CliError> {
         return Err(CliError::Interrupted);
     }
     let reports = ran.reports;
+    // The next `--last-failed` reruns what failed here; a run goes on without it.
+    if let Err(err) = last_failed::save(&last_failed_path, &reports) {
+        eprintln!("note: {err}");
+    }
     if let Some(path) = &args.write_baseline {
         let text = Baseline::of_failures(&reports).to_toml();
         crate::report::write_file("baseline", path, text.as_bytes()).map_err(CliError::Write)?;

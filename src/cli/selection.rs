@@ -35,9 +35,44 @@ fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliErro
         })?);
     }
     let set = builder.build().map_err(CliError::Filters)?;
+    // Every filter must select something: a typo in one of several would otherwise pass
+    // silently with the others' cases.
+    let mut used = vec![false; globs.len()];
+    let mut selected = Vec::new();
+    for case in cases {
+        let matches = set.matches(&case.scenario.id);
+        for &index in &matches {
+            used[index] = true;
+        }
+        if !matches.is_empty() {
+            selected.push(case);
+        }
+    }
+    let unmatched: Vec<String> = globs
+        .iter()
+        .zip(used)
+        .filter(|(_, used)| !used)
+        .map(|(glob, _)| glob.clone())
+        .collect();
+    if !unmatched.is_empty() {
+        return Err(CliError::UnmatchedFilters(unmatched));
+    }
+    Ok(selected)
+}
+
+/// The cases whose id matches none of `globs`.
+fn exclude_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliError> {
+    let mut builder = GlobSetBuilder::new();
+    for glob in globs {
+        builder.add(Glob::new(glob).map_err(|source| CliError::Filter {
+            glob: glob.clone(),
+            source,
+        })?);
+    }
+    let set = builder.build().map_err(CliError::Filters)?;
     Ok(cases
         .into_iter()
-        .filter(|c| set.is_match(&c.scenario.id))
+        .filter(|c| !set.is_match(&c.scenario.id))
         .collect())
 }
 
@@ -46,6 +81,7 @@ impl Selection {
     pub(super) fn cases(&self) -> Result<Vec<Case>, CliError> {
         let cases = load(&self.paths).map_err(CliError::Scenarios)?;
         let cases = filter_cases(cases, &self.filter)?;
+        let cases = exclude_cases(cases, &self.exclude)?;
         if cases.is_empty() {
             return Err(CliError::NoCase);
         }

@@ -74,6 +74,10 @@ pub struct CaseReport {
     /// The full record (not part of the JSON report).
     #[serde(skip)]
     pub transcript: Transcript,
+    /// It failed, then passed when run again (`--retries`): its verdict is the passing
+    /// run's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flaky: bool,
 }
 
 fn must() -> Level {
@@ -106,6 +110,7 @@ impl CaseReport {
             recording: None,
             baseline: None,
             transcript: Transcript::default(),
+            flaky: false,
         }
     }
 }
@@ -165,10 +170,20 @@ impl CaseReport {
         (&a.id, a.state, a.delivery).cmp(&(&b.id, b.state, b.delivery))
     }
 
+    /// The case run's id, `case [state]`: what `--last-failed` keeps.
+    pub fn run_id(&self) -> String {
+        run_id(&self.id, &self.run_label())
+    }
+
     /// The run's name beside its case id: `stateless`, or `stateless, stream`.
     pub fn run_label(&self) -> String {
         crate::scenario::run_label(self.state, self.delivery)
     }
+}
+
+/// A case run's id: the case id and the run's label, `case [state]`.
+pub fn run_id(case: &str, label: &str) -> String {
+    format!("{case} [{label}]")
 }
 
 /// Counts by verdict.
@@ -199,6 +214,12 @@ pub struct Summary {
     /// `stale`.
     #[serde(default)]
     pub stale: usize,
+    /// Passed only when run again (`--retries`); counted in `passed` too.
+    #[serde(default)]
+    pub flaky: usize,
+    /// Planned but not run: `--fail-fast` stopped the run first.
+    #[serde(default)]
+    pub not_run: usize,
 }
 
 impl Summary {
@@ -207,6 +228,7 @@ impl Summary {
         let mut s = Self::default();
         for report in reports {
             s.add(report.verdict);
+            s.flaky += usize::from(report.flaky);
         }
         s
     }
@@ -233,7 +255,8 @@ impl Summary {
         self.failed + self.drift + self.timeout + self.crashed + self.errors + self.stale == 0
     }
 
-    /// `N cases: N passed, N failed` and the other counts.
+    /// `N runs: N passed, N failed` and the other counts (a case in two state modes is
+    /// two runs, as the header counts them).
     pub fn line(&self) -> String {
         // Verdicts only some runs can have are named only when they occur.
         let optional = |count: usize, word: &str| {
@@ -244,9 +267,10 @@ impl Summary {
             }
         };
         format!(
-            "{} cases: {} passed, {} failed, {} non-strict, {}{}{}{} unsupported, {} timeout, {} crashed, {} errors",
+            "{} runs: {} passed, {}{} failed, {} non-strict, {}{}{}{} unsupported, {} timeout, {} crashed, {} errors{}",
             self.cases,
             self.passed,
+            optional(self.flaky, "flaky"),
             self.failed,
             self.non_strict,
             optional(self.drift, "drift"),
@@ -255,7 +279,12 @@ impl Summary {
             self.unsupported,
             self.timeout,
             self.crashed,
-            self.errors
+            self.errors,
+            if self.not_run > 0 {
+                format!(", {} not run", self.not_run)
+            } else {
+                String::new()
+            }
         )
     }
 }

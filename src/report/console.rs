@@ -22,6 +22,8 @@ pub struct ConsoleReporter {
     reports: Vec<CaseReport>,
     /// The case runs the run planned.
     planned: usize,
+    /// Print only the case runs that did not pass, then the details and summary.
+    quiet: bool,
 }
 
 impl ConsoleReporter {
@@ -32,7 +34,13 @@ impl ConsoleReporter {
             live,
             reports: Vec::new(),
             planned: 0,
+            quiet: false,
         }
+    }
+
+    /// With `quiet`, no header and no line for a case run that passed (`--quiet`).
+    pub fn quiet(self, quiet: bool) -> Self {
+        Self { quiet, ..self }
     }
 }
 
@@ -54,12 +62,16 @@ impl Reporter for ConsoleReporter {
                 jobs,
             } => {
                 self.planned = *runs;
-                if self.live {
+                if self.live && !self.quiet {
                     writeln!(self.out, "{}", header(controller, *cases, *runs, *jobs))?;
                 }
             }
             RunEvent::CaseJudged(report) => {
-                if self.live {
+                // Quiet leaves out what needs no attention: passes and unsupported runs
+                // (the summary counts them).
+                let calm = matches!(report.verdict, CaseVerdict::Pass | CaseVerdict::Unsupported)
+                    && !report.flaky;
+                if self.live && !(self.quiet && calm) {
                     writeln!(self.out, "{}", case_line(report))?;
                 }
                 self.reports.push((**report).clone());
@@ -67,11 +79,19 @@ impl Reporter for ConsoleReporter {
             RunEvent::RunFinished {
                 elapsed,
                 interrupted,
+                summary,
                 ..
             } => {
                 let mut reports = std::mem::take(&mut self.reports);
                 reports.sort_by(CaseReport::order);
-                write!(self.out, "{}", details(&reports))?;
+                write!(self.out, "{}", details_counted(&reports, summary))?;
+                if summary.not_run > 0 && !*interrupted {
+                    writeln!(
+                        self.out,
+                        "fail-fast: stopped after the first failure; {} of {} case run(s) not run",
+                        summary.not_run, self.planned
+                    )?;
+                }
                 if *interrupted {
                     writeln!(
                         self.out,
@@ -88,15 +108,24 @@ impl Reporter for ConsoleReporter {
     }
 }
 
-/// The one-line status of a finished case, with a persistent worker's start-up apart.
+/// The one-line status of a finished case, with a persistent worker's start-up apart and,
+/// for an unsupported case, the capability words the controller lacks.
 pub fn case_line(report: &CaseReport) -> String {
     let startup = report
         .startup_ms
         .map(|ms| format!(" (start-up {ms} ms)"))
         .unwrap_or_default();
+    let why = match (&report.verdict, &report.detail) {
+        (CaseVerdict::Unsupported, Some(detail)) => format!(" ({detail})"),
+        _ => String::new(),
+    };
+    let verdict = if report.flaky {
+        "FLAKY".to_owned()
+    } else {
+        report.verdict.as_str().to_uppercase()
+    };
     format!(
-        "{:<11} {} [{}] {} ms{startup}",
-        report.verdict.as_str().to_uppercase(),
+        "{verdict:<11} {} [{}] {} ms{startup}{why}",
         report.id,
         report.run_label(),
         report.duration_ms
@@ -105,6 +134,11 @@ pub fn case_line(report: &CaseReport) -> String {
 
 /// The details of every case that did not pass, then the summary line.
 pub fn details(reports: &[CaseReport]) -> String {
+    details_counted(reports, &Summary::of(reports))
+}
+
+/// [`details`] with the summary the run counted (which knows the runs not run).
+fn details_counted(reports: &[CaseReport], summary: &Summary) -> String {
     let mut out = String::new();
     let failing: Vec<&CaseReport> = reports
         .iter()
@@ -165,15 +199,13 @@ pub fn details(reports: &[CaseReport]) -> String {
             );
             for (name, text) in [("stdout", &process.stdout), ("stderr", &process.stderr)] {
                 if !text.trim().is_empty() {
+                    let (first_error, last) = output_lines(text);
+                    if let Some(line) = first_error {
+                        let _ = writeln!(out, "  {name} (first error line):");
+                        let _ = writeln!(out, "    | {}", clip(line, 200));
+                    }
                     let _ = writeln!(out, "  {name} (last lines):");
-                    for line in text
-                        .lines()
-                        .rev()
-                        .take(8)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                    {
+                    for line in last {
                         let _ = writeln!(out, "    | {}", clip(line, 200));
                     }
                 }
@@ -200,8 +232,23 @@ pub fn details(reports: &[CaseReport]) -> String {
     if updated > 0 {
         let _ = writeln!(out, "\n{updated} snapshot(s) written");
     }
-    let _ = writeln!(out, "\n{}", Summary::of(reports).line());
+    let _ = writeln!(out, "\n{}", summary.line());
     out
+}
+
+/// The lines of a crashed controller's output shown: its last eight, and before them the
+/// first line that looks like an error when it is not among them (the cause, such as a
+/// missing package, often scrolls out behind a long traceback).
+fn output_lines(text: &str) -> (Option<&str>, Vec<&str>) {
+    const LAST: usize = 8;
+    const ERROR_MARKS: [&str; 4] = ["Error", "error:", "Traceback", "Cannot find"];
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(LAST);
+    let first_error = lines[..start]
+        .iter()
+        .find(|line| ERROR_MARKS.iter().any(|mark| line.contains(mark)))
+        .copied();
+    (first_error, lines[start..].to_vec())
 }
 
 /// The report of a replay: matched, or every change with the diff.
@@ -244,4 +291,36 @@ pub fn diff(expected: &str, actual: &str) -> String {
         let _ = writeln!(out, "    {sign}{}", change.value().trim_end_matches('\n'));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::output_lines;
+
+    #[test]
+    fn the_first_error_line_is_shown_when_it_scrolled_out() {
+        let mut text = String::from(
+            "node:internal/modules\nError [ERR_MODULE_NOT_FOUND]: Cannot find package 'openai'\n",
+        );
+        for n in 0..10 {
+            text.push_str(&format!("    at frame {n}\n"));
+        }
+        let (first, last) = output_lines(&text);
+        assert_eq!(
+            first,
+            Some("Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'openai'")
+        );
+        assert_eq!(last.len(), 8);
+        assert_eq!(last[7], "    at frame 9");
+    }
+
+    #[test]
+    fn an_error_line_among_the_last_is_not_repeated() {
+        let text = "Traceback (most recent call last):\n  File x\nValueError: bad\n";
+        let (first, last) = output_lines(text);
+        assert_eq!(first, None);
+        assert_eq!(last.len(), 3);
+        let quiet = (0..12).map(|n| format!("line {n}\n")).collect::<String>();
+        assert_eq!(output_lines(&quiet).0, None);
+    }
 }

@@ -29,12 +29,14 @@ impl Reporter for JsonReporter {
             RunEvent::RunFinished {
                 controller,
                 interrupted,
+                summary,
                 ..
             } => {
-                let report = RunReport {
+                let mut report = RunReport {
                     interrupted: *interrupted,
                     ..RunReport::new(controller, std::mem::take(&mut self.cases))
                 };
+                report.summary.not_run = summary.not_run;
                 write(&self.path, &report)?;
             }
             _ => {}

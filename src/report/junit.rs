@@ -38,8 +38,13 @@ impl Reporter for JunitReporter {
     fn event(&mut self, event: &RunEvent) -> io::Result<()> {
         match event {
             RunEvent::CaseJudged(report) => self.cases.push((**report).clone()),
-            RunEvent::RunFinished { controller, .. } => {
-                write(&self.path, controller, &mut std::mem::take(&mut self.cases))?;
+            RunEvent::RunFinished {
+                controller,
+                elapsed,
+                ..
+            } => {
+                let cases = &mut std::mem::take(&mut self.cases);
+                write(&self.path, controller, cases, Some(*elapsed))?;
             }
             _ => {}
         }
@@ -47,16 +52,25 @@ impl Reporter for JunitReporter {
     }
 }
 
-/// Writes the JUnit document of these case runs to `path`, atomically.
-pub fn write(path: &Path, controller: &str, cases: &mut [CaseReport]) -> io::Result<()> {
-    let xml = render(controller, cases).map_err(io::Error::other)?;
+/// Writes the JUnit document of these case runs to `path`, atomically; `wall` as in
+/// [`render`].
+pub fn write(
+    path: &Path,
+    controller: &str,
+    cases: &mut [CaseReport],
+    wall: Option<Duration>,
+) -> io::Result<()> {
+    let xml = render(controller, cases, wall).map_err(io::Error::other)?;
     super::write_file("JUnit report", path, xml.as_bytes())
 }
 
-/// The JUnit document of one run against `controller`.
+/// The JUnit document of one run against `controller`. The root's `time` is the run's
+/// wall time `wall` (case runs overlap under `--jobs`, so their sum overstates it); the
+/// sum of the suites' times when there is none (merged shards).
 pub fn render(
     controller: &str,
     cases: &mut [CaseReport],
+    wall: Option<Duration>,
 ) -> Result<String, quick_junit::SerializeError> {
     cases.sort_by(CaseReport::order);
     let mut areas: BTreeMap<&str, Vec<&CaseReport>> = BTreeMap::new();
@@ -78,7 +92,7 @@ pub fn render(
         total += time;
         report.add_test_suite(suite);
     }
-    report.set_time(total);
+    report.set_time(wall.unwrap_or(total));
     report.to_string()
 }
 

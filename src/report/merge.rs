@@ -118,6 +118,7 @@ mod tests {
             recording: None,
             baseline: None,
             transcript: Default::default(),
+            flaky: false,
         }
     }
 

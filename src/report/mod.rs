@@ -15,6 +15,6 @@ mod reporter;
 pub(crate) mod summary;
 pub(crate) mod writable;
 
-pub use case::{CaseReport, REPORT_FORMAT, RunReport, Summary};
+pub use case::{CaseReport, REPORT_FORMAT, RunReport, Summary, run_id};
 pub use events::{ExchangeNote, RunEvent};
 pub use reporter::{Reporter, Reporters, output_tail, write_file};

@@ -66,6 +66,7 @@ pub(crate) fn finish(
         baseline: None,
         detail: judgement.detail,
         transcript,
+        flaky: false,
     };
     report.redact(redactor);
     report

@@ -83,6 +83,16 @@ pub struct RunOptions {
     pub baseline: Option<Arc<Baseline>>,
     /// Only this shard of the planned case runs.
     pub partition: Option<partition::Partition>,
+    /// Only the case runs with these ids (`case [state]`, as [`CaseReport::run_id`]
+    /// writes them): the failures of the last run.
+    ///
+    /// [`CaseReport::run_id`]: crate::report::CaseReport::run_id
+    pub only_runs: Option<Arc<std::collections::BTreeSet<String>>>,
+    /// Start no case run after the first one that fails the run.
+    pub fail_fast: bool,
+    /// Run a failing case run again up to this many times; one that then passes is
+    /// flaky.
+    pub retries: u32,
 }
 
 impl Default for RunOptions {
@@ -95,6 +105,9 @@ impl Default for RunOptions {
             snapshots: None,
             baseline: None,
             partition: None,
+            only_runs: None,
+            fail_fast: false,
+            retries: 0,
         }
     }
 }

@@ -168,6 +168,7 @@ pub(super) fn unsupported(case: &Case, state: StateMode, missing: &[&str]) -> Ca
             missing.join(", ")
         )),
         transcript: Transcript::default(),
+        flaky: false,
     }
 }
 

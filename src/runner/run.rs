@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use tokio::task::JoinSet;
@@ -9,7 +10,8 @@ use tokio::task::JoinSet;
 use super::case::{CaseRunner, error_report};
 use super::controller::{Controller, RunOptions};
 use super::plan::{delivered, plan};
-use crate::report::{CaseReport, ExchangeNote, RunEvent, Summary};
+use crate::oracle::CaseVerdict;
+use crate::report::{CaseReport, ExchangeNote, RunEvent, Summary, run_id};
 use crate::scenario::{Case, StateMode};
 use crate::server::Observer;
 
@@ -33,6 +35,18 @@ pub async fn run_all(
     run_all_until(cases, controller, options, emit, std::future::pending())
         .await
         .reports
+}
+
+/// A verdict that fails the run, and that a retry may turn.
+fn fails_the_run(verdict: CaseVerdict) -> bool {
+    matches!(
+        verdict,
+        CaseVerdict::Fail
+            | CaseVerdict::Drift
+            | CaseVerdict::Timeout
+            | CaseVerdict::Crashed
+            | CaseVerdict::Error
+    )
 }
 
 /// What [`run_all_until`] ran.
@@ -68,6 +82,15 @@ pub async fn run_all_until(
             .map(|(_, run)| run)
             .collect();
     }
+    if let Some(only) = &options.only_runs {
+        plan.retain(|(index, state)| {
+            let scenario = &cases[*index].scenario;
+            only.contains(&run_id(
+                &scenario.id,
+                &crate::scenario::run_label(*state, scenario.delivery()),
+            ))
+        });
+    }
     let jobs = options.jobs.max(1).min(plan.len().max(1));
     emit(&RunEvent::RunStarted {
         controller: controller.name.clone(),
@@ -86,21 +109,27 @@ pub async fn run_all_until(
     let cases = Arc::new(cases);
     let controller = Arc::new(controller.clone());
     let options = Arc::new(options.clone());
+    // Set by the first failing run under `--fail-fast`: the workers then take no more.
+    let stopping = Arc::new(AtomicBool::new(false));
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let mut set = JoinSet::new();
     // Each of `jobs` workers takes the next case off the queue; a persistent controller
     // keeps one process per worker.
     for _ in 0..jobs {
-        let (queue, cases, controller, options, sender) = (
+        let (queue, cases, controller, options, sender, stopping) = (
             queue.clone(),
             cases.clone(),
             controller.clone(),
             options.clone(),
             sender.clone(),
+            stopping.clone(),
         );
         set.spawn(async move {
             let mut runner = CaseRunner::new(&controller, &options);
             loop {
+                if stopping.load(Ordering::SeqCst) {
+                    break;
+                }
                 let next = queue.lock().ok().and_then(|mut q| q.pop_front());
                 let Some((slot, index, state)) = next else {
                     break;
@@ -122,7 +151,27 @@ pub async fn run_all_until(
                         exchange: ExchangeNote::of(recorded),
                     }));
                 });
-                let report = runner.run_observed(case, state, Some(observer)).await;
+                let mut report = runner
+                    .run_observed(case, state, Some(observer.clone()))
+                    .await;
+                // A retry is judged afresh; one that passes makes the run flaky.
+                for _ in 0..options.retries {
+                    if !fails_the_run(report.verdict) {
+                        break;
+                    }
+                    let retry = runner
+                        .run_observed(case, state, Some(observer.clone()))
+                        .await;
+                    if !fails_the_run(retry.verdict) {
+                        report = CaseReport {
+                            flaky: true,
+                            ..retry
+                        };
+                    }
+                }
+                if options.fail_fast && fails_the_run(report.verdict) {
+                    stopping.store(true, Ordering::SeqCst);
+                }
                 let _ = sender.send(Message::Judged(slot, Box::new(report)));
             }
             runner.stop().await;
@@ -169,8 +218,9 @@ pub async fn run_all_until(
         .enumerate()
         .filter_map(|(slot, report)| match report {
             Some(report) => Some(report),
-            // A case cut short by the interruption is not reported at all.
-            None if interrupted => None,
+            // A case cut short by the interruption, or never started after a failure
+            // under `--fail-fast`, is not reported at all.
+            None if interrupted || stopping.load(Ordering::SeqCst) => None,
             None => {
                 let (index, state) = plan[slot];
                 Some(error_report(
@@ -181,9 +231,13 @@ pub async fn run_all_until(
             }
         })
         .collect();
+    let summary = Summary {
+        not_run: plan.len() - reports.len(),
+        ..Summary::of(&reports)
+    };
     emit(&RunEvent::RunFinished {
         controller: controller.name.clone(),
-        summary: Summary::of(&reports),
+        summary,
         elapsed: started.elapsed(),
         interrupted,
     });

@@ -137,7 +137,7 @@ fn assert_two_cases_pass(options: &[&str], env: &[(&str, &str)], runs: usize) {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.contains(&format!("{runs} cases: {runs} passed")),
+        stdout.contains(&format!("{runs} runs: {runs} passed")),
         "{stdout}"
     );
 }

@@ -156,3 +156,41 @@ fn a_crashed_controller_is_an_error_with_its_output() {
     );
     assert!(xml.contains("<system-err>about to fail"), "{xml}");
 }
+
+/// The `time` attribute that follows `prefix` in `xml`, in seconds.
+fn time_after(xml: &str, prefix: &str) -> f64 {
+    let at = xml
+        .find(prefix)
+        .unwrap_or_else(|| panic!("no {prefix}:\n{xml}"));
+    let rest = &xml[at..];
+    let start = rest.find(" time=\"").expect("a time attribute") + 7;
+    let end = start + rest[start..].find('"').expect("a closing quote");
+    rest[start..end].parse().expect("a number of seconds")
+}
+
+#[test]
+fn the_root_time_is_the_wall_time_not_the_sum_of_the_cases() {
+    // Four runs of a controller that sleeps half a second, four at a time: the cases
+    // add up to two seconds or more, the run takes about one.
+    let controller = format!(
+        "sleep 0.5; exec '{}' reference-controller",
+        crate::support::loopcheck_bin().display()
+    );
+    let xml = junit_of(&[
+        "--controller",
+        &controller,
+        "--supports",
+        "stateless,previous_response_id",
+        "--filter",
+        "correlation/0[12]-*",
+        "--jobs",
+        "4",
+    ]);
+    let root = time_after(&xml, "<testsuites");
+    let cases = time_after(&xml, "<testsuite name=\"correlation\"");
+    assert!(cases >= 2.0, "the cases' sum is {cases} s:\n{xml}");
+    assert!(
+        root < cases,
+        "the root time {root} s is not the wall time:\n{xml}"
+    );
+}

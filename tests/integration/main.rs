@@ -4,6 +4,7 @@ mod defective;
 mod support;
 
 mod catalogue;
+mod console;
 mod determinism;
 mod docs_pages;
 mod emulation;

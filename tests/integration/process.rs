@@ -219,7 +219,7 @@ fn matrix_compares_controllers_case_by_case() {
         markdown.contains("| `correlation/01-single-call [stateless]` | pass | crashed |"),
         "{markdown}"
     );
-    assert!(stdout.contains("broken: 2 cases: 0 passed"), "{stdout}");
+    assert!(stdout.contains("broken: 2 runs: 0 passed"), "{stdout}");
 
     let output = loopcheck(&["matrix", "--controller", "nameless"]);
     assert_eq!(output.status.code(), Some(2));
