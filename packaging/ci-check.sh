@@ -137,7 +137,7 @@ grep -Eq "Tests +3 passed" "$work/vitest.log"
 step "vitest example passed from the npm install"
 
 # --- The action and the workflow `init` writes ----------------------------------------
-for language in python node; do
+for language in python node ts; do
     dir=$projects/init-$language
     "${clean_env[@]}" "$work/venv/bin/loopcheck" init "$language" --dir "$dir" > /dev/null
     # actionlint checks the inputs the workflow gives the action against action.yml when
