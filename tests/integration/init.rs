@@ -105,7 +105,7 @@ fn init_and_run_the_printed_steps(
         "{next}\n{stdout}\n{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    assert!(stdout.contains("14 cases: 14 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("14 runs: 14 passed, 0 failed"), "{stdout}");
     Some(parent)
 }
 
