@@ -28,13 +28,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loopcheck::report::CaseReport;
-use loopcheck::runner::{self, CAPABILITIES, ControllerEnv};
+use loopcheck::runner::{self, CAPABILITIES};
 use loopcheck::scenario::{Case, StateMode};
 use loopcheck::transcript::ModelExchange;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use crate::support::controllers::run_reference_in_process;
 use crate::support::{catalogue, clip, missing_sdk, python, root};
 
 /// Cases run at once (the CI machine has two cores; most of a case is waiting).
@@ -207,26 +208,7 @@ fn documents(report: &CaseReport) -> Vec<Document> {
 }
 
 async fn run(case: &Case, state: StateMode) -> CaseReport {
-    runner::run_in_process(
-        case,
-        state,
-        CASE_TIMEOUT,
-        |env: ControllerEnv, task| async move {
-            let outcome = match serde_json::from_value::<loopcheck_reference::Task>(task) {
-                Ok(task) => {
-                    let env = loopcheck_reference::ControllerEnv {
-                        base_url: env.base_url,
-                        api_key: env.api_key,
-                        tools_url: env.tools_url,
-                    };
-                    loopcheck_reference::run(&env, &task).await
-                }
-                Err(err) => loopcheck_reference::Outcome::failed("api_error", err.to_string()),
-            };
-            serde_json::to_value(outcome).expect("an outcome serializes")
-        },
-    )
-    .await
+    run_reference_in_process(case, state, CASE_TIMEOUT).await
 }
 
 /// Every case run the reference can take: each case in every state mode and delivery,

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use async_openai::types::responses::{OutputItem, Response, ResponseStreamEvent, ResponseUsage};
 use loopcheck::report::CaseReport;
-use loopcheck::runner::{self, ControllerEnv};
+use loopcheck::runner;
 use loopcheck::scenario::{Case, StateMode};
 use loopcheck::transcript::ModelExchange;
 use serde::de::DeserializeOwned;
@@ -35,6 +35,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::support::catalogue;
+use crate::support::controllers::run_reference_in_process;
 
 /// Cases run at once (the CI machine has two cores; most of a case is waiting).
 const JOBS: usize = 3;
@@ -236,26 +237,7 @@ fn check(report: &CaseReport) -> Findings {
 }
 
 async fn run(case: &Case, state: StateMode) -> CaseReport {
-    runner::run_in_process(
-        case,
-        state,
-        CASE_TIMEOUT,
-        |env: ControllerEnv, task| async move {
-            let outcome = match serde_json::from_value::<loopcheck_reference::Task>(task) {
-                Ok(task) => {
-                    let env = loopcheck_reference::ControllerEnv {
-                        base_url: env.base_url,
-                        api_key: env.api_key,
-                        tools_url: env.tools_url,
-                    };
-                    loopcheck_reference::run(&env, &task).await
-                }
-                Err(err) => loopcheck_reference::Outcome::failed("api_error", err.to_string()),
-            };
-            serde_json::to_value(outcome).expect("an outcome serializes")
-        },
-    )
-    .await
+    run_reference_in_process(case, state, CASE_TIMEOUT).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -141,3 +141,33 @@ pub fn interpreted(interpreter: &Path, script: &Path) -> String {
         shell_quote(&script.to_string_lossy())
     )
 }
+
+/// Runs one case run in process against the Rust reference controller
+/// (`loopcheck_reference`), its task read from the task JSON; a task it cannot read is
+/// reported as an `api_error` failure.
+pub async fn run_reference_in_process(
+    case: &loopcheck::scenario::Case,
+    state: loopcheck::scenario::StateMode,
+    timeout: std::time::Duration,
+) -> loopcheck::report::CaseReport {
+    loopcheck::runner::run_in_process(
+        case,
+        state,
+        timeout,
+        |env: loopcheck::runner::ControllerEnv, task| async move {
+            let outcome = match serde_json::from_value::<loopcheck_reference::Task>(task) {
+                Ok(task) => {
+                    let env = loopcheck_reference::ControllerEnv {
+                        base_url: env.base_url,
+                        api_key: env.api_key,
+                        tools_url: env.tools_url,
+                    };
+                    loopcheck_reference::run(&env, &task).await
+                }
+                Err(err) => loopcheck_reference::Outcome::failed("api_error", err.to_string()),
+            };
+            serde_json::to_value(outcome).expect("an outcome serializes")
+        },
+    )
+    .await
+}
