@@ -11,6 +11,9 @@
 //! [profile.ci]
 //! junit = "target/loopcheck/junit.xml"
 //! baseline = "loopcheck-baseline.toml"
+//!
+//! [snapshots]
+//! redactions = { "/steps/*/model/body/metadata/trace_id" = "[trace id]" }
 //! ```
 //!
 //! Every value is checked here, where its place in the file is known: a bad one reads
@@ -27,6 +30,7 @@ use toml::{Spanned, Value};
 use crate::runner::CAPABILITIES;
 use crate::runner::partition::Partition;
 
+use crate::expectations::{Redactions, Selector};
 use crate::redact::{Redactor, RuleError, Rules};
 use crate::toml_text::TextError;
 
@@ -328,6 +332,59 @@ struct File {
     /// What is redacted beyond the built-in rules, in every profile.
     #[serde(default)]
     redact: Rules,
+    /// How snapshots are compared, in every profile.
+    #[serde(default)]
+    snapshots: SnapshotSettings,
+}
+
+/// The `[snapshots]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SnapshotSettings {
+    /// Selector = placeholder, as written (`[snapshots] redactions = { ... }`).
+    #[serde(default)]
+    redactions: BTreeMap<Spanned<String>, Spanned<Value>>,
+}
+
+/// What a snapshot redaction's selector and placeholder must be.
+const REDACTION_EXPECTED: &str = "a JSON pointer into the snapshot, `*` for any key or index, such as \"/steps/*/model/body/metadata/trace_id\" = \"[trace id]\"";
+
+/// The `[snapshots]` table's redactions, checked; a mistake names its place.
+fn snapshot_redactions_of(
+    settings: &SnapshotSettings,
+    path: &str,
+    text: &str,
+) -> Result<Redactions, ConfigError> {
+    let at = |offset: usize, wrong: String| {
+        let (line, col) = crate::toml_text::line_col(text, offset);
+        ConfigError::Value {
+            path: path.to_owned(),
+            line,
+            col,
+            message: with_expected(&wrong, REDACTION_EXPECTED),
+        }
+    };
+    let mut rules = Vec::new();
+    for (selector, placeholder) in &settings.redactions {
+        let parsed = Selector::parse(selector.get_ref()).map_err(|wrong| {
+            at(
+                selector.span().start,
+                format!("[snapshots] redactions: {wrong}"),
+            )
+        })?;
+        let Value::String(placeholder_text) = placeholder.get_ref() else {
+            return Err(at(
+                placeholder.span().start,
+                format!(
+                    "[snapshots] redactions: the placeholder of '{}' is {}, not a string",
+                    selector.get_ref(),
+                    kind(placeholder.get_ref())
+                ),
+            ));
+        };
+        rules.push((parsed, placeholder_text.clone()));
+    }
+    Ok(Redactions::new(rules))
 }
 
 /// A bad value: where it is (a byte offset), what is wrong and what was expected. A
@@ -576,6 +633,7 @@ pub fn resolve(
 struct Loaded {
     profiles: BTreeMap<String, Profile>,
     redact: Rules,
+    redactions: Redactions,
     dir: PathBuf,
     shown: String,
 }
@@ -590,6 +648,12 @@ pub fn redactor(path: Option<&Path>) -> Result<Redactor, ConfigError> {
         }),
         None => Ok(Redactor::default()),
     }
+}
+
+/// The snapshot redactions of the config file at `path` (or `loopcheck.toml` here, when
+/// it exists): its `[snapshots] redactions` table.
+pub fn snapshot_redactions(path: Option<&Path>) -> Result<Redactions, ConfigError> {
+    Ok(find(path)?.map(|file| file.redactions).unwrap_or_default())
 }
 
 /// The config file at `path`, or `loopcheck.toml` here when it exists.
@@ -615,10 +679,12 @@ fn load(path: &Path) -> Result<Loaded, ConfigError> {
     let text = crate::toml_text::utf8(&bytes).map_err(in_file)?;
     let file: File = crate::toml_text::parse(text).map_err(in_file)?;
     let profiles = profiles(&file, &shown, text)?;
+    let redactions = snapshot_redactions_of(&file.snapshots, &shown, text)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     Ok(Loaded {
         profiles,
         redact: file.redact,
+        redactions,
         dir,
         shown,
     })

@@ -44,6 +44,13 @@ pub(super) enum Command {
     /// Serve sessions of the cases on one fake server, for a test framework to drive a
     /// tool loop that lives in its own process (docs/serve.md).
     Serve(ServeArgs),
+    /// Review the snapshots a run wrote as `.snap.new` (changed or new): accept, reject
+    /// or list them, without cargo.
+    #[command(subcommand)]
+    Snapshots(SnapshotsCommand),
+    /// Keep a baseline current from a run: drop what passes now, or rewrite it.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
     /// Run the built-in Rust reference controller (contract v1): the case the environment
     /// names, or, without the contract's variables, persistent mode on standard input.
     #[command(hide = true)]
@@ -267,6 +274,57 @@ pub(super) struct ReplayArgs {
     /// The command to replay it to, after `--`.
     #[arg(last = true, required = true)]
     pub(super) command: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum SnapshotsCommand {
+    /// Show each pending snapshot's diff and ask to accept, reject or skip it; with
+    /// --accept or --reject, settle the filtered ones without asking. Without either, off
+    /// a terminal, list them and exit 1 if there are any.
+    Review(ReviewArgs),
+    /// List the pending snapshots; exit 1 if there are any.
+    Pending(PendingArgs),
+}
+
+#[derive(Debug, Args)]
+pub(super) struct PendingArgs {
+    /// The snapshot folder (default: the profile's `snapshots`).
+    #[arg(long, value_name = "DIR")]
+    pub(super) snapshots: Option<PathBuf>,
+    /// Only the snapshots of cases whose id matches one of these globs (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub(super) filter: Vec<String>,
+    /// The settings file (default: `loopcheck.toml` in the working directory, if any).
+    #[arg(long, value_name = "FILE")]
+    pub(super) config: Option<PathBuf>,
+    /// The profile of the settings file to use.
+    #[arg(long, value_name = "NAME")]
+    pub(super) profile: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ReviewArgs {
+    #[command(flatten)]
+    pub(super) pending: PendingArgs,
+    /// Accept every pending snapshot selected, without asking.
+    #[arg(long, conflicts_with_all = ["reject", "list"])]
+    pub(super) accept: bool,
+    /// Delete every pending snapshot selected, without asking.
+    #[arg(long, conflicts_with = "list")]
+    pub(super) reject: bool,
+    /// Only list them (as `loopcheck snapshots pending`).
+    #[arg(long)]
+    pub(super) list: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum BaselineCommand {
+    /// Run the suite as `run` would and drop the baseline's entries whose case runs pass
+    /// now or that match no case run; print what was dropped.
+    Prune(RunArgs),
+    /// Run the suite as `run` would and rewrite the baseline as the run's failures,
+    /// keeping each entry's reason.
+    Update(RunArgs),
 }
 
 /// A word a flag does not take; clap prints it after the flag's name.

@@ -48,6 +48,8 @@ fn dispatch(command: Command, runtime: &tokio::runtime::Runtime) -> Result<u8, C
             Ok(exit::OK)
         }
         Command::Replay(args) => runtime.block_on(super::record::replay(args)),
+        Command::Snapshots(command) => super::snapshots::snapshots(command),
+        Command::Baseline(command) => runtime.block_on(super::baseline::baseline(command)),
         // A persistent worker is started without the contract's variables and reads its
         // cases from standard input; a person at a terminal gets the one-case mode's
         // error about the variables instead of a wait.
@@ -72,6 +74,9 @@ fn install_redactor(command: &Command) -> Result<(), CliError> {
     let config = match command {
         Command::Run(args) => args.config.as_deref(),
         Command::Record(args) => args.config.as_deref(),
+        Command::Baseline(
+            super::args::BaselineCommand::Prune(args) | super::args::BaselineCommand::Update(args),
+        ) => args.config.as_deref(),
         Command::Replay(_)
         | Command::Matrix(_)
         | Command::Fuzz(_)

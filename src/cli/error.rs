@@ -6,6 +6,7 @@ use std::io;
 
 use crate::config::ConfigError;
 use crate::expectations::baseline::BaselineError;
+use crate::expectations::pending::PendingError;
 use crate::expectations::snapshot::SnapshotError;
 use crate::fuzz::FuzzError;
 use crate::init::InitError;
@@ -106,6 +107,27 @@ pub enum CliError {
     /// The snapshot folder.
     #[error(transparent)]
     Snapshots(#[from] SnapshotError),
+    /// Snapshots waiting for review that cannot be listed, accepted or rejected.
+    #[error(transparent)]
+    Pending(#[from] PendingError),
+    /// A command that works on the snapshot folder is given none.
+    #[error(
+        "no snapshot folder: give --snapshots DIR, or set `snapshots` in the profile of loopcheck.toml"
+    )]
+    NoSnapshots,
+    /// `baseline prune` or `update` is given no baseline.
+    #[error(
+        "no baseline: give --baseline FILE, or set `baseline` in the profile of loopcheck.toml"
+    )]
+    NoBaseline,
+    /// `baseline prune` or `update` asked to judge only part of the suite's runs.
+    #[error(
+        "{flag} runs only part of the selection, and `loopcheck baseline` would drop the entries of the rest\n(hint: narrow with --filter or --exclude instead, or run without {flag})"
+    )]
+    PartialRun {
+        /// The flag.
+        flag: &'static str,
+    },
     /// The shard reports to merge.
     #[error(transparent)]
     Merge(#[from] MergeError),

@@ -1,10 +1,11 @@
 //! The command line: `run`, `list`, `lint`, `matrix`, `record`, `replay`, `fuzz`,
-//! `merge`, `task`, `init`, `schema` and `serve`.
+//! `merge`, `task`, `init`, `schema`, `serve`, `snapshots` and `baseline`.
 //!
 //! Each command returns its exit code when it reaches a verdict, or a [`CliError`] that
 //! owns its exit code and prints itself in one place ([`CliError::report`]).
 
 mod args;
+mod baseline;
 mod controllers;
 mod dispatch;
 mod error;
@@ -20,6 +21,7 @@ mod record;
 mod run;
 mod selection;
 mod serve;
+mod snapshots;
 mod task;
 
 pub use args::Cli;

@@ -14,7 +14,7 @@ use crate::report::json::JsonReporter;
 use crate::report::junit::JunitReporter;
 use crate::report::progress::ProgressReporter;
 use crate::report::summary::SummaryReporter;
-use crate::report::{Reporters, Summary};
+use crate::report::{CaseReport, Reporters, Summary};
 use crate::runner;
 
 use super::args::RunArgs;
@@ -25,7 +25,7 @@ use super::outputs::check_files;
 
 /// Fills what the command line leaves unset from the resolved settings (environment,
 /// then profile).
-fn with_settings(mut args: RunArgs) -> Result<RunArgs, ConfigError> {
+pub(super) fn with_settings(mut args: RunArgs) -> Result<RunArgs, ConfigError> {
     let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
     let profile = config::resolve(args.config.as_deref(), args.profile.as_deref(), &env)?;
     if args.selection.paths.is_empty() {
@@ -57,12 +57,39 @@ fn with_settings(mut args: RunArgs) -> Result<RunArgs, ConfigError> {
 
 pub(super) async fn run(args: RunArgs) -> Result<u8, CliError> {
     let args = with_settings(args)?;
+    let baseline = match &args.baseline {
+        Some(path) => Some(Baseline::load(path)?),
+        None => None,
+    };
+    let Some(reports) = execute(&args, baseline, true).await? else {
+        return Ok(exit::OK);
+    };
+    if let Some(path) = &args.write_baseline {
+        let text = Baseline::of_failures(&reports).to_toml();
+        crate::report::write_file("baseline", path, text.as_bytes()).map_err(CliError::Write)?;
+    }
+    Ok(if Summary::of(&reports).ok() {
+        exit::OK
+    } else {
+        exit::FAILURES
+    })
+}
+
+/// Runs the selected cases as `run` does, `baseline` applied (its entries that match no
+/// case named on standard error when `note_unmatched`), and reports them; the case
+/// reports, or `None` when `--last-failed` finds nothing to rerun.
+pub(super) async fn execute(
+    args: &RunArgs,
+    baseline: Option<Baseline>,
+    note_unmatched: bool,
+) -> Result<Option<Vec<CaseReport>>, CliError> {
     let (cases, mut options) = both(args.selection.cases(), args.settings.options())?;
     args.reports
         .check()
         .and_then(|()| check_files(&[("baseline", args.write_baseline.as_deref())]))?;
     if let Some(dir) = &args.snapshots {
-        options.snapshots = Some(Snapshots::open(dir, args.update_snapshots)?);
+        let redactions = config::snapshot_redactions(args.config.as_deref())?;
+        options.snapshots = Some(Snapshots::open(dir, args.update_snapshots, redactions)?);
     }
     let controller = controller_from(args.controller.as_deref(), args.supports.as_deref())?;
     options.partition = args.partition;
@@ -73,18 +100,16 @@ pub(super) async fn run(args: RunArgs) -> Result<u8, CliError> {
         let runs = last_failed::load(&last_failed_path)?;
         if runs.is_empty() {
             println!("loopcheck: the last run had no failing case run: nothing to rerun");
-            return Ok(exit::OK);
+            return Ok(None);
         }
         options.only_runs = Some(Arc::new(runs));
     }
-    if let Some(path) = &args.baseline {
-        let baseline = Baseline::load(path)?;
+    if let Some(baseline) = baseline {
         let ids = cases.iter().map(|c| c.scenario.id.as_str()).collect();
-        for entry in baseline.unmatched(&ids) {
-            eprintln!(
-                "note: the baseline's entry for '{}' matches no case of this run",
-                entry.case
-            );
+        if note_unmatched {
+            for case in baseline.unmatched(&ids) {
+                eprintln!("note: the baseline's entry for '{case}' matches no case of this run");
+            }
         }
         options.baseline = Some(Arc::new(baseline));
     }
@@ -142,13 +167,13 @@ pub(super) async fn run(args: RunArgs) -> Result<u8, CliError> {
     if let Err(err) = last_failed::save(&last_failed_path, &reports) {
         eprintln!("note: {err}");
     }
-    if let Some(path) = &args.write_baseline {
-        let text = Baseline::of_failures(&reports).to_toml();
-        crate::report::write_file("baseline", path, text.as_bytes()).map_err(CliError::Write)?;
+    if let Some(snapshots) = &options.snapshots
+        && reports.iter().any(|r| r.snapshot.is_some())
+    {
+        // A typo in a selector would otherwise redact nothing, silently.
+        for selector in snapshots.unmatched_redactions() {
+            eprintln!("note: the snapshot redaction '{selector}' matched nothing in this run");
+        }
     }
-    Ok(if Summary::of(&reports).ok() {
-        exit::OK
-    } else {
-        exit::FAILURES
-    })
+    Ok(Some(reports))
 }

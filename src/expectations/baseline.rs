@@ -92,21 +92,16 @@ impl Baseline {
 
     /// The entries for a case run.
     fn entries_for(&self, run: &CaseReport) -> Vec<&Entry> {
-        self.expected
-            .iter()
-            .filter(|e| {
-                e.case == run.id
-                    && e.state.is_none_or(|s| s == run.state)
-                    && e.delivery.is_none_or(|d| d == run.delivery)
-            })
-            .collect()
+        self.expected.iter().filter(|e| applies(e, run)).collect()
     }
 
-    /// Entries naming a case that is not among `ids` (a typo, or a case filtered out).
-    pub fn unmatched<'a>(&'a self, ids: &BTreeSet<&str>) -> Vec<&'a Entry> {
+    /// The cases named by entries that are not among `ids` (a typo, or a case filtered
+    /// out), each once however many entries name it.
+    pub fn unmatched<'a>(&'a self, ids: &BTreeSet<&str>) -> BTreeSet<&'a str> {
         self.expected
             .iter()
-            .filter(|e| !ids.contains(e.case.as_str()))
+            .map(|e| e.case.as_str())
+            .filter(|case| !ids.contains(case))
             .collect()
     }
 
@@ -208,6 +203,86 @@ impl Baseline {
         Self { expected }
     }
 
+    /// The baseline this run's failures call for: [`Self::of_failures`], each entry
+    /// keeping the reason of the entry it replaces (same case, a state and delivery the
+    /// old entry covered).
+    pub fn updated<'a>(&self, reports: impl IntoIterator<Item = &'a CaseReport>) -> Self {
+        let mut updated = Self::of_failures(reports);
+        for entry in &mut updated.expected {
+            let before = self.expected.iter().find(|old| {
+                old.case == entry.case
+                    && old.reason.is_some()
+                    && (old.state.is_none() || old.state == entry.state)
+                    && (old.delivery.is_none() || old.delivery == entry.delivery)
+            });
+            if let Some(before) = before {
+                entry.reason.clone_from(&before.reason);
+            }
+        }
+        updated
+    }
+
+    /// The baseline without what this run shows it no longer needs: entries whose case
+    /// runs pass now, or that apply to no case run of this run (filtered out, renamed,
+    /// unsupported); an entry listing checks keeps only those that still fail.
+    pub fn prune(&self, reports: &[CaseReport]) -> Pruned {
+        let mut pruned = Pruned::default();
+        for entry in &self.expected {
+            let runs: Vec<&CaseReport> = reports
+                .iter()
+                .filter(|r| r.verdict != CaseVerdict::Unsupported && applies(entry, r))
+                .collect();
+            if runs.is_empty() {
+                pruned
+                    .dropped
+                    .push((entry.clone(), "matches no case run of this run".to_owned()));
+                continue;
+            }
+            let outcomes: Vec<Outcome> = runs.iter().map(|r| Outcome::of(r)).collect();
+            if outcomes.contains(&Outcome::Whole) {
+                pruned.baseline.expected.push(entry.clone());
+                continue;
+            }
+            let failing: BTreeSet<&str> = outcomes
+                .iter()
+                .flat_map(|o| match o {
+                    Outcome::Checks(ids) => ids.clone(),
+                    Outcome::Passed | Outcome::Whole => Vec::new(),
+                })
+                .collect();
+            let Some(listed) = &entry.checks else {
+                if failing.is_empty() {
+                    pruned
+                        .dropped
+                        .push((entry.clone(), "passes now".to_owned()));
+                } else {
+                    pruned.baseline.expected.push(entry.clone());
+                }
+                continue;
+            };
+            let (still, fixed): (Vec<&String>, Vec<&String>) =
+                listed.iter().partition(|id| failing.contains(id.as_str()));
+            if still.is_empty() {
+                pruned
+                    .dropped
+                    .push((entry.clone(), "its checks pass now".to_owned()));
+                continue;
+            }
+            if !fixed.is_empty() {
+                let fixed: Vec<&str> = fixed.into_iter().map(String::as_str).collect();
+                pruned.narrowed.push((
+                    entry.clone(),
+                    format!("{} no longer fail(s)", fixed.join(", ")),
+                ));
+            }
+            pruned.baseline.expected.push(Entry {
+                checks: Some(still.into_iter().cloned().collect()),
+                ..entry.clone()
+            });
+        }
+        pruned
+    }
+
     /// The baseline as TOML, with a header saying what it is.
     pub fn to_toml(&self) -> String {
         let body = toml::to_string_pretty(self).unwrap_or_default();
@@ -215,6 +290,82 @@ impl Baseline {
             "# loopcheck baseline: expected failures (`loopcheck run --baseline FILE`).\n# An entry whose case run now passes fails the run as stale: delete it.\n\n{body}"
         )
     }
+}
+
+/// Whether an entry applies to a case run.
+fn applies(entry: &Entry, run: &CaseReport) -> bool {
+    entry.case == run.id
+        && entry.state.is_none_or(|s| s == run.state)
+        && entry.delivery.is_none_or(|d| d == run.delivery)
+}
+
+/// What [`Baseline::prune`] did.
+#[derive(Debug, Default)]
+pub struct Pruned {
+    /// The baseline kept.
+    pub baseline: Baseline,
+    /// Each entry dropped, with why.
+    pub dropped: Vec<(Entry, String)>,
+    /// Each entry kept with fewer checks, as it was, with which checks went.
+    pub narrowed: Vec<(Entry, String)>,
+}
+
+/// How a case run ended, as far as a baseline entry is concerned, whatever the baseline
+/// made of its verdict.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome<'a> {
+    /// It passed.
+    Passed,
+    /// These checks failed.
+    Checks(Vec<&'a str>),
+    /// It failed as a whole: crashed, timed out, drifted, an error.
+    Whole,
+}
+
+impl<'a> Outcome<'a> {
+    fn of(report: &'a CaseReport) -> Self {
+        let failing: Vec<&str> = report
+            .checks
+            .iter()
+            .filter(|c| c.verdict == CheckVerdict::Fail)
+            .map(|c| c.id.as_str())
+            .collect();
+        match report.verdict {
+            CaseVerdict::Pass | CaseVerdict::NonStrict | CaseVerdict::Unsupported => Self::Passed,
+            // A stale entry's run passed, or failed fewer checks than the entry lists.
+            CaseVerdict::Stale if failing.is_empty() => Self::Passed,
+            CaseVerdict::Stale | CaseVerdict::Fail => Self::Checks(failing),
+            // Expected as a whole (a crash, say) when no check failed.
+            CaseVerdict::ExpectedFail if failing.is_empty() => Self::Whole,
+            CaseVerdict::ExpectedFail => Self::Checks(failing),
+            CaseVerdict::Drift
+            | CaseVerdict::Timeout
+            | CaseVerdict::Crashed
+            | CaseVerdict::Error => Self::Whole,
+        }
+    }
+}
+
+/// An entry as one line: `case [state, delivery] (checks)`.
+pub fn describe(entry: &Entry) -> String {
+    let mut scope: Vec<&str> = Vec::new();
+    if let Some(state) = entry.state {
+        scope.push(state.as_str());
+    }
+    if let Some(delivery) = entry.delivery {
+        scope.push(delivery.as_str());
+    }
+    let scope = if scope.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", scope.join(", "))
+    };
+    let checks = entry
+        .checks
+        .as_ref()
+        .map(|c| format!(" ({})", c.join(", ")))
+        .unwrap_or_default();
+    format!("{}{scope}{checks}", entry.case)
 }
 
 #[cfg(test)]

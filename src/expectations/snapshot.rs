@@ -9,9 +9,17 @@
 //! snapshot is written beside the old one as `.snap.new` for review, except under `CI`,
 //! where nothing is written and a missing snapshot fails the case. `--update-snapshots`
 //! accepts every change at once and is refused under `CI`, as insta does.
+//! `loopcheck snapshots review` walks the `.snap.new` files without cargo
+//! ([`super::pending`]).
+//!
+//! Redactions from the settings file ([`super::redaction`]) replace fields that vary by
+//! design, after normalization, on both sides of the comparison and in what is written.
 
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
+use super::redaction::Redactions;
 use crate::report::CaseReport;
 use crate::scenario::{Delivery, StateMode};
 use crate::transcript::drift::{Comparison, ComparisonStatus, changes, text_diff};
@@ -22,7 +30,7 @@ use crate::transcript::normalize::{NORMALIZED_FORMAT, Normalized, normalize};
 pub enum SnapshotError {
     /// `--update-snapshots` under CI.
     #[error(
-        "refusing to update snapshots because CI is set\n(hint: review changes with `cargo insta review` outside CI, or run without --update-snapshots)"
+        "refusing to update snapshots because CI is set\n(hint: review changes with `loopcheck snapshots review` outside CI, or run without --update-snapshots)"
     )]
     UpdateInCi,
     /// The folder cannot be created or written.
@@ -89,6 +97,12 @@ pub enum Problem {
     /// The content is not a normalized transcript.
     #[error("expected a loopcheck normalized transcript (JSON, format {NORMALIZED_FORMAT}): {0}")]
     NotNormalized(serde_json::Error),
+    /// A redaction left something that is no normalized transcript (a placeholder
+    /// where a number or a list must be).
+    #[error(
+        "the redactions leave no normalized transcript ({0}); redact only fields a string may replace, such as those under `body`"
+    )]
+    Redacted(serde_json::Error),
     /// Written by a newer loopcheck.
     #[error(
         "this snapshot has format {0}, newer than this loopcheck reads ({NORMALIZED_FORMAT}); upgrade loopcheck"
@@ -110,12 +124,13 @@ pub struct Snapshots {
     dir: PathBuf,
     update: bool,
     ci: bool,
+    redactions: Redactions,
 }
 
 impl Snapshots {
     /// The snapshots in `dir`; checks before any case runs that the folder can be written
     /// when a run may write to it (outside CI, or to update).
-    pub fn open(dir: &Path, update: bool) -> Result<Self, SnapshotError> {
+    pub fn open(dir: &Path, update: bool, redactions: Redactions) -> Result<Self, SnapshotError> {
         let ci = crate::ci::is_ci();
         if update && ci {
             return Err(SnapshotError::UpdateInCi);
@@ -132,7 +147,13 @@ impl Snapshots {
             dir: dir.to_owned(),
             update,
             ci,
+            redactions,
         })
+    }
+
+    /// The selectors that replaced nothing in any case run compared so far.
+    pub fn unmatched_redactions(&self) -> Vec<&str> {
+        self.redactions.unmatched()
     }
 
     /// The file of a case run: `<dir>/<area>/<name>.<state>.snap`, and
@@ -157,9 +178,17 @@ impl Snapshots {
         if report.transcript.model.is_empty() && report.transcript.tools.is_empty() {
             return; // unsupported or not run: nothing was sent
         }
-        let actual = normalize(&report.id, report.state, &report.transcript);
         let path = self.path(&report.id, report.state, report.delivery);
-        let note = self.compare(&path, &actual, cut_by_clock);
+        let normalized = normalize(&report.id, report.state, &report.transcript);
+        let note = match redacted(&self.redactions, normalized, true) {
+            Ok(actual) => self.compare(&path, &actual, cut_by_clock),
+            Err(problem) => Comparison {
+                status: ComparisonStatus::Unreadable,
+                changes: vec![problem.to_string()],
+                diff: None,
+                path,
+            },
+        };
         report.fold_snapshot(note);
     }
 
@@ -171,6 +200,8 @@ impl Snapshots {
             changes,
             diff,
         };
+        // The file as stored: an update rewrites one that matches only once redacted.
+        let mut stored = None;
         let expected = match std::fs::read_to_string(path) {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
             Err(source) => {
@@ -180,7 +211,18 @@ impl Snapshots {
                 };
                 return note(ComparisonStatus::Unreadable, vec![why.to_string()], None);
             }
-            Ok(text) => match read(path, &text, actual) {
+            Ok(text) => match read(path, &text, actual).and_then(|expected| {
+                stored = Some(text.clone());
+                // A snapshot written before a redaction was added compares as though
+                // written after it.
+                redacted(&self.redactions, expected, false).map_err(|problem| {
+                    SnapshotFileError::Bad {
+                        path: path.to_owned(),
+                        line: 1,
+                        problem,
+                    }
+                })
+            }) {
                 Ok(expected) => Some(expected),
                 // Updating replaces an unreadable snapshot too.
                 Err(_) if self.update => None,
@@ -204,6 +246,16 @@ impl Snapshots {
             })
         };
         match expected {
+            Some(expected)
+                if self.update
+                    && &expected == actual
+                    && stored.as_deref() != Some(render(actual).as_str()) =>
+            {
+                match write(path) {
+                    Ok(()) => note(ComparisonStatus::Updated, Vec::new(), None),
+                    Err(why) => note(ComparisonStatus::Unreadable, vec![why.to_string()], None),
+                }
+            }
             Some(expected)
                 if &expected == actual || cut_by_clock && same_until_cut(&expected, actual) =>
             {
@@ -244,6 +296,20 @@ impl Snapshots {
             },
         }
     }
+}
+
+/// `normalized` with the redactions applied (`count`: as what the controller sent now).
+fn redacted(
+    redactions: &Redactions,
+    normalized: Normalized,
+    count: bool,
+) -> Result<Normalized, Problem> {
+    if redactions.is_empty() {
+        return Ok(normalized);
+    }
+    let mut value = serde_json::to_value(&normalized).unwrap_or(Value::Null);
+    redactions.apply(&mut value, count);
+    serde_json::from_value(value).map_err(Problem::Redacted)
 }
 
 /// Whether two runs cut by a deadline agree: every exchange both made, and how they ended.

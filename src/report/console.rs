@@ -140,9 +140,16 @@ pub fn details(reports: &[CaseReport]) -> String {
 /// [`details`] with the summary the run counted (which knows the runs not run).
 fn details_counted(reports: &[CaseReport], summary: &Summary) -> String {
     let mut out = String::new();
+    // A failure the baseline expects is no failure of this run: it gets a line of its
+    // own below, not a place among the failures.
     let failing: Vec<&CaseReport> = reports
         .iter()
-        .filter(|r| !matches!(r.verdict, CaseVerdict::Pass | CaseVerdict::Unsupported))
+        .filter(|r| {
+            !matches!(
+                r.verdict,
+                CaseVerdict::Pass | CaseVerdict::Unsupported | CaseVerdict::ExpectedFail
+            )
+        })
         .collect();
     if !failing.is_empty() {
         out.push_str("\nFailures:\n");
@@ -212,6 +219,16 @@ fn details_counted(reports: &[CaseReport], summary: &Summary) -> String {
             }
         }
     }
+    let expected: Vec<&CaseReport> = reports
+        .iter()
+        .filter(|r| r.verdict == CaseVerdict::ExpectedFail)
+        .collect();
+    if !expected.is_empty() {
+        let _ = writeln!(out, "\nExpected by the baseline: {}", expected.len());
+        for report in expected {
+            let _ = writeln!(out, "  {} [{}]", report.id, report.run_label());
+        }
+    }
     let count = |status: ComparisonStatus| {
         reports
             .iter()
@@ -226,7 +243,7 @@ fn details_counted(reports: &[CaseReport], summary: &Summary) -> String {
     if new + drifted > 0 && !crate::ci::is_ci() {
         let _ = writeln!(
             out,
-            "\n{new} new and {drifted} changed snapshot(s) written as .snap.new: review them with `cargo insta review`, or accept them all with --update-snapshots"
+            "\n{new} new and {drifted} changed snapshot(s) written as .snap.new: review them with `loopcheck snapshots review` (or `cargo insta review`), or accept them all with --update-snapshots"
         );
     }
     if updated > 0 {
