@@ -912,6 +912,24 @@ junit = "out/junit.xml"
     }
 
     #[test]
+    fn snapshot_redactions_are_read_and_a_bad_selector_is_placed() {
+        let (_dir, path) =
+            file("[snapshots]\nredactions = { \"/steps/*/model/body/user\" = \"[user]\" }\n");
+        let redactions = snapshot_redactions(Some(&path)).unwrap();
+        assert_eq!(redactions.unmatched(), vec!["/steps/*/model/body/user"]);
+        let (_dir, path) = file(
+            "[profile.default]\njobs = 2\n\n[snapshots]\nredactions = { \"/a\" = \"x\", \"/steps//b\" = \"y\" }\n",
+        );
+        let err = resolve(Some(&path), None, &no_env).unwrap_err().to_string();
+        assert!(
+            err.ends_with(
+                "loopcheck.toml:5:28: [snapshots] redactions: selector '/steps//b' has an empty segment; expected a JSON pointer into the snapshot, `*` for any key or index, such as \"/steps/*/model/body/metadata/trace_id\" = \"[trace id]\""
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn the_expected_capabilities_are_the_runner_s() {
         assert_eq!(
             expected("supports"),

@@ -287,7 +287,7 @@ impl Baseline {
     pub fn to_toml(&self) -> String {
         let body = toml::to_string_pretty(self).unwrap_or_default();
         format!(
-            "# loopcheck baseline: expected failures (`loopcheck run --baseline FILE`).\n# An entry whose case run now passes fails the run as stale: delete it.\n\n{body}"
+            "# loopcheck baseline: expected failures (`loopcheck run --baseline FILE`).\n# An entry whose case run now passes fails the run as stale: `loopcheck baseline prune` drops it.\n\n{body}"
         )
     }
 }
@@ -483,6 +483,65 @@ checks = ["dispatch/registered-only", "dispatch/rejection-answered"]
         let mut again = failed.clone();
         read.apply(&mut again);
         assert_eq!(again.verdict, CaseVerdict::ExpectedFail);
+    }
+
+    #[test]
+    fn pruning_drops_what_passes_and_matches_nothing_and_narrows_the_checks() {
+        let text = format!(
+            "{BY_CHECK}\n[[expected]]\ncase = \"dispatch/06-near-miss-name\"\nstate = \"conversation\"\n\n[[expected]]\ncase = \"gone/01-renamed\"\n"
+        );
+        let base = baseline(&text);
+        let mut still = report(CaseVerdict::Fail, &["dispatch/registered-only"]);
+        base.apply(&mut still);
+        let pruned = base.prune(&[still]);
+        let kept: Vec<String> = pruned.baseline.expected.iter().map(describe).collect();
+        assert_eq!(
+            kept,
+            vec!["dispatch/06-near-miss-name (dispatch/registered-only)"]
+        );
+        let dropped: Vec<String> = pruned
+            .dropped
+            .iter()
+            .map(|(e, why)| format!("{}: {why}", describe(e)))
+            .collect();
+        assert_eq!(
+            dropped,
+            vec![
+                "dispatch/06-near-miss-name [conversation]: matches no case run of this run",
+                "gone/01-renamed: matches no case run of this run",
+            ]
+        );
+        assert_eq!(pruned.narrowed.len(), 1);
+
+        let mut passed = report(CaseVerdict::Pass, &[]);
+        base.apply(&mut passed);
+        assert!(base.prune(&[passed]).baseline.expected.is_empty());
+        let mut crashed = report(CaseVerdict::Crashed, &[]);
+        base.apply(&mut crashed);
+        assert_eq!(
+            base.prune(&[crashed]).baseline.expected.len(),
+            1,
+            "kept as it was"
+        );
+    }
+
+    #[test]
+    fn an_update_keeps_the_reason_of_the_entry_it_replaces() {
+        let base = baseline(
+            "[[expected]]\ncase = \"dispatch/06-near-miss-name\"\nreason = \"upstream normalises names\"\n",
+        );
+        let mut failed = report(CaseVerdict::Fail, &["dispatch/registered-only"]);
+        base.apply(&mut failed);
+        let updated = base.updated([&failed]);
+        assert_eq!(updated.expected.len(), 1);
+        assert_eq!(
+            updated.expected[0].reason.as_deref(),
+            Some("upstream normalises names")
+        );
+        assert_eq!(
+            updated.expected[0].checks,
+            Some(vec!["dispatch/registered-only".to_owned()])
+        );
     }
 
     #[test]

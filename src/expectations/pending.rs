@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::transcript::drift::text_diff;
-
 /// The extension of a snapshot waiting for review.
 const PENDING: &str = ".snap.new";
 
@@ -52,7 +50,7 @@ impl Pending {
     }
 
     /// The change from the snapshot to the pending one, as a unified diff of their
-    /// content (the whole content as added for a new one).
+    /// content, as a run's drift shows it (the whole content as added for a new one).
     pub fn diff(&self) -> Result<String, PendingError> {
         let read = |path: &Path| {
             std::fs::read_to_string(path).map_err(|source| PendingError::File {
@@ -67,7 +65,11 @@ impl Pending {
         } else {
             read(&self.snap)?
         };
-        Ok(text_diff(body(&old), body(&new)))
+        Ok(similar::TextDiff::from_lines(body(&old), body(&new))
+            .unified_diff()
+            .context_radius(3)
+            .header("snapshot", "pending")
+            .to_string())
     }
 
     /// Moves the pending file over its snapshot (a rename: a reader sees the old file or

@@ -3,6 +3,7 @@
 mod defective;
 mod support;
 
+mod baseline_upkeep;
 mod catalogue;
 mod console;
 mod determinism;
@@ -40,6 +41,7 @@ mod sdk_rust;
 mod serve;
 mod settings;
 mod sharding;
+mod snapshot_review;
 mod snapshot_runs;
 mod summary_markdown;
 mod surface;
