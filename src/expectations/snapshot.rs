@@ -252,7 +252,10 @@ impl Snapshots {
                     && stored.as_deref() != Some(render(actual).as_str()) =>
             {
                 match write(path) {
-                    Ok(()) => note(ComparisonStatus::Updated, Vec::new(), None),
+                    Ok(()) => {
+                        let _ = std::fs::remove_file(&new_path);
+                        note(ComparisonStatus::Updated, Vec::new(), None)
+                    }
                     Err(why) => note(ComparisonStatus::Unreadable, vec![why.to_string()], None),
                 }
             }
