@@ -233,6 +233,12 @@ async fn a_controller_that_drops_instructions_replays_as_drift_naming_the_reques
         "{}",
         text(&output)
     );
+    // Recording drift is grouped as snapshot drift is: the change once, after the runs.
+    assert!(
+        text(&output).contains("in 1 case run (against their recordings)"),
+        "{}",
+        text(&output)
+    );
 }
 
 /// A canned upstream that puts `secret` into every answer: body text, a call's
