@@ -1,6 +1,6 @@
 //! The console report: a header, a line per case as it finishes (unless a progress bar
 //! shows them), then each failure with its checks and a diff where a payload differs from
-//! what was expected, and the summary.
+//! what was expected, the drift grouped across case runs, and the summary.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};

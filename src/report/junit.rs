@@ -1,6 +1,7 @@
 //! `--junit FILE`: the run as JUnit XML, the format CI systems show in their test tabs.
 //! One test suite per area, one test case per case and state mode; a failure carries the
-//! failing checks' messages and the drift diff. Written atomically when the run finishes.
+//! failing checks' messages and the drift diff, a drifted case names its drift group, and
+//! a suite lists the groups of its drifted cases. Written atomically when the run finishes.
 
 use std::collections::BTreeMap;
 use std::io;
