@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+use super::drift_groups::{DriftGroup, drift_groups};
 use crate::oracle::{CaseVerdict, CheckResult};
 use crate::redact::Redactor;
 use crate::scenario::{Delivery, Level, StateMode};
@@ -28,7 +29,9 @@ use crate::transcript::drift::{Comparison, ComparisonStatus};
 ///   `expected-fail` and `stale`, a case's `"baseline"` note (`--baseline`), a case's
 ///   `"startup_ms"` (persistent controllers), and `"interrupted": true` at the top of
 ///   the partial report of a run stopped by Ctrl-C or SIGTERM; a case's `"delivery"`
-///   (`json` or `stream`).
+///   (`json` or `stream`); `"drift_groups"` at the top (`[{"change", "against",
+///   "runs", "example": {"run", "path", "changes", "diff"?}}]`, only when a case run
+///   drifted).
 pub const REPORT_FORMAT: u32 = 1;
 
 /// Everything known about one case run.
@@ -306,6 +309,9 @@ pub struct RunReport {
     /// The run was stopped by a signal: `cases` holds only the case runs judged before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// The drift of `cases`, each distinct change once with the case runs it drifted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_groups: Vec<DriftGroup>,
 }
 
 fn format_1() -> u32 {
@@ -321,6 +327,7 @@ impl RunReport {
             format: REPORT_FORMAT,
             controller: controller.to_owned(),
             summary: Summary::of(&cases),
+            drift_groups: drift_groups(&cases),
             cases,
             interrupted: false,
         }

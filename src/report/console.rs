@@ -1,12 +1,15 @@
 //! The console report: a header, a line per case as it finishes (unless a progress bar
 //! shows them), then each failure with its checks and a diff where a payload differs from
-//! what was expected, and the summary.
+//! what was expected, the drift grouped across case runs, and the summary.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use similar::{ChangeTag, TextDiff};
 
+use super::drift_groups::{
+    Against, DriftGroup, case_runs, changes_once, drift_groups, groups_of, some_runs,
+};
 use super::{CaseReport, Reporter, RunEvent, Summary};
 use crate::oracle::{CaseVerdict, CheckVerdict};
 use crate::text::clip;
@@ -142,6 +145,7 @@ fn details_counted(reports: &[CaseReport], summary: &Summary) -> String {
     let mut out = String::new();
     // A failure the baseline expects is no failure of this run: it gets a line of its
     // own below, not a place among the failures.
+    let groups = drift_groups(reports);
     let failing: Vec<&CaseReport> = reports
         .iter()
         .filter(|r| {
@@ -186,12 +190,24 @@ fn details_counted(reports: &[CaseReport], summary: &Summary) -> String {
                 out.push_str(&diff(&d.expected, &d.actual));
             }
         }
-        for (note, against) in [
-            (&report.snapshot, "its snapshot"),
-            (&report.recording, "its recording"),
-        ] {
-            if let Some(note) = note {
-                out.push_str(&comparison(note, against));
+        for against in [Against::Snapshot, Against::Recording] {
+            let note = match against {
+                Against::Snapshot => &report.snapshot,
+                Against::Recording => &report.recording,
+            };
+            match note {
+                // Its changes are told once for every run they drifted, after the runs.
+                Some(note) if note.status == ComparisonStatus::Drifted => {
+                    out.push_str(&drift_pointer(
+                        note,
+                        against,
+                        &groups_of(&groups, &report.run_id(), against),
+                    ))
+                }
+                Some(note) if note.status == ComparisonStatus::Missing => {
+                    out.push_str(&missing(note))
+                }
+                _ => {}
             }
         }
         if let Some(process) = &report.transcript.process
@@ -229,6 +245,7 @@ fn details_counted(reports: &[CaseReport], summary: &Summary) -> String {
             let _ = writeln!(out, "  {} [{}]", report.id, report.run_label());
         }
     }
+    out.push_str(&grouped_drift(&groups));
     let count = |status: ComparisonStatus| {
         reports
             .iter()
@@ -268,32 +285,106 @@ fn output_lines(text: &str) -> (Option<&str>, Vec<&str>) {
     (first_error, lines[start..].to_vec())
 }
 
-/// The report of a replay: matched, or every change with the diff.
+/// Most case runs a drift group names before it counts the rest.
+const RUNS_NAMED: usize = 6;
+
+/// A drifted run's own line: how many changes, and the groups that tell them.
+fn drift_pointer(note: &Comparison, against: Against, groups: &[usize]) -> String {
+    let numbers: Vec<String> = groups.iter().map(usize::to_string).collect();
+    let changes = match note.changes.len() {
+        1 => "1 change".to_owned(),
+        n => format!("{n} changes"),
+    };
+    let plural = if numbers.len() == 1 { "" } else { "s" };
+    format!(
+        "  ~ what the controller sent differs from {} {}: {changes}, in drift group{plural} {} below\n",
+        against.its(),
+        note.path.display(),
+        numbers.join(", ")
+    )
+}
+
+/// Every distinct change once, with the case runs it drifted and one run's changes and
+/// diff as an example (a diff shown for an earlier group is not repeated).
+fn grouped_drift(groups: &[DriftGroup]) -> String {
+    if groups.is_empty() {
+        return String::new();
+    }
+    let mut runs: Vec<&String> = groups.iter().flat_map(|g| &g.runs).collect();
+    runs.sort();
+    runs.dedup();
+    let mut out = format!(
+        "\nDrift, grouped: {} distinct change(s) over {}\n",
+        groups.len(),
+        case_runs(runs.len())
+    );
+    let mut diffs_shown: Vec<(&str, usize)> = Vec::new();
+    for (index, group) in groups.iter().enumerate() {
+        let number = index + 1;
+        let example = &group.example;
+        let _ = writeln!(
+            out,
+            "\n[{number}] {}, in {} (against {}): {}",
+            group.change,
+            case_runs(group.runs.len()),
+            group.against.theirs(),
+            some_runs(&group.runs, RUNS_NAMED)
+        );
+        let _ = writeln!(
+            out,
+            "    example: {} against {}:",
+            example.run,
+            example.path.display()
+        );
+        for change in changes_once(&example.changes) {
+            let _ = writeln!(out, "      {change}");
+        }
+        match diffs_shown.iter().find(|(run, _)| *run == example.run) {
+            Some((_, shown)) => {
+                let _ = writeln!(out, "      (its diff is under group {shown})");
+            }
+            None => {
+                for line in example.diff.iter().flat_map(|d| d.lines()) {
+                    let _ = writeln!(out, "      {line}");
+                }
+                diffs_shown.push((&example.run, number));
+            }
+        }
+    }
+    out
+}
+
+/// The report of a replay, naming its cassette: matched, or each change once (with the
+/// requests it was made at) and the diff.
 pub fn replay_report(comparison: &Comparison) -> String {
+    let cassette = comparison.path.display();
     match comparison.status {
-        ComparisonStatus::Matched => format!(
-            "loopcheck: the replay sent what {} recorded\n",
-            comparison.path.display()
-        ),
-        _ => format!("DRIFT\n{}", self::comparison(comparison, "its recording")),
+        ComparisonStatus::Matched => {
+            format!("loopcheck: the replay sent what {cassette} recorded\n")
+        }
+        _ => {
+            let once = changes_once(&comparison.changes);
+            let mut out = format!(
+                "DRIFT {cassette}: what the replay sent differs from the recording in {} distinct change(s)\n",
+                once.len()
+            );
+            for change in once {
+                let _ = writeln!(out, "  {change}");
+            }
+            for line in comparison.diff.iter().flat_map(|d| d.lines()) {
+                let _ = writeln!(out, "  {line}");
+            }
+            out
+        }
     }
 }
 
-/// What a drifted comparison found: each change, then the diff.
-fn comparison(note: &Comparison, against: &str) -> String {
-    let what = match note.status {
-        ComparisonStatus::Missing => format!("has no snapshot at {}", note.path.display()),
-        ComparisonStatus::Drifted => format!("differs from {against} {}", note.path.display()),
-        _ => return String::new(),
-    };
-    let mut out = format!("  ~ what the controller sent {what}:\n");
-    for change in &note.changes {
-        let _ = writeln!(out, "    {change}");
-    }
-    for line in note.diff.iter().flat_map(|d| d.lines()) {
-        let _ = writeln!(out, "    {line}");
-    }
-    out
+/// A snapshot missing under CI (drift with no change to tell).
+fn missing(note: &Comparison) -> String {
+    format!(
+        "  ~ what the controller sent has no snapshot at {}\n",
+        note.path.display()
+    )
 }
 
 /// A unified line diff, expected (-) against actual (+).
@@ -312,7 +403,45 @@ pub fn diff(expected: &str, actual: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::output_lines;
+    use std::path::PathBuf;
+
+    use super::{Comparison, ComparisonStatus, output_lines, replay_report};
+
+    #[test]
+    fn a_replay_names_its_cassette_and_says_each_change_once() {
+        let drifted = Comparison {
+            path: PathBuf::from("cassettes/refund.yaml"),
+            status: ComparisonStatus::Drifted,
+            changes: vec![
+                "request 1 (POST /v1/responses): `max_output_tokens` is new: 256".to_owned(),
+                "request 2 (POST /v1/responses): `max_output_tokens` is new: 256".to_owned(),
+                "request 2 (POST /v1/responses): `instructions` is gone (was \"Be brief.\")"
+                    .to_owned(),
+            ],
+            diff: Some("--- expected\n+++ actual\n+x\n".to_owned()),
+        };
+        let text = replay_report(&drifted);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..3],
+            [
+                "DRIFT cassettes/refund.yaml: what the replay sent differs from the recording in 2 distinct change(s)",
+                "  request (POST /v1/responses): `max_output_tokens` is new: 256 (requests 1, 2)",
+                "  request 2 (POST /v1/responses): `instructions` is gone (was \"Be brief.\")",
+            ]
+        );
+        assert_eq!(lines[3..], ["  --- expected", "  +++ actual", "  +x"]);
+        let matched = Comparison {
+            status: ComparisonStatus::Matched,
+            changes: Vec::new(),
+            diff: None,
+            ..drifted
+        };
+        assert_eq!(
+            replay_report(&matched),
+            "loopcheck: the replay sent what cassettes/refund.yaml recorded\n"
+        );
+    }
 
     #[test]
     fn the_first_error_line_is_shown_when_it_scrolled_out() {

@@ -6,7 +6,7 @@
 
 pub(crate) mod sequence;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io;
 use std::path::PathBuf;
@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use similar::{ChangeTag, TextDiff};
 
+use super::drift_groups::{case_runs, changes_once, drift_groups};
 use super::{CaseReport, Reporter, RunEvent, Summary};
 use crate::oracle::{CaseVerdict, CheckResult, CheckVerdict};
 use crate::transcript::drift::{Comparison, ComparisonStatus};
@@ -181,12 +182,62 @@ pub fn run_page(page: &RunPage<'_>) -> String {
         &checks,
         false,
     ));
+    body.push_str(&grouped_drift(page.cases));
     body.push_str("<main>");
     for case in page.cases {
         body.push_str(&case_section(case, page.transcripts));
     }
     body.push_str("</main>");
     shell(&format!("loopcheck: {}", page.controller), &body)
+}
+
+/// Each distinct drift change once: the case runs it drifted (links to them) and one
+/// run's changes and diff as an example.
+fn grouped_drift(cases: &[CaseReport]) -> String {
+    let groups = drift_groups(cases);
+    if groups.is_empty() {
+        return String::new();
+    }
+    let anchors: BTreeMap<String, String> = cases.iter().map(|c| (c.run_id(), anchor(c))).collect();
+    let mut out = format!(
+        "<section class=\"drift-groups\"><h2>Drift, grouped</h2><p class=\"dim\">{} distinct change(s); each is shown once with the case runs it drifted.</p><ol>",
+        groups.len()
+    );
+    for group in &groups {
+        let runs: Vec<String> = group
+            .runs
+            .iter()
+            .map(|run| match anchors.get(run) {
+                Some(id) => format!("<a href=\"#{id}\">{}</a>", escape(run)),
+                None => escape(run),
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<li class=\"drift-group\"><code>{}</code><p>in {} (against {}): {}</p>",
+            escape(&group.change),
+            case_runs(group.runs.len()),
+            group.against.theirs(),
+            runs.join(", ")
+        );
+        let example = &group.example;
+        let _ = write!(
+            out,
+            "<details><summary>example: {} against <code>{}</code></summary><ul class=\"changes\">",
+            escape(&example.run),
+            escape(&example.path.display().to_string())
+        );
+        for change in changes_once(&example.changes) {
+            let _ = write!(out, "<li>{}</li>", escape(&change));
+        }
+        out.push_str("</ul>");
+        if let Some(diff) = &example.diff {
+            out.push_str(&unified_diff(diff));
+        }
+        out.push_str("</details></li>");
+    }
+    out.push_str("</ol></section>");
+    out
 }
 
 /// The counts by verdict, each a link that filters on it.
@@ -414,22 +465,28 @@ fn comparison_block(comparison: &Comparison, against: &str) -> String {
         out.push_str("</ul>");
     }
     if let Some(diff) = &comparison.diff {
-        out.push_str("<pre class=\"diff\">");
-        for line in diff.lines() {
-            let class =
-                if line.starts_with("+++") || line.starts_with("---") || line.starts_with("@@") {
-                    "hdr"
-                } else if line.starts_with('+') {
-                    "add"
-                } else if line.starts_with('-') {
-                    "del"
-                } else {
-                    "eq"
-                };
-            let _ = writeln!(out, "<span class=\"{class}\">{}</span>", escape(line));
-        }
-        out.push_str("</pre>");
+        out.push_str(&unified_diff(diff));
     }
+    out
+}
+
+/// A unified diff, its lines coloured by their sign.
+fn unified_diff(diff: &str) -> String {
+    let mut out = String::from("<pre class=\"diff\">");
+    for line in diff.lines() {
+        let class = if line.starts_with("+++") || line.starts_with("---") || line.starts_with("@@")
+        {
+            "hdr"
+        } else if line.starts_with('+') {
+            "add"
+        } else if line.starts_with('-') {
+            "del"
+        } else {
+            "eq"
+        };
+        let _ = writeln!(out, "<span class=\"{class}\">{}</span>", escape(line));
+    }
+    out.push_str("</pre>");
     out
 }
 
@@ -558,6 +615,7 @@ details.case .body{padding:.2em 1em 1em}
 ul.checks{padding-left:1.2em}ul.checks li{margin:.3em 0}.rule{color:#59636e;font-size:13px}
 .diff .add{color:#1a7f37;background:#dafbe1}.diff .del{color:#cf222e;background:#ffebe9}.diff .hdr{color:#59636e}
 .diagram{overflow-x:auto}
+.drift-groups h2{font-size:1.1em;margin:.8em 0 .3em}.drift-group{margin:.5em 0}.drift-group p{margin:.2em 0}
 .seq text{font-size:12px;fill:#1f2328;paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 .seq rect.actor{fill:#ddf4ff;stroke:#0969da}.seq text.actor{font-weight:600}
 .seq line.life{stroke:#afb8c1;stroke-dasharray:6 4}

@@ -1,6 +1,7 @@
 //! `--junit FILE`: the run as JUnit XML, the format CI systems show in their test tabs.
 //! One test suite per area, one test case per case and state mode; a failure carries the
-//! failing checks' messages and the drift diff. Written atomically when the run finishes.
+//! failing checks' messages and the drift diff, a drifted case names its drift group, and
+//! a suite lists the groups of its drifted cases. Written atomically when the run finishes.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -10,6 +11,9 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::console::diff;
+use super::drift_groups::{
+    Against, DriftGroup, case_runs, changes_once, drift_groups, groups_of, some_runs,
+};
 use super::{CaseReport, Reporter, RunEvent};
 use crate::oracle::{CaseVerdict, CheckResult, CheckVerdict};
 use crate::transcript::drift::Comparison;
@@ -17,6 +21,9 @@ use crate::transcript::drift::Comparison;
 /// Most bytes of the controller's stdout or stderr kept per case (the tail: where a
 /// crash's traceback ends up).
 const OUTPUT_TAIL: usize = 16 * 1024;
+
+/// Most case runs a suite's drift group names before it counts the rest.
+const RUNS_NAMED: usize = 6;
 
 /// Collects the judged cases and writes the XML at the end of the run.
 pub struct JunitReporter {
@@ -78,15 +85,20 @@ pub fn render(
         let area = case.id.split('/').next().unwrap_or(&case.id);
         areas.entry(area).or_default().push(case);
     }
+    let groups = drift_groups(cases);
     let mut report = Report::new(format!("loopcheck: {controller}"));
     let mut total = Duration::ZERO;
     for (area, cases) in areas {
         let mut suite = TestSuite::new(area);
         suite.add_property(Property::new("controller", controller));
         let mut time = Duration::ZERO;
+        let runs: Vec<String> = cases.iter().map(|c| c.run_id()).collect();
         for case in cases {
             time += Duration::from_millis(case.duration_ms);
-            suite.add_test_case(test_case(area, case));
+            suite.add_test_case(test_case(area, case, &groups));
+        }
+        if let Some(listed) = suite_drift(&groups, &runs) {
+            suite.set_system_out(listed);
         }
         suite.set_time(time);
         total += time;
@@ -96,8 +108,32 @@ pub fn render(
     report.to_string()
 }
 
-fn test_case(area: &str, case: &CaseReport) -> TestCase {
-    let mut test = TestCase::new(format!("{} [{}]", case.id, case.run_label()), status(case));
+/// The drift groups that drifted some of a suite's `runs`, each with every run it
+/// drifted: what one change did across the run, seen from the suite.
+fn suite_drift(groups: &[DriftGroup], runs: &[String]) -> Option<String> {
+    let mut text = String::new();
+    for (index, group) in groups.iter().enumerate() {
+        let here = group.runs.iter().filter(|r| runs.contains(r)).count();
+        if here == 0 {
+            continue;
+        }
+        text.push_str(&format!(
+            "drift group {}: {}, in {} against {} ({here} in this suite): {}\n",
+            index + 1,
+            group.change,
+            case_runs(group.runs.len()),
+            group.against.theirs(),
+            some_runs(&group.runs, RUNS_NAMED)
+        ));
+    }
+    (!text.is_empty()).then_some(text)
+}
+
+fn test_case(area: &str, case: &CaseReport, groups: &[DriftGroup]) -> TestCase {
+    let mut test = TestCase::new(
+        format!("{} [{}]", case.id, case.run_label()),
+        status(case, groups),
+    );
     test.set_classname(area);
     test.set_time(Duration::from_millis(case.duration_ms));
     if let Some(ms) = case.startup_ms {
@@ -152,7 +188,7 @@ fn findings(case: &CaseReport) -> String {
 /// A verdict as JUnit sees it: `fail` and `drift` are failures, the harness's verdicts
 /// on the process (crashed, timeout, error) are errors, `unsupported` is skipped, and
 /// `pass` and `non-strict` (a SHOULD missed) pass.
-fn status(case: &CaseReport) -> TestCaseStatus {
+fn status(case: &CaseReport, groups: &[DriftGroup]) -> TestCaseStatus {
     let failing = failing(case);
     match case.verdict {
         CaseVerdict::Pass | CaseVerdict::NonStrict => TestCaseStatus::success(),
@@ -185,7 +221,7 @@ fn status(case: &CaseReport) -> TestCaseStatus {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
             status
                 .set_type("drift")
-                .set_message("what the controller sent differs from its snapshot")
+                .set_message(drift_message(case, groups))
                 .set_description(findings(case));
             status
         }
@@ -206,6 +242,40 @@ fn status(case: &CaseReport) -> TestCaseStatus {
     }
 }
 
+/// A drifted run's failure message: its most common change, the group that holds it and
+/// how many case runs that group drifted, and how many other changes it made.
+fn drift_message(case: &CaseReport, groups: &[DriftGroup]) -> String {
+    let run = case.run_id();
+    let mut parts = Vec::new();
+    for against in [Against::Snapshot, Against::Recording] {
+        let Some(comparison) = against.of(case) else {
+            continue;
+        };
+        let mine = groups_of(groups, &run, against);
+        let Some(&first) = mine.first() else {
+            continue;
+        };
+        let group = &groups[first - 1];
+        let more = match mine.len() - 1 {
+            0 => String::new(),
+            1 => "; and 1 more distinct change".to_owned(),
+            n => format!("; and {n} more distinct changes"),
+        };
+        parts.push(format!(
+            "what the controller sent differs from {} {}: {} (drift group {first}, in {}){more}",
+            against.its(),
+            comparison.path.display(),
+            group.change,
+            case_runs(group.runs.len())
+        ));
+    }
+    if parts.is_empty() {
+        // Drift without a drifted comparison: a snapshot missing under CI.
+        return "what the controller sent has no snapshot to compare with".to_owned();
+    }
+    parts.join("; ")
+}
+
 fn plural(n: usize) -> String {
     if n == 1 {
         "1 check".to_owned()
@@ -216,7 +286,7 @@ fn plural(n: usize) -> String {
 
 fn comparison_text(comparison: &Comparison) -> String {
     let mut text = format!("{} ({:?}):\n", comparison.path.display(), comparison.status);
-    for change in &comparison.changes {
+    for change in changes_once(&comparison.changes) {
         text.push_str(&format!("  {change}\n"));
     }
     if let Some(d) = &comparison.diff {

@@ -4,6 +4,7 @@
 
 mod case;
 pub mod console;
+pub(crate) mod drift_groups;
 mod events;
 pub(crate) mod html;
 pub(crate) mod json;

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::drift_groups::{Against, DriftGroup, case_runs, drift_groups, groups_of};
 use super::{CaseReport, Reporter, RunEvent, Summary};
 use crate::oracle::CheckVerdict;
 
@@ -84,6 +85,7 @@ pub fn render(controller: &str, cases: &[CaseReport]) -> String {
     if failing.is_empty() {
         return out;
     }
+    let groups = drift_groups(cases);
     out.push_str(
         "\n#### Failing case runs\n\n| case | run | verdict | check | level | what was wrong |\n|---|---|---|---|---|---|\n",
     );
@@ -97,8 +99,9 @@ pub fn render(controller: &str, cases: &[CaseReport]) -> String {
             .collect();
         if checks.is_empty() {
             // A crash, a timeout, drift or a stale baseline entry: no check failed, the
-            // case's detail says what happened.
-            let detail = case.detail.as_deref().unwrap_or("");
+            // case's detail says what happened; for drift, the groups it falls in.
+            let drift = drift_cell(case, &groups);
+            let detail = case.detail.as_deref().unwrap_or(&drift);
             let _ = writeln!(
                 out,
                 "| `{}` | {run} | {verdict} | | | {} |",
@@ -118,6 +121,24 @@ pub fn render(controller: &str, cases: &[CaseReport]) -> String {
         }
     }
     out
+}
+
+/// The drift groups a run falls in: `drift group 1 (in 136 case runs): <change>`.
+fn drift_cell(case: &CaseReport, groups: &[DriftGroup]) -> String {
+    let run = case.run_id();
+    [Against::Snapshot, Against::Recording]
+        .into_iter()
+        .flat_map(|against| groups_of(groups, &run, against))
+        .map(|number| {
+            let group = &groups[number - 1];
+            format!(
+                "drift group {number} (in {}): {}",
+                case_runs(group.runs.len()),
+                group.change
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Text made safe for one table cell: one line, no column breaks, bounded.
@@ -184,6 +205,25 @@ mod tests {
         assert!(
             !text.contains("call-id/own-id"),
             "passing checks are left out:\n{text}"
+        );
+    }
+
+    #[test]
+    fn a_drifted_run_names_its_drift_group() {
+        let drifted = |id: &str| {
+            let mut case = CaseReport::judged(id, StateMode::Stateless, CaseVerdict::Pass, vec![]);
+            case.fold_snapshot(crate::transcript::drift::Comparison {
+                path: format!("snaps/{id}.snap").into(),
+                status: crate::transcript::drift::ComparisonStatus::Drifted,
+                changes: vec!["request 2 (POST /v1/responses): `store` is new: true".to_owned()],
+                diff: None,
+            });
+            case
+        };
+        let text = render("python3 loop.py", &[drifted("a/1"), drifted("b/1")]);
+        assert!(
+            text.contains("| `b/1` | stateless | drift | | | drift group 1 (in 2 case runs): request (POST /v1/responses): `store` is new: true |"),
+            "{text}"
         );
     }
 

@@ -254,6 +254,56 @@ fn tool(at: &str, expected: &ToolStep, actual: &ToolStep, out: &mut Vec<Change>)
     });
 }
 
+/// A change as it reads with its request (or exchange) numbers taken out, and the first
+/// number taken out: "request 2 (POST /v1/responses): `max_output_tokens` is new: 256"
+/// and the same change at request 3 are one change, `request (POST /v1/responses):
+/// `max_output_tokens` is new: 256`, which is how drift over many requests and many case
+/// runs is grouped. Numbers inside a quoted value are the value's and stay.
+pub fn grouping_key(change: &str) -> (String, Option<u64>) {
+    let mut key = String::with_capacity(change.len());
+    let mut first = None;
+    let mut rest = change;
+    while !rest.is_empty() {
+        // Outside quotes: the text up to the next `"` (or the end).
+        let end = rest.find('"').unwrap_or(rest.len());
+        let (plain, after) = rest.split_at(end);
+        key.push_str(&numbers_out(plain, &mut first));
+        // Inside quotes: copied as is, up to the closing unescaped `"`.
+        let Some(quoted) = after.strip_prefix('"') else {
+            break;
+        };
+        let mut escaped = false;
+        let close = quoted
+            .char_indices()
+            .find(|&(_, c)| {
+                let closes = c == '"' && !escaped;
+                escaped = c == '\\' && !escaped;
+                closes
+            })
+            .map_or(quoted.len(), |(at, _)| at + 1);
+        key.push('"');
+        key.push_str(&quoted[..close]);
+        rest = &quoted[close..];
+    }
+    (key, first)
+}
+
+/// `plain` with each `request N` and `exchange N` made `request` and `exchange`; the
+/// first N goes to `first` when it has none yet.
+fn numbers_out(plain: &str, first: &mut Option<u64>) -> String {
+    static NUMBERED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\b(request|exchange) ([0-9]+)\b").expect("the pattern compiles")
+    });
+    NUMBERED
+        .replace_all(plain, |caps: &regex::Captures<'_>| {
+            if first.is_none() {
+                *first = caps[2].parse().ok();
+            }
+            caps[1].to_owned()
+        })
+        .into_owned()
+}
+
 /// A unified line diff of the two transcripts' renderings, expected (-) against actual
 /// (+), with a few lines of context.
 pub fn text_diff(expected: &str, actual: &str) -> String {
@@ -325,6 +375,52 @@ mod tests {
                 "request 1 (POST /v1/responses): input[0] (function_call_output) changed: `output` is \"9\" instead of \"8\"",
                 "request 1 (POST /v1/responses): input[1] is new: {\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"1\"}",
             ]
+        );
+    }
+
+    #[test]
+    fn the_same_change_at_another_request_has_the_same_key() {
+        let at =
+            |n: u32| format!("request {n} (POST /v1/responses): `max_output_tokens` is new: 256");
+        let (key, first) = grouping_key(&at(2));
+        assert_eq!(
+            key,
+            "request (POST /v1/responses): `max_output_tokens` is new: 256"
+        );
+        assert_eq!(first, Some(2));
+        assert_eq!(grouping_key(&at(3)).0, key);
+        assert_ne!(
+            grouping_key("request 2 (POST /v1/responses): `max_output_tokens` is new: 512").0,
+            key,
+            "another value is another change"
+        );
+        assert_eq!(
+            grouping_key("tool exchange 4 (call get_weather): `status` is 500 instead of 200"),
+            (
+                "tool exchange (call get_weather): `status` is 500 instead of 200".to_owned(),
+                Some(4)
+            )
+        );
+        assert_eq!(
+            grouping_key("result: {} instead of no result"),
+            ("result: {} instead of no result".to_owned(), None)
+        );
+    }
+
+    #[test]
+    fn numbers_in_a_quoted_value_stay_in_the_key() {
+        let change = r#"request 1 (POST /v1/responses): `instructions` is "see request 7, \"exchange 2\"" instead of "x""#;
+        assert_eq!(
+            grouping_key(change).0,
+            r#"request (POST /v1/responses): `instructions` is "see request 7, \"exchange 2\"" instead of "x""#
+        );
+        let near = "request 3 matches no recorded request; the closest is recorded request 3, which differs in 1 way(s): `store` is new: true";
+        assert_eq!(
+            grouping_key(near),
+            (
+                "request matches no recorded request; the closest is recorded request, which differs in 1 way(s): `store` is new: true".to_owned(),
+                Some(3)
+            )
         );
     }
 

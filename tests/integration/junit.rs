@@ -27,7 +27,7 @@ fn junit_of(args: &[&str]) -> String {
 }
 
 /// Validates `xml` against the JUnit schema; panics with xmllint's complaint.
-fn validate(xml: &str) {
+pub(crate) fn validate(xml: &str) {
     let Some(status) = xmllint(xml) else {
         return;
     };

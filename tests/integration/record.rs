@@ -233,6 +233,12 @@ async fn a_controller_that_drops_instructions_replays_as_drift_naming_the_reques
         "{}",
         text(&output)
     );
+    // Recording drift is grouped as snapshot drift is: the change once, after the runs.
+    assert!(
+        text(&output).contains("in 1 case run (against their recordings)"),
+        "{}",
+        text(&output)
+    );
 }
 
 /// A canned upstream that puts `secret` into every answer: body text, a call's
@@ -963,4 +969,67 @@ async fn custom_calls_citations_and_reasoning_text_are_recorded_verbatim_and_rep
         ],
         "the recordings hold every new kind of output"
     );
+}
+
+/// A key a contract controller handles: in its task's input and in a tool's result.
+const TASK_KEY: &str = "sk-taskInput0123456789abcdef";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_in_the_task_and_a_tool_result_replays_without_drift_and_stays_off_disk() {
+    let id = "correlation/01-single-call";
+    let (server, fake) = engine_upstream(id, StateMode::Stateless).await;
+    let dir = tempfile::tempdir().unwrap();
+    let original = std::fs::read_to_string(root().join(format!("scenarios/{id}.yaml"))).unwrap();
+    let task = original
+        .replace(
+            "Do I need an umbrella in Lisbon this afternoon?",
+            &format!("My key is {TASK_KEY}. Do I need an umbrella in Lisbon?"),
+        )
+        .replace(
+            "precipitation_mm: 2.4}",
+            &format!("precipitation_mm: 2.4, token: {TASK_KEY}}}"),
+        );
+    assert_ne!(task, original, "the key is in the task");
+    let task_file = dir.path().join("task.yaml");
+    std::fs::write(&task_file, &task).unwrap();
+    let cassette = dir.path().join("keyed.yaml");
+    let bin = bin();
+    let output = record(
+        &format!("{}/v1", server.uri()),
+        &cassette,
+        &[
+            "--task",
+            task_file.to_str().unwrap(),
+            "--state",
+            "stateless",
+        ],
+        &[&bin, "reference-controller"],
+        &[("OPENAI_API_KEY", fake.api_key())],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output));
+    let written = std::fs::read_to_string(&cassette).unwrap();
+    assert!(
+        !written.contains(TASK_KEY),
+        "the cassette holds the key:\n{written}"
+    );
+    assert!(written.contains("[redacted]"), "{written}");
+
+    let (output, cases) = run_cassette(&cassette, &[]).await;
+    assert_eq!(cases[0]["recording"]["status"], "matched", "{:#}", cases[0]);
+    assert!(output.status.success(), "{}", text(&output));
+
+    let replay = loopcheck(
+        &[
+            "replay",
+            cassette.to_str().unwrap(),
+            "--",
+            &bin,
+            "reference-controller",
+        ],
+        &[],
+    )
+    .await;
+    assert!(replay.status.success(), "{}", text(&replay));
+    assert!(!text(&replay).contains(TASK_KEY), "{}", text(&replay));
 }

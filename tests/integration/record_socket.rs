@@ -170,14 +170,14 @@ async fn a_socket_recording_replays_over_the_socket_and_drifts_when_the_loop_cha
     assert_eq!(cases[0]["verdict"], "pass", "{:#}", cases[0]);
     assert_eq!(cases[0]["recording"]["status"], "matched");
 
-    // A loop that posts over HTTP instead drifts, and says so.
+    // A loop that posts over HTTP instead drifts, and says so once for all its requests.
     let over_http = edited_reference(dir.path(), "over-http.sh", r#"t.pop("websocket", None)"#);
     let script = over_http.to_str().unwrap();
     let replay = loopcheck(&["replay", path, "--", "sh", script], &[]).await;
     assert!(!replay.status.success(), "{}", text(&replay));
     assert!(
         text(&replay).contains(
-            "request 1 (POST /v1/responses): came over HTTP instead of WebSocket connection 1"
+            "request (POST /v1/responses): came over HTTP instead of WebSocket connection 1 (requests 1, 2)"
         ),
         "{}",
         text(&replay)
@@ -193,7 +193,7 @@ async fn a_socket_recording_replays_over_the_socket_and_drifts_when_the_loop_cha
     assert!(!replay.status.success(), "{}", text(&replay));
     let report = text(&replay);
     assert!(
-        report.contains("request 1 (POST /v1/responses): `instructions` is \"Answer in French.\""),
+        report.contains("request (POST /v1/responses): `instructions` is \"Answer in French.\""),
         "{report}"
     );
     assert!(!report.contains("came over HTTP"), "{report}");

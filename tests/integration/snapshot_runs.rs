@@ -164,3 +164,173 @@ fn an_unusable_snapshot_folder_is_a_usage_error_before_any_case_runs() {
         "{stderr}"
     );
 }
+
+/// Removes every `"parallel_tool_calls": true,` line from the snapshots under `dir`: as
+/// though the controller had just started sending the field in every request.
+fn without_parallel_tool_calls(dir: &Path) -> usize {
+    let mut files = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files += without_parallel_tool_calls(&path);
+        } else if path.extension().is_some_and(|e| e == "snap") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let edited: String = text
+                .split_inclusive('\n')
+                .filter(|line| line.trim() != "\"parallel_tool_calls\": true,")
+                .collect();
+            assert_ne!(edited, text, "{} sends the field", path.display());
+            std::fs::write(&path, edited).unwrap();
+            files += 1;
+        }
+    }
+    files
+}
+
+#[test]
+fn one_new_field_in_every_request_is_one_drift_group_naming_every_run() {
+    let snapshots = tempfile::tempdir().unwrap();
+    let reports = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        cli::command(&[
+            "run",
+            "--filter",
+            "correlation/*",
+            "--supports",
+            "stateless,previous_response_id",
+        ])
+        .arg("--snapshots")
+        .arg(snapshots.path())
+        .args(extra)
+        .env("CI", "true")
+        .output()
+        .expect("loopcheck runs")
+    };
+    let output = cli::command(&[
+        "run",
+        "--filter",
+        "correlation/*",
+        "--supports",
+        "stateless,previous_response_id",
+        "--update-snapshots",
+    ])
+    .arg("--snapshots")
+    .arg(snapshots.path())
+    .env_remove("CI")
+    .output()
+    .unwrap();
+    assert_success(&output);
+    let runs = without_parallel_tool_calls(snapshots.path());
+    assert!(runs >= 10, "{runs} case runs");
+
+    let path = |name: &str| reports.path().join(name).to_string_lossy().into_owned();
+    let output = run(&[
+        "--report-json",
+        &path("report.json"),
+        "--junit",
+        &path("junit.xml"),
+        "--html",
+        &path("report.html"),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", cli::text(&output));
+    let change = "request (POST /v1/responses): `parallel_tool_calls` is new: true";
+
+    // The console: the change told once, as a group naming the count of runs.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        stdout.matches("\nDRIFT correlation/").count(),
+        runs,
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("in drift group 1 below").count(),
+        runs,
+        "each drifted run points to the group:\n{stdout}"
+    );
+    assert_eq!(
+        stdout
+            .matches(&format!(
+                "[1] {change}, in {runs} case runs (against their snapshots): "
+            ))
+            .count(),
+        1,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("... and {} more", runs - 6)),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("[2] "), "one group only:\n{stdout}");
+    assert!(
+        stdout.matches("`parallel_tool_calls` is new").count() <= 2,
+        "the change is not repeated per run or request:\n{stdout}"
+    );
+    assert_eq!(
+        stdout
+            .matches("+          \"parallel_tool_calls\": true,")
+            .count(),
+        stdout.matches("@@ ").count(),
+        "one example diff:\n{stdout}"
+    );
+    let lines = stdout.lines().count();
+    assert!(
+        lines <= 6 * runs + 60,
+        "{lines} console lines for {runs} runs:\n{stdout}"
+    );
+
+    // The JSON report: one group, every run, one example.
+    let report = cli::read_report(&reports.path().join("report.json"));
+    let groups = report["drift_groups"].as_array().expect("drift_groups");
+    assert_eq!(groups.len(), 1, "{groups:#?}");
+    assert_eq!(groups[0]["change"], change);
+    assert_eq!(groups[0]["against"], "snapshot");
+    let named: Vec<&str> = groups[0]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(named.len(), runs);
+    assert!(
+        named.contains(&"correlation/06-three-rounds [stateless]"),
+        "{named:?}"
+    );
+    let example = &groups[0]["example"];
+    assert_eq!(example["run"], named[0]);
+    assert!(
+        example["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+          \"parallel_tool_calls\": true,")
+    );
+    assert!(
+        example["changes"].as_array().unwrap().len() >= 2,
+        "the example run's change at each request: {example:#}"
+    );
+
+    // JUnit: the grouped change in each failure message, the groups at suite level.
+    let xml = std::fs::read_to_string(reports.path().join("junit.xml")).unwrap();
+    crate::junit::validate(&xml);
+    assert_eq!(
+        xml.matches(&format!("(drift group 1, in {runs} case runs)"))
+            .count(),
+        runs,
+        "{xml}"
+    );
+    assert!(
+        xml.contains(&format!(
+            "drift group 1: request (POST /v1/responses): `parallel_tool_calls` is new: true, in {runs} case runs against their snapshots ({runs} in this suite)"
+        )),
+        "{xml}"
+    );
+
+    // HTML: a grouped drift section linking to the runs.
+    let html = std::fs::read_to_string(reports.path().join("report.html")).unwrap();
+    assert!(
+        html.contains("<h2>Drift, grouped</h2>"),
+        "no grouped section"
+    );
+    assert_eq!(html.matches("<li class=\"drift-group\">").count(), 1);
+    assert!(html.contains(&format!("in {runs} case runs (against their snapshots)")));
+    assert!(html.contains("href=\"#case-correlation-01-single-call-stateless\""));
+}
