@@ -129,6 +129,15 @@ pub struct Recorded {
     /// The user's redaction rules (regular expressions), likewise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redact_regex: Vec<String>,
+    /// How a replay matches requests to recorded turns (`[method, path, body]`): by key,
+    /// the first unused turn whose request has the same; absent, in recorded order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub match_on: Option<crate::transcript::request_key::MatchOn>,
+    /// By turn: the turn whose response its request continued (`previous_response_id`),
+    /// so a request matched by key continues the same conversation it did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub continues: Vec<Option<usize>>,
     /// Every exchange, normalized.
     #[schemars(with = "serde_json::Value")]
     pub transcript: crate::transcript::normalize::Normalized,

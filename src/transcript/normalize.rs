@@ -392,6 +392,46 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
     }
 }
 
+/// Placeholders a normalization gives, to renumber them within one value.
+static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\b(?P<kind>resp|rs|fc|fco|msg|cm|cmo|conv|item|call|apr|fp|req)_[0-9]+\b",
+        r"|\[encrypted_content [0-9]+\]",
+    ))
+    .expect("the placeholder pattern compiles")
+});
+
+/// `value` with its volatile values numbered within it alone: the raw ids of a live
+/// request and the placeholders a whole transcript's normalization gave the same
+/// request both come out as `resp_1`, `call_1`... in order of first appearance, so one
+/// request compares with its recording wherever it came in the run.
+pub fn renumbered_alone(value: &Value) -> Value {
+    let fresh = Placeholders::default().value(value);
+    let mut again = Placeholders::default();
+    let mut renumber = |text: &str| -> String {
+        PLACEHOLDER
+            .replace_all(text, |caps: &Captures| {
+                let kind = caps.name("kind").map_or("enc", |m| m.as_str());
+                again.placeholder(&caps[0], kind)
+            })
+            .into_owned()
+    };
+    fn walk(value: &Value, renumber: &mut impl FnMut(&str) -> String) -> Value {
+        match value {
+            Value::String(text) => Value::String(renumber(text)),
+            Value::Array(items) => Value::Array(items.iter().map(|v| walk(v, renumber)).collect()),
+            Value::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(key, v)| (key.clone(), walk(v, renumber)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    walk(&fresh, &mut renumber)
+}
+
 /// The user's JSON pointers on the bodies of normalized steps.
 pub fn redact_steps(steps: &mut [Value], redactor: &Redactor) {
     for step in steps {

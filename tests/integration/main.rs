@@ -3,6 +3,7 @@
 mod defective;
 mod support;
 
+mod cassette_match;
 mod catalogue;
 mod console;
 mod determinism;
