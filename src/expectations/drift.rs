@@ -137,22 +137,23 @@ fn in_recorded_order(transcript: &Transcript, position: &HashMap<usize, usize>) 
             if m.turn.is_some() {
                 return place(m).unwrap_or(usize::MAX);
             }
-            let later = model[index + 1..].iter();
-            let earlier = model[..index].iter().rev();
+            let mut later = model[index + 1..].iter().filter(|n| n.turn.is_some());
+            let mut earlier = model[..index].iter().rev().filter(|n| n.turn.is_some());
             let group = if m.fault.is_some() {
                 // An attempt answered with a fault: the retry that was served.
-                later
-                    .filter(|n| n.turn.is_some())
-                    .find(|n| n.body == m.body)
+                later.find(|n| n.body == m.body)
             } else if !m.is_create() {
                 // A poll or another call about a served response.
-                earlier.filter(|n| n.turn.is_some()).find(|n| {
+                earlier.find(|n| {
                     n.served()
                         .and_then(|r| r["id"].as_str())
                         .is_some_and(|id| m.path.contains(id))
                 })
+            } else if m.rejected_by.as_deref() == Some("script") {
+                None // past the cassette's end
             } else {
-                None
+                // A warm-up, or a create the API refused: before the next one served.
+                later.next()
             };
             group.and_then(place).unwrap_or(usize::MAX)
         })

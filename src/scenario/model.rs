@@ -32,6 +32,8 @@ use crate::contract::{Delivery, StateMode};
 ///   `task.include`, and `compaction` output items; a turn's `computer_call` output
 ///   items (`action` or `actions`, `pending_safety_checks`); a call's `namespace`, and
 ///   `namespace` tools; `tool_search_call` and `tool_search_output` output items.
+///   Also compatible: the `recorded` section's `match_on` (requests matched by key, not
+///   order) and `continues` (the turn each recorded request continued).
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.

@@ -552,3 +552,91 @@ async fn a_pytest_suite_records_a_cassette_per_test_under_xdist_and_replays_them
         said(&drifted)
     );
 }
+
+/// Runs vitest on the cassette suite copied into `dir` (its `node_modules` linked to
+/// `harness/node`'s), with `env`; None when node or vitest is not installed here.
+fn vitest(dir: &Path, env: &[(&str, &str)]) -> Option<std::process::Output> {
+    crate::support::install_node_packages();
+    let modules = root().join("harness/node/node_modules");
+    let bin = modules.join(".bin/vitest");
+    if !bin.exists() {
+        missing_sdk(
+            "vitest (npm ci --prefix harness/node)",
+            "no node_modules/.bin/vitest",
+        );
+        return None;
+    }
+    let link = dir.join("node_modules");
+    if !link.exists() {
+        std::os::unix::fs::symlink(&modules, &link).unwrap();
+    }
+    let mut command = std::process::Command::new(bin);
+    command
+        .args(["run", "--config", "vitest.config.mjs"])
+        .current_dir(dir)
+        .env("LOOPCHECK_BIN", loopcheck_bin())
+        .env(
+            "LOOPCHECK_VITEST_HELPER",
+            root().join("harness/node/loopcheck-vitest.mjs"),
+        )
+        .env("NO_COLOR", "1")
+        .env_remove("CI")
+        .env_remove("LOOPCHECK_RECORD_MODE")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    Some(command.output().expect("vitest starts"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_vitest_suite_records_a_cassette_per_test_and_replays_them_in_another_order() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["loops.test.mjs", "vitest.config.mjs"] {
+        std::fs::copy(
+            root().join("tests/integration/cassette_suite").join(file),
+            dir.path().join(file),
+        )
+        .unwrap();
+    }
+    let upstream = topic_upstream().await;
+    let url = format!("{}/v1", upstream.uri());
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-test-cassettekey00000000000000"),
+    ];
+    let Some(recorded) = vitest(dir.path(), &env) else {
+        return;
+    };
+    assert!(recorded.status.success(), "{}", said(&recorded));
+    let folder = dir.path().join("cassettes/loops.test");
+    for name in ["tides.yaml", "hooks.comets.yaml"] {
+        let text = std::fs::read_to_string(folder.join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", said(&recorded)));
+        assert!(!text.contains("cassettekey"), "a key reached {name}");
+    }
+    drop(upstream);
+
+    // The upstream is gone, no key is set, the tests come in reverse, under CI.
+    let replayed = vitest(dir.path(), &[("LOOPCHECK_REVERSE", "1"), ("CI", "true")]).unwrap();
+    assert!(replayed.status.success(), "{}", said(&replayed));
+    assert!(said(&replayed).contains("2 passed"), "{}", said(&replayed));
+
+    // A changed request fails its test, naming the drift.
+    let test = dir.path().join("loops.test.mjs");
+    let text = std::fs::read_to_string(&test).unwrap();
+    std::fs::write(
+        &test,
+        text.replace("input: `Research ${topic}.`", "input: `Study ${topic}.`"),
+    )
+    .unwrap();
+    let drifted = vitest(dir.path(), &[("CI", "true")]).unwrap();
+    assert!(!drifted.status.success(), "{}", said(&drifted));
+    assert!(
+        said(&drifted).contains("the requests drifted from"),
+        "{}",
+        said(&drifted)
+    );
+}
