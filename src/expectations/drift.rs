@@ -111,6 +111,7 @@ fn by_turn(recorded: &Recorded, transcript: &Transcript) -> (Normalized, Normali
         }
         Step::Tool(_) => true,
     });
+    unsent.extend(wrong_continuations(recorded, transcript));
     let mut actual = comparable(recorded, &reordered);
     for steps in [&mut expected.steps, &mut actual.steps] {
         for step in steps.iter_mut() {
@@ -122,6 +123,45 @@ fn by_turn(recorded: &Recorded, transcript: &Transcript) -> (Normalized, Normali
         }
     }
     (expected, actual, unsent)
+}
+
+/// The requests that continue another response than their recording did: ids numbered
+/// within each request cannot tell, so the turn each one's `previous_response_id` names
+/// is compared with the turn the recording's named.
+fn wrong_continuations(recorded: &Recorded, transcript: &Transcript) -> Vec<String> {
+    if recorded.continues.is_empty() {
+        return Vec::new();
+    }
+    let turn_of: HashMap<&str, usize> = transcript
+        .model
+        .iter()
+        .filter_map(|m| Some((m.served()?["id"].as_str()?, m.turn?)))
+        .collect();
+    let mut out = Vec::new();
+    for m in transcript.model.iter().filter(|m| m.is_create()) {
+        let (Some(turn), Some(id)) = (m.turn, m.body["previous_response_id"].as_str()) else {
+            continue;
+        };
+        // A recorded request that continued no served response drifts in its body.
+        let Some(was) = recorded.continues.get(turn).copied().flatten() else {
+            continue;
+        };
+        let (was, now) = (Some(was), turn_of.get(id).copied());
+        if was != now {
+            let name = |t: Option<usize>| {
+                t.map_or("a response the recording did not serve".to_owned(), |t| {
+                    format!("the response of recorded turn {}", t + 1)
+                })
+            };
+            out.push(format!(
+                "the request served recorded turn {} continues {} instead of {}",
+                turn + 1,
+                name(now),
+                name(was)
+            ));
+        }
+    }
+    out
 }
 
 /// `transcript` with its exchanges in the recorded order of the turns they belong to

@@ -1,6 +1,7 @@
 //! `loopcheck record --listen`: a recorder for test frameworks, with no command of its
 //! own. It serves on 127.0.0.1 (the proxy, recording; or the cassette, replaying), says
-//! where on one JSON line on stdout (`{"base_url": ...}`), serves until its stdin closes
+//! where on one JSON line on stdout (`{"base_url": ..., "replaying": ...}`), serves until
+//! its stdin closes
 //! (or SIGTERM / Ctrl-C), then writes the cassette and says how it went on a second
 //! line: what was recorded and replayed, the drift, the requests the cassette does not
 //! hold. A test's fixture starts one per test, each on its own file.

@@ -40,7 +40,7 @@ impl Resume {
     /// Serves `session` (the cassette's) while requests match `recorded`, then `proxy`,
     /// which records into the same session.
     pub fn new(session: Arc<Session>, proxy: Arc<Proxy>, recorded: Recorded) -> Arc<Self> {
-        let unused = TurnKeys::of(&session.scenario()).map(|keys| {
+        let unused = TurnKeys::of(session.scenario()).map(|keys| {
             let unused = (0..keys.len()).map(|t| keys.key(t).is_some()).collect();
             (keys, Mutex::new(unused))
         });

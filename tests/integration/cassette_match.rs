@@ -149,8 +149,8 @@ async fn ended(mut child: Child) -> Ended {
     let status = child.wait().await.expect("loopcheck ends");
     let outcome = stdout
         .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .last()
+        .rev()
+        .find_map(|line| serde_json::from_str::<Value>(line).ok())
         .unwrap_or(Value::Null);
     Ended {
         outcome,
@@ -322,6 +322,24 @@ async fn a_changed_request_falls_back_to_the_next_turn_and_drifts() {
     assert!(
         drift.iter().any(|d| d.starts_with("recorded request 2")),
         "the turns no request was served are named: {drift:#?}"
+    );
+
+    // Both loops continue comets' first answer: the second is served the turn that
+    // continued tides', and that is drift, though the bodies agree ids aside.
+    let listening = listen(&cassette, &["--mode", "none"], &[]).await.unwrap();
+    let tides = create(&listening.base_url, first("Research tides.")).await;
+    let comets = create(&listening.base_url, first("Research comets.")).await;
+    assert_ne!(tides["id"], comets["id"]);
+    create(&listening.base_url, next(&comets)).await;
+    create(&listening.base_url, next(&comets)).await;
+    let ended = listening.stop().await;
+    assert_eq!(ended.code, Some(1), "{}", ended.stderr);
+    let drift = ended.outcome["drift"].to_string();
+    assert!(
+        drift.contains(
+            "continues the response of recorded turn 2 instead of the response of recorded turn 1"
+        ),
+        "{drift}"
     );
 
     // Past the cassette's end: the request is missing, and named.

@@ -95,7 +95,7 @@ def safe_name(text):
 
 def cassette_path(node, config):
     """`<rootdir>/<loopcheck_cassettes>/<module path>/<test name>.yaml` for a test's node
-    id (`tests/test_x.py::TestY::test_z[a-1]` -> `cassettes/tests/test_x/TestY.test_z-a-1-.yaml`)."""
+    id (`tests/test_x.py::TestY::test_z[a-1]` -> `cassettes/tests/test_x/TestY.test_z-a-1.yaml`)."""
     module, _, name = node.nodeid.partition("::")
     module_parts = [safe_name(part) for part in pathlib.PurePosixPath(module).with_suffix("").parts]
     folder = pathlib.Path(config.rootpath, config.getini("loopcheck_cassettes"), *module_parts)
