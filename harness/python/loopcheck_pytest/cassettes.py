@@ -153,12 +153,23 @@ class Cassette:
 
     def stop(self):
         """Closes its stdin and reads the outcome line."""
+        # Not communicate(): the drain thread already reads stderr.
+        rest = []
+        reader = threading.Thread(target=lambda: rest.append(self._process.stdout.read()))
+        reader.daemon = True
+        reader.start()
         try:
-            out, _ = self._process.communicate(timeout=STOP_TIMEOUT_S)
+            self._process.stdin.close()
+        except OSError:
+            pass  # it is gone already: its outcome, if any, is on stdout
+        try:
+            self._process.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             self._process.kill()
-            out, _ = self._process.communicate()
+            self._process.wait()
+        reader.join(5)
         self._drain.join(5)
+        out = rest[0] if rest else ""
         for line in reversed(out.splitlines()):
             try:
                 outcome = json.loads(line)
