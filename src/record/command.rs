@@ -25,8 +25,10 @@ use crate::transcript::request_key::MatchOn;
 pub enum Mode {
     /// Record a new cassette; refuse to overwrite one.
     Once,
-    /// Replay what the cassette holds while the requests match it; record from the first
-    /// request it does not hold on, and keep the recorded ones before it.
+    /// Replay what the cassette holds and record the rest: a cassette matched by key
+    /// serves every request it holds and keeps every recorded interaction; one matched
+    /// by order serves while the requests match it, then records from the first it does
+    /// not hold on, keeping the recorded ones before it.
     New,
     /// Record again, replacing the cassette.
     All,

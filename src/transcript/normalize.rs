@@ -448,6 +448,27 @@ pub fn redact_steps(steps: &mut [Value], redactor: &Redactor) {
     }
 }
 
+#[cfg(test)]
+mod renumbering {
+    use serde_json::json;
+
+    use super::renumbered_alone;
+
+    #[test]
+    fn raw_ids_and_a_transcripts_placeholders_number_alike_within_one_value() {
+        let raw = json!({"previous_response_id": format!("resp_{}", "0a".repeat(24)),
+            "input": [{"call_id": "call_AbCdEfGhIjKlMnOpQrStUvWx"},
+                {"call_id": "call_ZyXwVuTsRqPoNmLkJiHgFeDc"}]});
+        let placeholders = json!({"previous_response_id": "resp_7",
+            "input": [{"call_id": "call_4"}, {"call_id": "call_5"}]});
+        assert_eq!(renumbered_alone(&raw), renumbered_alone(&placeholders));
+        assert_eq!(
+            renumbered_alone(&placeholders)["input"][1]["call_id"],
+            "call_2"
+        );
+    }
+}
+
 /// Normalized runs built by hand, for the tests that compare them.
 #[cfg(test)]
 pub(crate) mod test_steps {
