@@ -24,7 +24,7 @@ import { accessSync, constants } from 'node:fs';
 import { AssertionError } from 'node:assert';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { inject, onTestFinished } from 'vitest';
+import { afterEach, beforeEach, inject, onTestFinished } from 'vitest';
 
 /** The capabilities a loop has unless it says otherwise (docs/contract.md, section 8). */
 export const DEFAULT_SUPPORTS = ['previous_response_id', 'stateless'];
@@ -422,4 +422,219 @@ export async function loopcheckSession(run, ctx) {
   session.assertConforms = session.expectConforms;
   (ctx?.onTestFinished ?? onTestFinished)(() => session.close());
   return session;
+}
+
+// ---------------------------------------------------------------------------------------
+// A cassette per test: each test records its model traffic into a file of its own through
+// `loopcheck record --listen` on the first run, and replays it on the next ones, matched
+// by request (not by order), so tests may run in any order, files in parallel.
+//
+//   import { test } from 'vitest';
+//   import { withCassette } from 'loopcheck/vitest';
+//
+//   test('refunds an order', (ctx) => withCassette(ctx, async ({ baseUrl }) => {
+//     const client = new OpenAI();   // OPENAI_BASE_URL points at the cassette
+//     ...
+//   }));
+//
+// or `const cassette = useCassette();` at the top of a file, whose `beforeEach` and
+// `afterEach` give every test of the file its cassette (`cassette.baseUrl`).
+//
+// The file is `cassettes/<test file>/<suite>.<test name>.yaml` under the working
+// directory (`LOOPCHECK_CASSETTES` names another folder; `{ path }` another file). The
+// record mode is `LOOPCHECK_RECORD_MODE`: `once` by default (record when the file is
+// missing, replay it when present), `none` when CI is set, `new` or `all`. Recordings go
+// to `LOOPCHECK_UPSTREAM`, else `OPENAI_BASE_URL` as the module was loaded, else the
+// OpenAI API.
+
+/** Where recordings go, read before any test points OPENAI_BASE_URL at a cassette. */
+const UPSTREAM_AT_LOAD =
+  process.env.LOOPCHECK_UPSTREAM || process.env.OPENAI_BASE_URL || 'https://api.openai.com/v1';
+
+/** A key for the SDK's client when replaying without one: the cassette takes its own. */
+const REPLAY_KEY = 'sk-loopcheck-replay';
+
+/** `CI` set to anything but empty, `false` or `0`, as loopcheck reads it. */
+function isCi(env = process.env) {
+  return !['', 'false', '0', undefined].includes(env.CI);
+}
+
+/** The record mode: `LOOPCHECK_RECORD_MODE`, else `none` under CI, else `once`. */
+export function recordMode(env = process.env) {
+  const mode = env.LOOPCHECK_RECORD_MODE || (isCi(env) ? 'none' : 'once');
+  if (!['once', 'new', 'all', 'none'].includes(mode)) {
+    throw new Error(`loopcheck: LOOPCHECK_RECORD_MODE=${mode}: expected once, new, all or none`);
+  }
+  return mode;
+}
+
+/** A file name's worth of `text`: letters, digits, `.`, `_` and `-`. */
+export function safeName(text) {
+  return text.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '') || 'test';
+}
+
+/** The cassette of a test, from its context: `cassettes/<file less its extension>/<suites
+ * and name, joined by dots>.yaml`. */
+export function cassettePath(task, { folder = process.env.LOOPCHECK_CASSETTES || 'cassettes', cwd = process.cwd() } = {}) {
+  const names = [];
+  for (let t = task; t && t.type !== undefined && t !== t.file; t = t.suite) {
+    if (t.name) names.unshift(t.name);
+  }
+  const file = task.file?.filepath ?? task.file?.name ?? 'tests';
+  const relative = path.relative(cwd, path.resolve(cwd, file)).replace(/\.[^./\\]+$/, '');
+  const parts = relative.split(/[\\/]/).filter((p) => p && p !== '..').map(safeName);
+  return path.join(cwd, folder, ...parts, `${safeName(names.join('.'))}.yaml`);
+}
+
+/**
+ * Starts `loopcheck record --listen` on `path`; resolves with `{ baseUrl, replaying, path,
+ * stop }` once it listens. `stop()` closes its stdin and resolves with its outcome
+ * (`recorded`, `replayed`, `drift`, `missing`, `path`).
+ */
+export function startCassette({ path: file, mode = recordMode(), upstream = UPSTREAM_AT_LOAD, matchOn, bin = findLoopcheck(), timeoutMs = 30_000 }) {
+  const args = ['record', '--listen', '--out', file, '--mode', mode, '--upstream', upstream];
+  if (matchOn) args.push('--match-on', Array.isArray(matchOn) ? matchOn.join(',') : matchOn);
+  const child = spawn(bin, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  const killNow = () => child.kill('SIGKILL');
+  process.once('exit', killNow);
+  let stdout = '';
+  let stderr = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk) => {
+    if (stderr.length < 64 * 1024) stderr += chunk;
+  });
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk;
+  });
+  const exited = new Promise((resolve) => child.once('close', (code) => resolve(code)));
+  const why = (what) => `loopcheck record --listen on ${file} ${what}${stderr.trim() ? `:\n${stderr.trim()}` : ''}`;
+
+  const stop = async () => {
+    child.stdin.end();
+    const code = await exited;
+    process.off('exit', killNow);
+    const lines = stdout.trim().split('\n').reverse();
+    for (const line of lines) {
+      try {
+        const outcome = JSON.parse(line);
+        if (outcome && Array.isArray(outcome.drift)) return outcome;
+      } catch {
+        // not the outcome line
+      }
+    }
+    throw new Error(why(`ended with exit ${code} and no outcome`));
+  };
+
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      killNow();
+      reject(new Error(why(`printed no URL within ${timeoutMs} ms`)));
+    }, timeoutMs);
+    exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(why('exited before it listened')));
+    });
+    const onData = () => {
+      const newline = stdout.indexOf('\n');
+      if (newline < 0) return;
+      child.stdout.off('data', onData);
+      clearTimeout(timer);
+      try {
+        const started = JSON.parse(stdout.slice(0, newline));
+        resolve({ baseUrl: started.base_url, replaying: Boolean(started.replaying), path: file, stop });
+      } catch {
+        killNow();
+        reject(new Error(why('did not start')));
+      }
+    };
+    child.stdout.on('data', onData);
+  });
+}
+
+/** What a test whose requests drifted, or were not in its cassette, fails with; null when
+ * they did neither. */
+export function describeOutcome(outcome) {
+  const lines = [];
+  if (outcome.drift?.length) {
+    lines.push(`the requests drifted from ${outcome.path}:`, ...outcome.drift.map((d) => `  ${d}`));
+  }
+  if (outcome.missing?.length) {
+    lines.push(
+      `requests not in ${outcome.path} (record them with LOOPCHECK_RECORD_MODE=new, or again with all):`,
+      ...outcome.missing.map((m) => `  ${m}`),
+    );
+  }
+  return lines.length ? lines.join('\n') : null;
+}
+
+/** Points the OpenAI SDK's environment at a started cassette; returns what undoes it. */
+function pointAt(cassette) {
+  const saved = { OPENAI_BASE_URL: process.env.OPENAI_BASE_URL, OPENAI_API_KEY: process.env.OPENAI_API_KEY };
+  process.env.OPENAI_BASE_URL = cassette.baseUrl;
+  if (cassette.replaying && !process.env.OPENAI_API_KEY) process.env.OPENAI_API_KEY = REPLAY_KEY;
+  return () => {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
+}
+
+/** Stops a cassette and throws when its test drifted or asked what it does not hold. */
+async function finish(cassette) {
+  const outcome = await cassette.stop();
+  const message = describeOutcome(outcome);
+  if (message) {
+    const error = new AssertionError({ message });
+    Object.defineProperty(error, 'outcome', { value: outcome, enumerable: false });
+    throw error;
+  }
+  return outcome;
+}
+
+/**
+ * Runs `fn(cassette)` with the test's cassette started and OPENAI_BASE_URL pointing at
+ * it; then fails the test if its requests drifted from the recording or were not in it.
+ * `ctx` is the test's context; `options`: `path`, `matchOn`, `mode`, `upstream`.
+ */
+export async function withCassette(ctx, fn, options = {}) {
+  const cassette = await startCassette({ path: options.path ?? cassettePath(ctx.task), ...options });
+  const undo = pointAt(cassette);
+  let result;
+  try {
+    result = await fn(cassette);
+  } catch (err) {
+    undo();
+    await cassette.stop().catch(() => {});
+    throw err;
+  }
+  undo();
+  await finish(cassette);
+  return result;
+}
+
+/**
+ * Gives each test of the file (or of the `describe` it is called in) its cassette:
+ * started in a `beforeEach`, checked in an `afterEach`. The object it returns has the
+ * running test's `baseUrl`, `replaying` and `path`.
+ */
+export function useCassette(options = {}) {
+  const current = {};
+  let undo = null;
+  beforeEach(async (ctx) => {
+    const cassette = await startCassette({ path: options.path ?? cassettePath(ctx.task), ...options });
+    Object.assign(current, { baseUrl: cassette.baseUrl, replaying: cassette.replaying, path: cassette.path, cassette });
+    undo = pointAt(cassette);
+  });
+  afterEach(async () => {
+    undo?.();
+    undo = null;
+    const { cassette } = current;
+    if (cassette) {
+      delete current.cassette;
+      await finish(cassette);
+    }
+  });
+  return current;
 }

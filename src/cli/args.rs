@@ -213,10 +213,18 @@ pub(super) struct RecordArgs {
     /// The cassette to write (YAML, or JSON for `.json`).
     #[arg(long, value_name = "FILE")]
     pub(super) out: PathBuf,
-    /// once: refuse to overwrite; new: replay what matches, record from the first unseen
-    /// request; all: record again; none: replay only.
+    /// once: refuse to overwrite (with --listen: replay an existing cassette); new: replay
+    /// what matches, record the rest; all: record again; none: replay only.
     #[arg(long, value_enum, default_value = "once")]
     pub(super) mode: crate::record::Mode,
+    /// What a replay matches requests on, written into a new cassette: comma-separated
+    /// method, path, body, or body.<field> (e.g. body.model,body.input).
+    #[arg(long, value_name = "KEYS", default_value = "method,path,body")]
+    pub(super) match_on: crate::transcript::request_key::MatchOn,
+    /// Run no command: serve until stdin closes, printing `{"base_url": ...}` first and
+    /// the outcome (recorded, replayed, drift, missing) last, as JSON lines.
+    #[arg(long)]
+    pub(super) listen: bool,
     /// A scenario file whose `task` (and `tools`) a contract controller gets: the task file
     /// is written and the fixture tool backend served, so tool calls are recorded too.
     #[arg(long, value_name = "FILE")]
@@ -235,7 +243,7 @@ pub(super) struct RecordArgs {
     #[arg(long, value_name = "FILE")]
     pub(super) config: Option<PathBuf>,
     /// The command to record, after `--`.
-    #[arg(last = true, required = true)]
+    #[arg(last = true, required_unless_present = "listen")]
     pub(super) command: Vec<String>,
 }
 

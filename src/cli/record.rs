@@ -1,7 +1,7 @@
 //! `loopcheck record` and `loopcheck replay`: a command's model traffic kept as a
 //! cassette, and replayed to it.
 
-use crate::record::{self, Finished, RecordError, RecordOptions};
+use crate::record::{self, Finished, ListenOutcome, RecordError, RecordOptions};
 use crate::report::console;
 
 use super::args::{RecordArgs, ReplayArgs};
@@ -17,9 +17,29 @@ pub(super) async fn record(args: RecordArgs) -> Result<u8, CliError> {
         state: args.state,
         redact_json: args.redact_json,
         redact_regex: args.redact_regex,
+        match_on: Some(args.match_on),
+        listen: args.listen,
         command: args.command,
     };
+    if options.listen {
+        return listened(record::listen(&options).await);
+    }
     finish_recording(record::record(&options).await)
+}
+
+/// Prints how a listening recorder ended, as its last JSON line, and gives its exit code.
+fn listened(outcome: Result<ListenOutcome, RecordError>) -> Result<u8, CliError> {
+    let outcome = outcome?;
+    let line = serde_json::to_string(&outcome).unwrap_or_default();
+    println!("{line}");
+    for change in outcome.drift.iter().chain(&outcome.missing) {
+        eprintln!("loopcheck: {change}");
+    }
+    Ok(if outcome.ok() {
+        exit::OK
+    } else {
+        exit::FAILURES
+    })
 }
 
 pub(super) async fn replay(args: ReplayArgs) -> Result<u8, CliError> {

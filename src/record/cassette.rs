@@ -6,7 +6,7 @@
 //! `websocket` delivery: it replays over the fake's socket, each request on the
 //! connection it came on.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -19,6 +19,7 @@ use crate::scenario::{
     RecordedTurn, Scenario, StateMode, TaskSpec, ToolBehaviour, ToolRef, Turn,
 };
 use crate::transcript::normalize::{normalize, redact_steps};
+use crate::transcript::request_key::MatchOn;
 use crate::transcript::{FaultRecord, ModelExchange, SocketEventKind, Transcript};
 
 /// The part of a scenario file `--task` reads: the task and the fixture tools'
@@ -140,16 +141,23 @@ fn fault_of(m: &ModelExchange, extra: Option<&Extra>) -> (Fault, FaultRecord) {
 /// Turns the recorded creates into script turns, and marks each exchange the way the
 /// replay's engine will record it (the turn served, the fault answered), so the two
 /// normalized transcripts compare equal when the controller does the same. Exchanges a
-/// cassette's engine already answered (`--mode new`) keep that cassette's turns.
-fn script(recording: &Recording<'_>, marked: &mut Transcript, old: &[Turn]) -> Vec<Turn> {
-    let mut turns = Vec::new();
+/// cassette's engine already answered (`--mode new`) keep that cassette's turns; a
+/// cassette matched by key (`keyed`) keeps all of them, and the new ones follow.
+fn script(
+    recording: &Recording<'_>,
+    marked: &mut Transcript,
+    old: &[Turn],
+    keyed: bool,
+) -> Vec<Turn> {
+    let mut turns = if keyed { old.to_vec() } else { Vec::new() };
     let mut faults = Vec::new();
     for index in 0..marked.model.len() {
         if !marked.model[index].is_create() {
             continue;
         }
         if let Some(turn) = marked.model[index].turn {
-            if turn == turns.len()
+            if !keyed
+                && turn == turns.len()
                 && let Some(old) = old.get(turn)
             {
                 turns.push(old.clone());
@@ -331,18 +339,46 @@ fn expectation(turns: &[Turn]) -> Expectation {
     }
 }
 
-/// Builds the cassette of a recording, redacted: nothing it returns holds a secret.
+/// What a cassette adds to: its turns, and, for one matched by key, its recorded
+/// requests and keys (kept whole, used or not, with the new ones after them).
+#[derive(Clone, Copy, Default)]
+pub struct Previous<'a> {
+    /// The cassette's turns.
+    pub turns: &'a [Turn],
+    /// For a cassette matched by key: what it recorded.
+    pub keyed: Option<&'a Recorded>,
+}
+
+/// Builds the cassette of a recording, redacted: nothing it returns holds a secret. A
+/// new recording is matched on `match_on` when replayed.
 pub fn build(
     id: &str,
     recording: &Recording<'_>,
     task: Option<&TaskFile>,
     redactor: &Redactor,
     rules: (&[String], &[String]),
-    old: &[Turn],
+    previous: Previous<'_>,
+    match_on: Option<MatchOn>,
 ) -> Result<Scenario, CassetteError> {
     let mut marked = recording.transcript.clone();
-    let script = script(recording, &mut marked, old);
-    if script.is_empty() {
+    // Exchanges the cassette's engine served, which a keyed cassette already holds.
+    let replayed: HashSet<u64> = marked
+        .model
+        .iter()
+        .filter(|m| m.turn.is_some())
+        .map(|m| m.seq)
+        .collect();
+    let keyed = previous.keyed.is_some();
+    let match_on = previous
+        .keyed
+        .and_then(|recorded| recorded.match_on.clone())
+        .or(match_on);
+    let script = script(recording, &mut marked, previous.turns, keyed);
+    let chained = match match_on {
+        Some(_) => continues(&marked, &script, previous, &replayed),
+        None => Vec::new(),
+    };
+    if script.is_empty() || (keyed && script.len() == previous.turns.len()) {
         return Err(CassetteError::NothingRecorded);
     }
     let state = state_of(&marked);
@@ -391,12 +427,68 @@ pub fn build(
             upstream,
             redact_json: rules.0.to_vec(),
             redact_regex: rules.1.to_vec(),
-            transcript: normalize(id, state, &marked),
+            continues: chained,
+            match_on,
+            transcript: match previous.keyed {
+                None => normalize(id, state, &marked),
+                Some(recorded) => {
+                    let mut kept = recorded.transcript.clone();
+                    let added = normalize(id, state, &without(&marked, &replayed));
+                    kept.steps.extend(added.steps);
+                    kept
+                }
+            },
         }),
     };
     let mut document = serde_json::to_value(&scenario).map_err(CassetteError::Json)?;
     redact_document(&mut document, redactor);
     serde_json::from_value(document).map_err(CassetteError::ReadBack)
+}
+
+/// By turn: the turn whose response its request continued (`previous_response_id`),
+/// read off the raw ids before they are renumbered. A keyed cassette's own turns keep
+/// what it says of them.
+fn continues(
+    marked: &Transcript,
+    script: &[Turn],
+    previous: Previous<'_>,
+    replayed: &HashSet<u64>,
+) -> Vec<Option<usize>> {
+    let mut continues = previous.keyed.map_or(Vec::new(), |r| r.continues.clone());
+    continues.resize(script.len(), None);
+    let mut responses: HashMap<&str, usize> = HashMap::new();
+    for (turn, t) in script.iter().enumerate() {
+        if let Some(id) = t.recorded.as_ref().and_then(|r| r.response["id"].as_str()) {
+            responses.insert(id, turn);
+        }
+    }
+    for m in &marked.model {
+        let Some(turn) = m.turn.filter(|t| *t < script.len()) else {
+            continue;
+        };
+        if previous.keyed.is_some() && replayed.contains(&m.seq) {
+            continue;
+        }
+        continues[turn] = m.body["previous_response_id"]
+            .as_str()
+            .and_then(|id| responses.get(id).copied());
+    }
+    continues
+}
+
+/// `transcript` without the model exchanges `replayed` names and the tool exchanges
+/// that led to them: what a keyed `--mode new` adds to its cassette.
+fn without(transcript: &Transcript, replayed: &HashSet<u64>) -> Transcript {
+    let mut out = transcript.clone();
+    out.model.retain(|m| !replayed.contains(&m.seq));
+    out.tools.retain(|tool| {
+        transcript
+            .model
+            .iter()
+            .find(|m| m.seq > tool.seq)
+            .is_none_or(|next| !replayed.contains(&next.seq))
+    });
+    out
 }
 
 /// Redacts a cassette document: the user's JSON pointers on every body it holds (request

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::cassette;
-use super::cassette::{CassetteError, Recording, TaskFile};
+use super::cassette::{CassetteError, Previous, TaskFile};
 use super::proxy::{Proxy, Upstream};
 use super::resume::Resume;
 use crate::contract::{var, write_task_file};
@@ -18,14 +18,17 @@ use crate::scenario::{
 };
 use crate::server::{RunningServer, Session};
 use crate::transcript::drift::{Comparison, ComparisonStatus};
+use crate::transcript::request_key::MatchOn;
 
 /// How `record` treats an existing cassette (as vcrpy's record modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
     /// Record a new cassette; refuse to overwrite one.
     Once,
-    /// Replay what the cassette holds while the requests match it; record from the first
-    /// request it does not hold on, and keep the recorded ones before it.
+    /// Replay what the cassette holds and record the rest: a cassette matched by key
+    /// serves every request it holds and keeps every recorded interaction; one matched
+    /// by order serves while the requests match it, then records from the first it does
+    /// not hold on, keeping the recorded ones before it.
     New,
     /// Record again, replacing the cassette.
     All,
@@ -52,6 +55,11 @@ pub struct RecordOptions {
     pub redact_json: Vec<String>,
     /// Regular expressions to redact in every string.
     pub redact_regex: Vec<String>,
+    /// What a new recording's requests are matched on when replayed (default: method,
+    /// path, body).
+    pub match_on: Option<MatchOn>,
+    /// Serve until stdin closes instead of running a command (`--listen`).
+    pub listen: bool,
     /// The command and its arguments.
     pub command: Vec<String>,
 }
@@ -118,6 +126,24 @@ pub enum RecordError {
         /// The cassette, untouched.
         cassette: PathBuf,
     },
+    /// `--listen` with a command: exit 2.
+    #[error(
+        "--listen serves until its stdin closes and runs no command: drop the command after `--`, or --listen"
+    )]
+    CommandWithListen,
+    /// `--listen` on a cassette that does not exist, under CI or `--mode none`: exit 2.
+    #[error(
+        "{} does not exist{}: record it where the upstream can be reached (`loopcheck record --listen --out {} --upstream URL`, or the test run with record mode `once`) and commit it",
+        .cassette.display(),
+        if *.ci { " and CI is set, where cassettes are replayed, never recorded" } else { " and --mode none only replays" },
+        .cassette.display()
+    )]
+    MissingCassette {
+        /// The cassette.
+        cassette: PathBuf,
+        /// Whether CI refused it (else `--mode none`).
+        ci: bool,
+    },
     /// Interrupted (Ctrl-C or SIGTERM): the cassette is left as it was; exit 130.
     #[error("interrupted: {0} was left as it was")]
     Interrupted(PathBuf),
@@ -137,6 +163,8 @@ impl RecordError {
                 | Self::TaskFile(_)
                 | Self::Rule(_)
                 | Self::Upstream(_)
+                | Self::CommandWithListen
+                | Self::MissingCassette { .. }
         )
     }
 
@@ -300,7 +328,7 @@ async fn run_command(
 }
 
 /// A cassette read back, for `--mode new` and replays.
-fn load_recording(cassette: &Path) -> Result<(Scenario, Recorded), RecordError> {
+pub(super) fn load_recording(cassette: &Path) -> Result<(Scenario, Recorded), RecordError> {
     let scenario = scenario::load_file(cassette)?;
     match scenario.recorded.clone() {
         Some(recorded) => Ok((scenario, recorded)),
@@ -311,119 +339,212 @@ fn load_recording(cassette: &Path) -> Result<(Scenario, Recorded), RecordError> 
 /// `loopcheck record`.
 pub async fn record(options: &RecordOptions) -> Result<Finished, RecordError> {
     let out = &options.out;
-    let old = match options.mode {
-        Mode::Once if out.exists() => {
-            return Err(RecordError::WouldOverwrite(out.clone()));
-        }
+    match options.mode {
+        Mode::Once if out.exists() => return Err(RecordError::WouldOverwrite(out.clone())),
         Mode::None => return replay(out, &options.command).await,
-        Mode::New if out.exists() => Some(load_recording(out)?),
-        _ => None,
-    };
-    let Some(upstream_url) = options.upstream.as_deref() else {
-        return Err(RecordError::NoUpstream);
-    };
-    let upstream = Upstream::new(upstream_url, options.upstream_ca.as_deref()).map_err(|err| {
-        RecordError::Upstream(redact::installed().text(&err.to_string()).into_owned())
-    })?;
-    // The rules the cassette was recorded with still apply to what is added to it.
-    let mut rules = (options.redact_json.clone(), options.redact_regex.clone());
-    if let Some((_, recorded)) = &old {
-        rules.0.extend(recorded.redact_json.iter().cloned());
-        rules.1.extend(recorded.redact_regex.iter().cloned());
+        _ => {}
     }
-    let redactor = redact::installed().with(&rules.0, &rules.1)?;
-    let (scenario, task, state) = match &old {
-        Some((scenario, recorded)) => (
-            scenario.clone(),
-            Some(TaskFile {
-                task: scenario.task.clone(),
-                tools: scenario.tools.clone(),
-            }),
-            recorded.transcript.state,
-        ),
-        None => {
-            let task = options.task.as_deref().map(TaskFile::load).transpose()?;
-            let scenario = recording_session(&cassette_id(out), task.as_ref(), options.state);
-            (scenario, task, options.state)
-        }
-    };
-    let id = scenario.id.clone();
-    let old_turns = scenario.script.clone();
-    let session = Arc::new(Session::new(Arc::new(scenario), state));
-    let proxy = Proxy::new(upstream, session.clone());
-    let started = match &old {
-        Some((_, recorded)) => {
-            Resume::new(session.clone(), proxy.clone(), recorded.clone())
-                .start()
-                .await
-        }
-        None => proxy.start().await,
-    };
-    let server = started.map_err(RecordError::io("start the proxy"))?;
+    if options.command.is_empty() {
+        return Err(RecordError::NoCommand);
+    }
+    let recording = Recording::start(options).await?;
     let dir = tempfile::tempdir().map_err(RecordError::io("create a task folder"))?;
     // The caller's own key goes through to the upstream; nothing here replaces it.
     let own = Own {
         key: true,
-        task: task.is_none(),
+        task: recording.task.is_none(),
     };
-    let env = environment(&server, &session, own, dir.path())?;
+    let env = environment(&recording.server, &recording.session, own, dir.path())?;
     let status = run_command(&options.command, &env, out).await;
-    proxy.settle(Duration::from_secs(10)).await;
-    server.shutdown().await;
+    let saved = recording.finish(out, status.is_ok()).await;
     let status = status?;
-    let transcript = session.transcript();
-    let creates: Vec<_> = transcript.model.iter().filter(|m| m.is_create()).collect();
-    let unreachable = proxy.unreachable();
-    // Every create dropped, or none made because no socket could be opened upstream.
-    let reached = creates.iter().any(|m| m.status != 0);
-    if !reached && (!creates.is_empty() || !unreachable.is_empty()) {
-        let why = unreachable
-            .first()
-            .map_or("connection failed".into(), |why| redactor.text(why));
-        return Err(RecordError::Unreached {
-            why: why.into_owned(),
-            cassette: out.clone(),
-            private: upstream_url.starts_with("https://"),
-        });
-    }
-    let extras = proxy.extras();
-    let recording = Recording {
-        transcript: &transcript,
-        extras: &extras,
-        upstream: upstream_url,
-    };
-    let cassette = cassette::build(
-        &id,
-        &recording,
-        task.as_ref(),
-        &redactor,
-        (&rules.0, &rules.1),
-        &old_turns,
-    )
-    .map_err(|err| RecordError::Build(err.to_string()))?;
-    write_cassette(out, &cassette)?;
-    let replayed = transcript
-        .model
-        .iter()
-        .filter(|m| m.is_create() && m.turn.is_some())
-        .count();
+    let saved = saved?;
     Ok(Finished {
         status,
         comparison: None,
         summary: format!(
             "recorded {} model request(s){} and {} tool exchange(s) into {}\nreplay it with: loopcheck replay {} -- {}",
-            creates.len() - replayed,
-            if old.is_some() {
-                format!(" after {replayed} replayed from the cassette")
+            saved.recorded,
+            if saved.resumed {
+                format!(" after {} replayed from the cassette", saved.replayed)
             } else {
                 String::new()
             },
-            transcript.tools.len(),
+            saved.tools,
             out.display(),
             out.display(),
-            redactor.text(&options.command.join(" "))
+            saved.redactor.text(&options.command.join(" "))
         ),
     })
+}
+
+/// A recording under way: the proxy (serving from the cassette first, for `--mode
+/// new`), and what the cassette is built from when it ends.
+pub(super) struct Recording {
+    pub session: Arc<Session>,
+    pub server: RunningServer,
+    proxy: Arc<Proxy>,
+    /// The task file a contract controller gets, if any.
+    pub task: Option<TaskFile>,
+    id: String,
+    /// The cassette `--mode new` adds to.
+    old: Option<(Scenario, Recorded)>,
+    rules: (Vec<String>, Vec<String>),
+    redactor: redact::Redactor,
+    upstream: String,
+    match_on: MatchOn,
+    /// Whether a recording with no model request at all is no error (`--listen`: a test
+    /// that made none), and writes nothing.
+    pub allow_empty: bool,
+}
+
+/// What a finished recording wrote.
+pub(super) struct Saved {
+    /// Model requests recorded from the upstream.
+    pub recorded: usize,
+    /// Model requests served from the cassette (`--mode new`).
+    pub replayed: usize,
+    /// Tool exchanges.
+    pub tools: usize,
+    /// Whether it added to a cassette.
+    pub resumed: bool,
+    /// Whether the cassette was written (a resumed one with nothing new is left as it
+    /// was).
+    pub written: bool,
+    /// The redactor the cassette was written through.
+    pub redactor: redact::Redactor,
+}
+
+impl Recording {
+    /// Starts the proxy to `options.upstream` on 127.0.0.1.
+    pub async fn start(options: &RecordOptions) -> Result<Self, RecordError> {
+        let out = &options.out;
+        let old = match options.mode {
+            Mode::New if out.exists() => Some(load_recording(out)?),
+            _ => None,
+        };
+        let Some(upstream_url) = options.upstream.as_deref() else {
+            return Err(RecordError::NoUpstream);
+        };
+        let upstream =
+            Upstream::new(upstream_url, options.upstream_ca.as_deref()).map_err(|err| {
+                RecordError::Upstream(redact::installed().text(&err.to_string()).into_owned())
+            })?;
+        // The rules the cassette was recorded with still apply to what is added to it.
+        let mut rules = (options.redact_json.clone(), options.redact_regex.clone());
+        if let Some((_, recorded)) = &old {
+            rules.0.extend(recorded.redact_json.iter().cloned());
+            rules.1.extend(recorded.redact_regex.iter().cloned());
+        }
+        let redactor = redact::installed().with(&rules.0, &rules.1)?;
+        let (scenario, task, state) = match &old {
+            Some((scenario, recorded)) => (
+                scenario.clone(),
+                Some(TaskFile {
+                    task: scenario.task.clone(),
+                    tools: scenario.tools.clone(),
+                }),
+                recorded.transcript.state,
+            ),
+            None => {
+                let task = options.task.as_deref().map(TaskFile::load).transpose()?;
+                let scenario = recording_session(&cassette_id(out), task.as_ref(), options.state);
+                (scenario, task, options.state)
+            }
+        };
+        let id = scenario.id.clone();
+        let session = Arc::new(Session::new(Arc::new(scenario), state));
+        let proxy = Proxy::new(upstream, session.clone());
+        let started = match &old {
+            Some((_, recorded)) => {
+                Resume::new(session.clone(), proxy.clone(), recorded.clone())
+                    .start()
+                    .await
+            }
+            None => proxy.start().await,
+        };
+        let server = started.map_err(RecordError::io("start the proxy"))?;
+        Ok(Self {
+            session,
+            server,
+            proxy,
+            task,
+            id,
+            old,
+            rules,
+            redactor,
+            upstream: upstream_url.to_owned(),
+            match_on: options.match_on.clone().unwrap_or_default(),
+            allow_empty: false,
+        })
+    }
+
+    /// Stops the proxy and writes the cassette to `out` atomically; `completed` is
+    /// false when what used it was interrupted, and then nothing is written.
+    pub async fn finish(self, out: &Path, completed: bool) -> Result<Saved, RecordError> {
+        self.proxy.settle(Duration::from_secs(10)).await;
+        self.server.shutdown().await;
+        let transcript = self.session.transcript();
+        let creates: Vec<_> = transcript.model.iter().filter(|m| m.is_create()).collect();
+        let replayed = creates.iter().filter(|m| m.turn.is_some()).count();
+        let keyed = self
+            .old
+            .as_ref()
+            .map(|(_, recorded)| recorded)
+            .filter(|recorded| recorded.match_on.is_some());
+        let mut saved = Saved {
+            recorded: creates.len() - replayed,
+            replayed,
+            tools: transcript.tools.len(),
+            resumed: self.old.is_some(),
+            written: false,
+            redactor: self.redactor.clone(),
+        };
+        let nothing = saved.recorded == 0 && (keyed.is_some() || self.allow_empty);
+        if !completed || nothing {
+            return Ok(saved);
+        }
+        let unreachable = self.proxy.unreachable();
+        // Every create dropped, or none made because no socket could be opened upstream.
+        let reached = creates.iter().any(|m| m.status != 0);
+        if !reached && (!creates.is_empty() || !unreachable.is_empty()) {
+            let why = unreachable
+                .first()
+                .map_or("connection failed".into(), |why| self.redactor.text(why));
+            return Err(RecordError::Unreached {
+                why: why.into_owned(),
+                cassette: out.to_owned(),
+                private: self.upstream.starts_with("https://"),
+            });
+        }
+        let extras = self.proxy.extras();
+        let recording = cassette::Recording {
+            transcript: &transcript,
+            extras: &extras,
+            upstream: &self.upstream,
+        };
+        let previous = Previous {
+            turns: self
+                .old
+                .as_ref()
+                .map_or(&[][..], |(scenario, _)| &scenario.script),
+            keyed,
+        };
+        let cassette = cassette::build(
+            &self.id,
+            &recording,
+            self.task.as_ref(),
+            &self.redactor,
+            (&self.rules.0, &self.rules.1),
+            previous,
+            // A cassette matched by order stays so when added to.
+            self.old.is_none().then(|| self.match_on.clone()),
+        )
+        .map_err(|err| RecordError::Build(err.to_string()))?;
+        write_cassette(out, &cassette)?;
+        saved.written = true;
+        Ok(saved)
+    }
 }
 
 /// Writes a cassette atomically, in YAML (or JSON for `.json`), after checking that it

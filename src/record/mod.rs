@@ -9,8 +9,10 @@
 
 pub(crate) mod cassette;
 mod command;
+mod listen;
 pub mod proxy;
 mod resume;
 mod socket;
 
 pub use command::{Finished, Mode, RecordError, RecordOptions, record, replay};
+pub use listen::{ListenOutcome, listen};

@@ -32,6 +32,8 @@ use crate::contract::{Delivery, StateMode};
 ///   `task.include`, and `compaction` output items; a turn's `computer_call` output
 ///   items (`action` or `actions`, `pending_safety_checks`); a call's `namespace`, and
 ///   `namespace` tools; `tool_search_call` and `tool_search_output` output items.
+///   Also compatible: the `recorded` section's `match_on` (requests matched by key, not
+///   order) and `continues` (the turn each recorded request continued).
 pub const FORMAT_VERSION: u32 = 2;
 
 /// For `skip_serializing_if`: a field at its default is left out of a written scenario.
@@ -129,6 +131,15 @@ pub struct Recorded {
     /// The user's redaction rules (regular expressions), likewise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redact_regex: Vec<String>,
+    /// How a replay matches requests to recorded turns (`[method, path, body]`): by key,
+    /// the first unused turn whose request has the same; absent, in recorded order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub match_on: Option<crate::transcript::request_key::MatchOn>,
+    /// By turn: the turn whose response its request continued (`previous_response_id`),
+    /// so a request matched by key continues the same conversation it did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub continues: Vec<Option<usize>>,
     /// Every exchange, normalized.
     #[schemars(with = "serde_json::Value")]
     pub transcript: crate::transcript::normalize::Normalized,

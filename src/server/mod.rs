@@ -15,6 +15,7 @@ mod compiled;
 mod engine;
 mod exchange;
 pub(crate) mod http;
+pub(crate) mod keyed;
 mod limits;
 mod recorder;
 pub(crate) mod script;

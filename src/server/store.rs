@@ -11,9 +11,11 @@ use serde_json::{Value, json};
 
 use super::clock::Clock;
 use super::compiled::CompiledTurns;
+use super::keyed::KeyedTurns;
 use super::script::Issued;
 use super::stream::StreamFrames;
 use super::webhook::{Timed, Webhooks};
+use crate::scenario::Scenario;
 use crate::tools::BackendState;
 use crate::transcript::LazyJson;
 use crate::wire::request::{ItemKeys, item_id};
@@ -69,6 +71,51 @@ pub(super) struct ScriptCursor {
     pub attempts: usize,
     /// The body and turn of the last served create, to re-serve an identical retry.
     pub last_served: Option<(Bytes, usize)>,
+    /// For a cassette matched by key: its turns' keys, set at the first create.
+    keyed: Option<Box<KeyedTurns>>,
+}
+
+impl ScriptCursor {
+    /// The turn a create is at: in a cassette matched by key, by its key; else the next
+    /// turn in order.
+    pub fn pick(&mut self, scenario: &Scenario, path: &str, raw: &[u8]) -> usize {
+        if scenario
+            .recorded
+            .as_ref()
+            .is_none_or(|recorded| recorded.match_on.is_none())
+        {
+            return self.next_turn;
+        }
+        if self.keyed.is_none() {
+            self.keyed = KeyedTurns::of(scenario).map(Box::new);
+        }
+        match &self.keyed {
+            Some(keyed) => keyed.pick(path, raw),
+            None => self.next_turn,
+        }
+    }
+
+    /// Counts an attempt at `turn` and gives the attempts made at it before.
+    pub fn attempt(&mut self, turn: usize) -> usize {
+        match &mut self.keyed {
+            Some(keyed) => keyed.attempt(turn),
+            None => {
+                self.attempts += 1;
+                self.attempts - 1
+            }
+        }
+    }
+
+    /// Marks `turn` served: the next in order is the one after it.
+    pub fn served(&mut self, turn: usize) {
+        if let Some(keyed) = &mut self.keyed {
+            keyed.served(turn);
+        }
+        if turn == self.next_turn {
+            self.next_turn += 1;
+            self.attempts = 0;
+        }
+    }
 }
 
 pub(super) struct Store {

@@ -6,6 +6,7 @@ mod headers;
 mod lazy;
 mod model;
 pub mod normalize;
+pub mod request_key;
 
 pub use crate::contract::ControllerResult;
 pub use headers::RecordedHeaders;

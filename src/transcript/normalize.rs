@@ -392,6 +392,46 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
     }
 }
 
+/// Placeholders a normalization gives, to renumber them within one value.
+static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\b(?P<kind>resp|rs|fc|fco|msg|cm|cmo|conv|item|call|apr|fp|req)_[0-9]+\b",
+        r"|\[encrypted_content [0-9]+\]",
+    ))
+    .expect("the placeholder pattern compiles")
+});
+
+/// `value` with its volatile values numbered within it alone: the raw ids of a live
+/// request and the placeholders a whole transcript's normalization gave the same
+/// request both come out as `resp_1`, `call_1`... in order of first appearance, so one
+/// request compares with its recording wherever it came in the run.
+pub fn renumbered_alone(value: &Value) -> Value {
+    let fresh = Placeholders::default().value(value);
+    let mut again = Placeholders::default();
+    let mut renumber = |text: &str| -> String {
+        PLACEHOLDER
+            .replace_all(text, |caps: &Captures| {
+                let kind = caps.name("kind").map_or("enc", |m| m.as_str());
+                again.placeholder(&caps[0], kind)
+            })
+            .into_owned()
+    };
+    fn walk(value: &Value, renumber: &mut impl FnMut(&str) -> String) -> Value {
+        match value {
+            Value::String(text) => Value::String(renumber(text)),
+            Value::Array(items) => Value::Array(items.iter().map(|v| walk(v, renumber)).collect()),
+            Value::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(key, v)| (key.clone(), walk(v, renumber)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    walk(&fresh, &mut renumber)
+}
+
 /// The user's JSON pointers on the bodies of normalized steps.
 pub fn redact_steps(steps: &mut [Value], redactor: &Redactor) {
     for step in steps {
@@ -405,6 +445,27 @@ pub fn redact_steps(steps: &mut [Value], redactor: &Redactor) {
                 redactor.body(body);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod renumbering {
+    use serde_json::json;
+
+    use super::renumbered_alone;
+
+    #[test]
+    fn raw_ids_and_a_transcripts_placeholders_number_alike_within_one_value() {
+        let raw = json!({"previous_response_id": format!("resp_{}", "0a".repeat(24)),
+            "input": [{"call_id": "call_AbCdEfGhIjKlMnOpQrStUvWx"},
+                {"call_id": "call_ZyXwVuTsRqPoNmLkJiHgFeDc"}]});
+        let placeholders = json!({"previous_response_id": "resp_7",
+            "input": [{"call_id": "call_4"}, {"call_id": "call_5"}]});
+        assert_eq!(renumbered_alone(&raw), renumbered_alone(&placeholders));
+        assert_eq!(
+            renumbered_alone(&placeholders)["input"][1]["call_id"],
+            "call_2"
+        );
     }
 }
 

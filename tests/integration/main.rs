@@ -4,6 +4,7 @@ mod defective;
 mod support;
 
 mod baseline_upkeep;
+mod cassette_match;
 mod catalogue;
 mod console;
 mod determinism;

@@ -12,6 +12,8 @@ import fnmatch
 
 import pytest
 
+from . import cassettes
+from .cassettes import _loopcheck_cassette_marker, loopcheck_cassette  # noqa: F401 (fixtures)
 from .serve import DEFAULT_SUPPORTS, Serve, ServeError, failure_message
 
 _serve = None
@@ -38,6 +40,7 @@ def pytest_addoption(parser):
         default=[],
         help="scenario files or folders to serve instead of the embedded catalogue",
     )
+    cassettes.addoption(parser)
 
 
 def pytest_configure(config):
@@ -46,6 +49,7 @@ def pytest_configure(config):
         "loopcheck(cases=GLOBS, supports=CAPABILITIES, states=MODES): run this test once "
         "per matching catalogue case run, with the `loopcheck_session` fixture",
     )
+    cassettes.configure(config)
 
 
 def _server(config):

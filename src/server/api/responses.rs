@@ -28,6 +28,7 @@ use crate::wire::{ApiError, CreateRequest, IdGen};
 pub(super) fn create(
     scenario: &Scenario,
     store: &mut Store,
+    path: &str,
     raw: &Bytes,
     retry: bool,
     socket: Option<SocketCreate>,
@@ -100,7 +101,7 @@ pub(super) fn create(
     let (index, fault) = match &store.script.last_served {
         Some((_, turn)) if repeats_last => (*turn, None),
         _ => {
-            let index = store.script.next_turn;
+            let index = store.script.pick(scenario, path, raw);
             let turn = match script.get(index) {
                 Some(turn) => turn,
                 None => match script.last() {
@@ -114,8 +115,7 @@ pub(super) fn create(
                     }
                 },
             };
-            let fault = turn.faults.get(store.script.attempts).cloned();
-            store.script.attempts += 1;
+            let fault = turn.faults.get(store.script.attempt(index)).cloned();
             if let Some(fault) = fault.as_ref().filter(|f| !f.is_delay_only()) {
                 // An SDK retry of this attempt retries the fault, not the last turn.
                 store.script.last_served = None;
@@ -228,10 +228,7 @@ pub(super) fn create(
         false => Vec::new(),
     };
     kept.keep(store, &request, chain, &input, output)?;
-    if index == store.script.next_turn {
-        store.script.next_turn += 1;
-        store.script.attempts = 0;
-    }
+    store.script.served(index);
     store.script.last_served = Some((raw.clone(), index));
 
     // Only streams and background runs (which can be resumed as a stream) need events;

@@ -80,7 +80,7 @@ pub(in crate::server) fn route(
                 .header(&RETRY_COUNT)
                 .and_then(|n| n.trim().parse::<u32>().ok())
                 .is_some_and(|n| n > 0);
-            responses::create(scenario, store, &request.body, retry, socket)
+            responses::create(scenario, store, &request.path, &request.body, retry, socket)
         }
         ("POST", ["responses", "compact"]) => compact::compact(scenario, store, &request.body),
         ("GET", ["responses", id]) => responses::retrieve(store, id, request),
