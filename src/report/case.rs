@@ -78,6 +78,10 @@ pub struct CaseReport {
     /// run's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flaky: bool,
+    /// The tries of a flaky case run that failed before the one that passed, in order
+    /// (the JUnit report's `flakyFailure`s; not part of the JSON report).
+    #[serde(skip)]
+    pub failed_tries: Vec<CaseReport>,
 }
 
 fn must() -> Level {
@@ -111,6 +115,7 @@ impl CaseReport {
             baseline: None,
             transcript: Transcript::default(),
             flaky: false,
+            failed_tries: Vec::new(),
         }
     }
 }
