@@ -261,7 +261,7 @@ impl Summary {
     }
 
     /// `N runs: N passed, N failed` and the other counts (a case in two state modes is
-    /// two runs, as the header counts them).
+    /// two runs, as the header counts them; `1 run` for one).
     pub fn line(&self) -> String {
         // Verdicts only some runs can have are named only when they occur.
         let optional = |count: usize, word: &str| {
@@ -272,8 +272,9 @@ impl Summary {
             }
         };
         format!(
-            "{} runs: {} passed, {}{} failed, {} non-strict, {}{}{}{} unsupported, {} timeout, {} crashed, {} errors{}",
+            "{} {}: {} passed, {}{} failed, {} non-strict, {}{}{}{} unsupported, {} timeout, {} crashed, {} errors{}",
             self.cases,
+            if self.cases == 1 { "run" } else { "runs" },
             self.passed,
             optional(self.flaky, "flaky"),
             self.failed,
