@@ -1,7 +1,7 @@
 //! `loopcheck init [python|node|ts]`: a starter controller on the official SDK, its
-//! manifest, a `loopcheck.toml`, and a CI workflow that runs the catalogue in shards
-//! through loopcheck's GitHub Action and keeps the reports. Existing files are never
-//! overwritten without `--force`.
+//! manifest, a `loopcheck.toml`, a baseline of the checks the starter leaves to its user,
+//! and a CI workflow that runs the catalogue in shards through loopcheck's GitHub Action
+//! and keeps the reports. Existing files are never overwritten without `--force`.
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +38,69 @@ const NODE_PACKAGE: &str = "{\n  \"private\": true,\n  \"type\": \"module\",\n  
 /// which the workflow sets up, cannot strip types itself (`--experimental-strip-types`
 /// came in Node 22.6), and a `tsc` build would leave a second file to keep current.
 const TS_PACKAGE: &str = "{\n  \"private\": true,\n  \"type\": \"module\",\n  \"dependencies\": {\n    \"openai\": \"7.59.0\"\n  },\n  \"devDependencies\": {\n    \"tsx\": \"4.23.15\"\n  }\n}\n";
+
+/// The baseline the settings name: the case runs every starter fails by design, the two
+/// checks its TODOs leave to its user (arguments validated against the tool's schema, a
+/// refusal reported as one). With it the starter passes its own CI from the start and
+/// still prints each of them; one fixed fails the run as `stale` until its entries go.
+/// The `init` tests run each npm starter over the whole catalogue against it.
+const STARTER_BASELINE: &str = r#"# loopcheck baseline: expected failures (`loopcheck run --baseline FILE`).
+# What the starter leaves to you (its TODOs): validating arguments against the tool's
+# schema before dispatch (dispatch/schema-valid), and reporting a refusal as a failure
+# with reason "refusal" (terminal/outcome). CI passes on them until you fix one; an
+# entry whose case run now passes fails the run as stale: delete it.
+
+[[expected]]
+case = "dispatch/09-schema-violation"
+state = "previous_response_id"
+delivery = "json"
+checks = ["dispatch/schema-valid"]
+
+[[expected]]
+case = "dispatch/09-schema-violation"
+state = "stateless"
+delivery = "json"
+checks = ["dispatch/schema-valid"]
+
+[[expected]]
+case = "dispatch/11-exact-arguments"
+state = "previous_response_id"
+delivery = "json"
+checks = ["dispatch/schema-valid"]
+
+[[expected]]
+case = "dispatch/11-exact-arguments"
+state = "stateless"
+delivery = "json"
+checks = ["dispatch/schema-valid"]
+
+[[expected]]
+case = "terminal/09-refusal"
+state = "previous_response_id"
+delivery = "json"
+checks = ["terminal/outcome"]
+
+[[expected]]
+case = "terminal/09-refusal"
+state = "stateless"
+delivery = "json"
+checks = ["terminal/outcome"]
+
+[[expected]]
+case = "terminal/12-refusal-beside-text"
+state = "previous_response_id"
+delivery = "json"
+checks = ["terminal/outcome"]
+
+[[expected]]
+case = "terminal/12-refusal-beside-text"
+state = "stateless"
+delivery = "json"
+checks = ["terminal/outcome"]
+"#;
+
+/// Where the settings find the baseline, relative to the target folder.
+pub const BASELINE_FILE: &str = "loopcheck-baseline.toml";
 
 /// The Node workflow's set-up steps: Node 20 and the locked packages.
 const NODE_SETUP: &str = "      - uses: actions/setup-node@a0853c24544627f65ddf259abe73b1d18a591444 # v5.0.0\n        with:\n          node-version: \"20\"\n      - run: npm install\n";
@@ -120,6 +183,7 @@ pub fn files(language: Language) -> Vec<(PathBuf, String)> {
             starter.manifest.to_owned(),
         ),
         (PathBuf::from("loopcheck.toml"), settings(starter.command)),
+        (PathBuf::from(BASELINE_FILE), STARTER_BASELINE.to_owned()),
         (
             PathBuf::from(".github/workflows/loopcheck.yml"),
             workflow(starter.file, starter.command, starter.setup),
@@ -136,12 +200,13 @@ fn settings(command: &str) -> String {
         "# loopcheck's settings (`loopcheck run` reads them; `--profile ci` adds the reports).\n\
          [profile.default]\n\
          controller = \"{command}\"\n\
+         # The failures accepted for now: delete an entry once its case run passes.\n\
+         baseline = \"{BASELINE_FILE}\"\n\
          \n\
          [profile.ci]\n\
          report-json = \"target/loopcheck/report.json\"\n\
          junit = \"target/loopcheck/junit.xml\"\n\
-         html = \"target/loopcheck/report.html\"\n\
-         # baseline = \"loopcheck-baseline.toml\"   # accepted failures: loopcheck run --write-baseline\n"
+         html = \"target/loopcheck/report.html\"\n"
     )
 }
 
@@ -240,6 +305,18 @@ mod tests {
             let ci = crate::config::resolve(Some(&path), Some("ci"), &|_| None).unwrap();
             assert!(ci.controller.unwrap().contains("loop."));
             assert!(ci.junit.is_some());
+            assert_eq!(ci.baseline, Some(dir.path().join(BASELINE_FILE)));
+            let baseline = &files
+                .iter()
+                .find(|(p, _)| p == Path::new(BASELINE_FILE))
+                .unwrap()
+                .1;
+            let written = dir.path().join(BASELINE_FILE);
+            std::fs::write(&written, baseline).unwrap();
+            let entries = crate::expectations::Baseline::load(&written)
+                .unwrap()
+                .expected;
+            assert_eq!(entries.len(), 8);
             let workflow = &files
                 .iter()
                 .find(|(p, _)| p.ends_with("loopcheck.yml"))
@@ -308,7 +385,7 @@ mod tests {
             "mine"
         );
         let written = write(dir.path(), Language::Python, true).unwrap();
-        assert_eq!(written.len(), 4);
+        assert_eq!(written.len(), 5);
         assert!(dir.path().join(".github/workflows/loopcheck.yml").exists());
     }
 }

@@ -1,4 +1,5 @@
-//! `loopcheck init`: a starter controller, its manifest, a settings file and a workflow.
+//! `loopcheck init`: a starter controller, its manifest, a settings file, the baseline it
+//! names and a workflow.
 
 use std::path::Path;
 

@@ -16,7 +16,7 @@ use super::proxy::Extra;
 use crate::redact::Redactor;
 use crate::scenario::{
     Delivery, Expectation, FORMAT_VERSION, Fault, Level, Outcome, Recorded, RecordedEvent,
-    RecordedTurn, Scenario, StateMode, TaskSpec, ToolBehaviour, ToolRef, Turn,
+    RecordedTurn, Scenario, ScenarioError, StateMode, TaskSpec, ToolBehaviour, ToolRef, Turn,
 };
 use crate::transcript::normalize::{normalize, redact_steps};
 use crate::transcript::request_key::MatchOn;
@@ -44,14 +44,9 @@ pub enum CassetteError {
         /// Why not.
         source: std::io::Error,
     },
-    /// The `--task` file has no task.
-    #[error("{}: expected a scenario's `task` (and `tools`) sections: {source}", .path.display())]
-    NotATask {
-        /// The file.
-        path: std::path::PathBuf,
-        /// What the JSON or YAML reader says.
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    /// The `--task` file has no task, or one that does not read: where, and why.
+    #[error("{0}")]
+    NotATask(ScenarioError),
     /// The command made no model request through the proxy.
     #[error(
         "nothing to save: the command made no model request through the proxy (hint: does it read OPENAI_BASE_URL?)"
@@ -72,15 +67,25 @@ impl TaskFile {
             path: path.to_owned(),
             source,
         })?;
-        let parsed = if path.extension().is_some_and(|e| e == "json") {
-            serde_json::from_str(&text).map_err(|err| err.into())
-        } else {
-            serde_saphyr::from_str(&text).map_err(|err| err.into())
+        Self::parse(path, &text).map_err(CassetteError::NotATask)
+    }
+
+    /// Parses the text of task file `path`; an error says where, as `lint` does.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
+        crate::scenario::deserialize(path, text)
+    }
+
+    /// True when `text` reads as a task file rather than a scenario: a document with a
+    /// `task` and none of the sections only a scenario has (`format`, `id`, `script`).
+    /// Text that does not read at all is no task file.
+    pub fn is_task_only(path: &Path, text: &str) -> bool {
+        let Ok(Value::Object(document)) = crate::scenario::deserialize::<Value>(path, text) else {
+            return false;
         };
-        parsed.map_err(|source| CassetteError::NotATask {
-            path: path.to_owned(),
-            source,
-        })
+        document.contains_key("task")
+            && !["format", "id", "script"]
+                .iter()
+                .any(|key| document.contains_key(*key))
     }
 }
 

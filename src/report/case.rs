@@ -81,6 +81,10 @@ pub struct CaseReport {
     /// run's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flaky: bool,
+    /// The tries of a flaky case run that failed before the one that passed, in order
+    /// (the JUnit report's `flakyFailure`s; not part of the JSON report).
+    #[serde(skip)]
+    pub failed_tries: Vec<CaseReport>,
 }
 
 fn must() -> Level {
@@ -114,6 +118,7 @@ impl CaseReport {
             baseline: None,
             transcript: Transcript::default(),
             flaky: false,
+            failed_tries: Vec::new(),
         }
     }
 }
@@ -259,7 +264,7 @@ impl Summary {
     }
 
     /// `N runs: N passed, N failed` and the other counts (a case in two state modes is
-    /// two runs, as the header counts them).
+    /// two runs, as the header counts them; `1 run` for one).
     pub fn line(&self) -> String {
         // Verdicts only some runs can have are named only when they occur.
         let optional = |count: usize, word: &str| {
@@ -270,8 +275,9 @@ impl Summary {
             }
         };
         format!(
-            "{} runs: {} passed, {}{} failed, {} non-strict, {}{}{}{} unsupported, {} timeout, {} crashed, {} errors{}",
+            "{} {}: {} passed, {}{} failed, {} non-strict, {}{}{}{} unsupported, {} timeout, {} crashed, {} errors{}",
             self.cases,
+            if self.cases == 1 { "run" } else { "runs" },
             self.passed,
             optional(self.flaky, "flaky"),
             self.failed,

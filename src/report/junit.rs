@@ -8,7 +8,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{
+    NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite,
+};
 
 use super::console::diff;
 use super::drift_groups::{
@@ -130,10 +132,11 @@ fn suite_drift(groups: &[DriftGroup], runs: &[String]) -> Option<String> {
 }
 
 fn test_case(area: &str, case: &CaseReport, groups: &[DriftGroup]) -> TestCase {
-    let mut test = TestCase::new(
-        format!("{} [{}]", case.id, case.run_label()),
-        status(case, groups),
-    );
+    let mut status = status(case, groups);
+    // A flaky run passes with a `flakyFailure` per try that failed first, as nextest
+    // writes it.
+    status.add_reruns(case.failed_tries.iter().filter_map(flaky_failure));
+    let mut test = TestCase::new(format!("{} [{}]", case.id, case.run_label()), status);
     test.set_classname(area);
     test.set_time(Duration::from_millis(case.duration_ms));
     if let Some(ms) = case.startup_ms {
@@ -151,6 +154,31 @@ fn test_case(area: &str, case: &CaseReport, groups: &[DriftGroup]) -> TestCase {
         test.set_system_err(tail(&process.stderr));
     }
     test
+}
+
+/// A try that failed before a retry passed, as JUnit records it: what its own failure
+/// would have said, its time and the controller's output.
+fn flaky_failure(try_: &CaseReport) -> Option<TestRerun> {
+    let TestCaseStatus::NonSuccess {
+        kind,
+        message,
+        ty,
+        description,
+        ..
+    } = status(try_)
+    else {
+        return None;
+    };
+    let mut rerun = TestRerun::new(kind);
+    rerun.message = message;
+    rerun.ty = ty;
+    rerun.description = description;
+    rerun.set_time(Duration::from_millis(try_.duration_ms));
+    if let Some(process) = &try_.transcript.process {
+        rerun.set_system_out(tail(&process.stdout));
+        rerun.set_system_err(tail(&process.stderr));
+    }
+    Some(rerun)
 }
 
 /// The checks that did not pass.

@@ -119,6 +119,7 @@ mod tests {
             baseline: None,
             transcript: Default::default(),
             flaky: false,
+            failed_tries: Vec::new(),
         }
     }
 

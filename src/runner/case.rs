@@ -67,6 +67,7 @@ pub(crate) fn finish(
         detail: judgement.detail,
         transcript,
         flaky: false,
+        failed_tries: Vec::new(),
     };
     report.redact(redactor);
     report

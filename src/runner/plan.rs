@@ -169,6 +169,7 @@ pub(super) fn unsupported(case: &Case, state: StateMode, missing: &[&str]) -> Ca
         )),
         transcript: Transcript::default(),
         flaky: false,
+        failed_tries: Vec::new(),
     }
 }
 

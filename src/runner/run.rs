@@ -154,7 +154,9 @@ pub async fn run_all_until(
                 let mut report = runner
                     .run_observed(case, state, Some(observer.clone()))
                     .await;
-                // A retry is judged afresh; one that passes makes the run flaky.
+                // A retry is judged afresh; one that passes makes the run flaky, and
+                // keeps the tries that failed before it.
+                let mut failed_tries = Vec::new();
                 for _ in 0..options.retries {
                     if !fails_the_run(report.verdict) {
                         break;
@@ -162,11 +164,13 @@ pub async fn run_all_until(
                     let retry = runner
                         .run_observed(case, state, Some(observer.clone()))
                         .await;
-                    if !fails_the_run(retry.verdict) {
-                        report = CaseReport {
-                            flaky: true,
-                            ..retry
-                        };
+                    if fails_the_run(retry.verdict) {
+                        failed_tries.push(retry);
+                    } else {
+                        let first = std::mem::replace(&mut report, retry);
+                        failed_tries.insert(0, first);
+                        report.flaky = true;
+                        report.failed_tries = std::mem::take(&mut failed_tries);
                     }
                 }
                 if options.fail_fast && fails_the_run(report.verdict) {

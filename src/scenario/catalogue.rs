@@ -50,6 +50,26 @@ pub fn catalogue_scenario(id: &str) -> Scenario {
 
 /// Loads scenario files and directories (recursively, `.yaml`, `.yml`, `.json`).
 pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<Case>, Vec<ScenarioError>> {
+    let (files, mut errors) = scenario_files(paths);
+    let loaded = collect(files.iter().map(|path| {
+        load_file(path).map(|scenario| Case {
+            scenario,
+            source: path.clone(),
+        })
+    }));
+    match loaded {
+        Ok(cases) if errors.is_empty() => Ok(cases),
+        Ok(_) => Err(errors),
+        Err(mut more) => {
+            errors.append(&mut more);
+            Err(errors)
+        }
+    }
+}
+
+/// The files `paths` name, directories walked (recursively, `.yaml`, `.yml`, `.json`),
+/// sorted; and an error for each path that does not exist.
+pub fn scenario_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<ScenarioError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     for path in paths {
@@ -67,20 +87,7 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<Case>, Vec<ScenarioError>> {
         }
     }
     files.sort();
-    let loaded = collect(files.iter().map(|path| {
-        load_file(path).map(|scenario| Case {
-            scenario,
-            source: path.clone(),
-        })
-    }));
-    match loaded {
-        Ok(cases) if errors.is_empty() => Ok(cases),
-        Ok(_) => Err(errors),
-        Err(mut more) => {
-            errors.append(&mut more);
-            Err(errors)
-        }
-    }
+    (files, errors)
 }
 
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {

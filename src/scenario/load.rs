@@ -55,14 +55,32 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
 
 /// Parses scenario text; JSON when the path ends in `.json`, YAML otherwise.
 pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
-    let is_json = path.extension().is_some_and(|ext| ext == "json");
-    let scenario: Scenario = if is_json {
+    let scenario: Scenario = deserialize(path, text)?;
+    validate(&scenario).map_err(|(needle, message)| {
+        let (line, column) = locate(text, &needle);
+        ScenarioError {
+            path: path.to_owned(),
+            line,
+            column,
+            message,
+        }
+    })?;
+    Ok(scenario)
+}
+
+/// Reads the text of file `path` as a `T`: JSON when the path ends in `.json`, YAML
+/// otherwise; an error carries the line and column it is at.
+pub fn deserialize<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+) -> Result<T, ScenarioError> {
+    if path.extension().is_some_and(|ext| ext == "json") {
         serde_json::from_str(text).map_err(|err| ScenarioError {
             path: path.to_owned(),
             line: err.line() as u64,
             column: err.column() as u64,
             message: err.to_string(),
-        })?
+        })
     } else {
         serde_saphyr::from_str(text).map_err(|err| {
             let (line, column) = err
@@ -74,18 +92,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
                 column,
                 message: strip_location(&err.without_snippet().to_string()),
             }
-        })?
-    };
-    validate(&scenario).map_err(|(needle, message)| {
-        let (line, column) = locate(text, &needle);
-        ScenarioError {
-            path: path.to_owned(),
-            line,
-            column,
-            message,
-        }
-    })?;
-    Ok(scenario)
+        })
+    }
 }
 
 /// serde-saphyr appends " at line L column C"; we print the location up front instead.

@@ -12,7 +12,9 @@ mod task;
 pub use crate::contract::{Delivery, StateMode, run_label};
 #[cfg(test)]
 pub use catalogue::catalogue_scenario;
-pub use catalogue::{Case, area_counts, catalogue, load_paths};
-pub use load::{HOSTED_TOOLS, ScenarioError, final_message_text, load_file, parse, tool_names};
+pub use catalogue::{Case, area_counts, catalogue, load_paths, scenario_files};
+pub use load::{
+    HOSTED_TOOLS, ScenarioError, deserialize, final_message_text, load_file, parse, tool_names,
+};
 pub use model::*;
 pub use task::task_json;

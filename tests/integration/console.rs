@@ -224,7 +224,7 @@ fn last_failed_reruns_only_what_failed() {
     let output = run(&["--last-failed"]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("\n1 runs: 0 passed, "), "{stdout}");
+    assert!(stdout.contains("\n1 run: 0 passed, "), "{stdout}");
 }
 
 #[test]

@@ -71,6 +71,8 @@ fn the_schema_rejects_what_ci_systems_would_not_read() {
         r#"<testsuites><testsuite name="a" tests="one" failures="0" errors="0"/></testsuites>"#,
         // Two outcomes for one case.
         r#"<testsuites><testsuite name="a" tests="1" failures="1" errors="0"><testcase name="c"><failure/><skipped/></testcase></testsuite></testsuites>"#,
+        // A failed case that was flaky too.
+        r#"<testsuites><testsuite name="a" tests="1" failures="1" errors="0"><testcase name="c"><failure/><flakyFailure/></testcase></testsuite></testsuites>"#,
     ] {
         if let Some((valid, _)) = xmllint(broken) {
             assert!(!valid, "the schema accepts {broken}");
@@ -192,5 +194,49 @@ fn the_root_time_is_the_wall_time_not_the_sum_of_the_cases() {
     assert!(
         root < cases,
         "the root time {root} s is not the wall time:\n{xml}"
+    );
+}
+
+#[test]
+fn a_flaky_run_passes_with_a_flaky_failure_per_failed_try() {
+    let dir = tempfile::tempdir().unwrap();
+    // Crashes the first time each case runs, reports a wrong answer the second time
+    // (each try saying which it is), then runs the reference controller.
+    let controller = format!(
+        "m='{}'/\"$(echo \"$LOOPCHECK_CASE\" | tr / _)\"; n=$(cat \"$m\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$m\"; echo \"try $n\" >&2; if [ \"$n\" = 0 ]; then exit 3; fi; if [ \"$n\" = 1 ]; then echo '{{\"status\": \"completed\", \"output_text\": \"no idea\"}}'; exit 0; fi; exec '{}' reference-controller",
+        dir.path().display(),
+        crate::support::loopcheck_bin().display()
+    );
+    let xml = junit_of(&[
+        "--controller",
+        &controller,
+        "--supports",
+        "stateless",
+        "--filter",
+        "correlation/01-single-call",
+        "--retries",
+        "3",
+    ]);
+    let case = xml
+        .split("<testcase ")
+        .find(|case| case.contains("name=\"correlation/01-single-call [stateless]\""))
+        .unwrap_or_else(|| panic!("no stateless test case:\n{xml}"));
+    let case = case.split("</testcase>").next().unwrap();
+    // The crash is an error, the wrong answer a failure, in the order they ran.
+    let error = case
+        .find("<flakyError ")
+        .unwrap_or_else(|| panic!("{case}"));
+    let failure = case
+        .find("<flakyFailure ")
+        .unwrap_or_else(|| panic!("{case}"));
+    assert!(error < failure, "tries out of order: {case}");
+    assert_eq!(case.matches("<flakyError ").count(), 1, "{case}");
+    assert_eq!(case.matches("<flakyFailure ").count(), 1, "{case}");
+    assert!(case.contains("type=\"crashed\""), "{case}");
+    assert!(case.contains("try 0") && case.contains("try 1"), "{case}");
+    assert!(case.contains(" failed: "), "the failure's message: {case}");
+    assert!(
+        !case.contains("<failure") && !case.contains("<error"),
+        "{case}"
     );
 }

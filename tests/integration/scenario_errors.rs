@@ -252,3 +252,83 @@ fn a_compaction_item_needs_context_management_and_a_text_format_a_json_schema() 
         "{message}"
     );
 }
+
+/// A task file as `record --task` reads it: the `task` and `tools` sections alone.
+const TASK_ONLY: &str = r#"task:
+  input: "Weather in Paris?"
+  tools: [get_weather]
+tools:
+  get_weather:
+    results:
+      - when: {city: Paris}
+        result: {condition: sunny}
+"#;
+
+/// `record --task FILE` with a command that makes no request: how far it got.
+fn record_with_task(task: &Path) -> std::process::Output {
+    let out = task.with_file_name("cassette.yaml");
+    loopcheck(&[
+        "record",
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--task",
+        &task.to_string_lossy(),
+        "--out",
+        &out.to_string_lossy(),
+        "--",
+        "true",
+    ])
+}
+
+#[test]
+fn lint_and_record_agree_on_task_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("task.yaml");
+    std::fs::write(&task, TASK_ONLY).unwrap();
+    std::fs::write(dir.path().join("good.yaml"), GOOD).unwrap();
+
+    // A valid task file lints clean, alone and beside a scenario in a folder...
+    let output = loopcheck(&["lint", &task.to_string_lossy()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout.contains("1 task file(s) OK"), "{stdout}");
+    let output = loopcheck(&["lint", &dir.path().to_string_lossy()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(
+        stdout.contains("1 scenario file(s) and 1 task file(s) OK"),
+        "{stdout}"
+    );
+    // ... and record takes it: it gets as far as the command, which asked nothing.
+    let output = record_with_task(&task);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("nothing to save"), "{stderr}");
+
+    // A malformed one gets the same located error from both.
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        TASK_ONLY.replace(
+            "  tools: [get_weather]\n",
+            "  tools: [get_weather]\n  max_rounds: many\n",
+        ),
+    )
+    .unwrap();
+    let expected = format!("{}:4:15: invalid u32", bad.display());
+    let output = loopcheck(&["lint", &bad.to_string_lossy()]);
+    let linted = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{linted}");
+    assert!(linted.contains(&expected), "{linted}");
+    let output = record_with_task(&bad);
+    let recorded = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{recorded}");
+    assert!(recorded.contains(&expected), "{recorded}");
+
+    // A file with a task and a script is a scenario, linted as one.
+    let half = dir.path().join("half.yaml");
+    std::fs::write(&half, format!("{TASK_ONLY}script: []\n")).unwrap();
+    let output = loopcheck(&["lint", &half.to_string_lossy()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("missing field `format`"), "{stderr}");
+}

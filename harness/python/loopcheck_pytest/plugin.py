@@ -125,10 +125,23 @@ def loopcheck_server(request):
     return _server(request.config)
 
 
+def _case_run(item):
+    """The (case id, state, delivery) a parametrized test runs, or None."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("loopcheck_session") if callspec is not None else None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A test that failed before asking for its verdict (the loop raised, say) still
-    shows what loopcheck saw, as a report section."""
+    """Names the case run in the test's `user_properties` (a JUnit XML `property`), and
+    gives a test that failed before asking for its verdict (the loop raised, say) what
+    loopcheck saw, as a report section."""
+    run = _case_run(item)
+    if run is not None and not any(name == "loopcheck_case" for name, _ in item.user_properties):
+        case, state, delivery = run
+        item.user_properties.extend(
+            [("loopcheck_case", case), ("loopcheck_state", state), ("loopcheck_delivery", delivery)]
+        )
     outcome = yield
     report = outcome.get_result()
     session = getattr(item, "funcargs", {}).get("loopcheck_session")
@@ -139,4 +152,18 @@ def pytest_runtest_makereport(item, call):
     except ServeError as err:
         report.sections.append(("loopcheck verdict", f"unavailable: {err}"))
         return
+    if not session.posted:
+        verdict = _without_missing_result(verdict)
     report.sections.append(("loopcheck verdict", failure_message(verdict)))
+
+
+def _without_missing_result(verdict):
+    """The verdict on a test that raised before posting a result, without the finding
+    that no result was posted: the traceback above says why, and the other findings
+    (what the loop sent before it raised) are what is left to read."""
+    missing = verdict.get("detail")
+    return {
+        **verdict,
+        "detail": None,
+        "checks": [check for check in verdict.get("checks", []) if check["message"] != missing],
+    }

@@ -225,8 +225,15 @@ class Session:
         #: True once a verdict was asked for.
         self.judged = False
 
+    @property
+    def posted(self):
+        """True once the loop's result was posted."""
+        return self._posted
+
     def call_tool(self, name, call_id, arguments, principal=None, approval=None):
-        """Runs a call on the fixture backend: (HTTP status, JSON answer)."""
+        """Runs a call on the fixture backend: (HTTP status, JSON answer). The answer
+        is `{"result": ...}` with 200, else `{"error": {"message": ...}}` (an unknown
+        tool, a refused approval, a scripted failure)."""
         body = {"call_id": call_id, "arguments": arguments}
         if principal is not None:
             body["principal"] = principal
