@@ -165,7 +165,7 @@ fn flaky_failure(try_: &CaseReport) -> Option<TestRerun> {
         ty,
         description,
         ..
-    } = status(try_)
+    } = status(try_, &[])
     else {
         return None;
     };
