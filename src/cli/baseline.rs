@@ -6,7 +6,7 @@
 //! all); 2 for a usage error; 130 when interrupted (nothing written).
 
 use crate::expectations::Baseline;
-use crate::expectations::baseline::describe;
+use crate::expectations::baseline::{Entry, describe};
 use crate::oracle::CaseVerdict;
 
 use super::args::{BaselineCommand, RunArgs};
@@ -18,6 +18,18 @@ pub(super) async fn baseline(command: BaselineCommand) -> Result<u8, CliError> {
         BaselineCommand::Prune(args) => prune(args).await,
         BaselineCommand::Update(args) => update(args).await,
     }
+}
+
+/// The baseline split into the entries this run can judge and those of cases that its
+/// `--filter` and `--exclude` leave out, kept as they are: narrowing a run never drops
+/// the entry of a case that still exists.
+fn split(args: &RunArgs, baseline: Baseline) -> Result<(Baseline, Vec<Entry>), CliError> {
+    let left_out = args.selection.left_out()?;
+    let (outside, inside) = baseline
+        .expected
+        .into_iter()
+        .partition(|e| left_out.contains(&e.case));
+    Ok((Baseline { expected: inside }, outside))
 }
 
 /// The settings resolved, and the baseline file; a run of only part of the selection is
@@ -45,11 +57,12 @@ fn write(path: &std::path::Path, baseline: &Baseline) -> Result<(), CliError> {
 
 async fn prune(args: RunArgs) -> Result<u8, CliError> {
     let (args, path) = prepare(args)?;
-    let before = Baseline::load(&path)?;
+    let (before, outside) = split(&args, Baseline::load(&path)?)?;
     let Some(reports) = execute(&args, Some(before.clone()), false).await? else {
         return Ok(exit::OK);
     };
-    let pruned = before.prune(&reports);
+    let mut pruned = before.prune(&reports);
+    pruned.baseline.expected.extend(outside);
     write(&path, &pruned.baseline)?;
     println!();
     for (entry, why) in &pruned.dropped {
@@ -80,15 +93,19 @@ async fn prune(args: RunArgs) -> Result<u8, CliError> {
 
 async fn update(args: RunArgs) -> Result<u8, CliError> {
     let (args, path) = prepare(args)?;
-    let before = if path.exists() {
-        Baseline::load(&path)?
-    } else {
-        Baseline::default()
-    };
+    let (before, outside) = split(
+        &args,
+        if path.exists() {
+            Baseline::load(&path)?
+        } else {
+            Baseline::default()
+        },
+    )?;
     let Some(reports) = execute(&args, Some(before.clone()), false).await? else {
         return Ok(exit::OK);
     };
-    let after = before.updated(&reports);
+    let mut after = before.updated(&reports);
+    after.expected.extend(outside.iter().cloned());
     write(&path, &after)?;
     println!();
     for entry in before
@@ -101,7 +118,7 @@ async fn update(args: RunArgs) -> Result<u8, CliError> {
     for entry in after
         .expected
         .iter()
-        .filter(|e| !before.expected.contains(e))
+        .filter(|e| !before.expected.contains(e) && !outside.contains(e))
     {
         println!("added {}", describe(entry));
     }
@@ -114,7 +131,7 @@ async fn update(args: RunArgs) -> Result<u8, CliError> {
         } else {
             "ies"
         },
-        before.expected.len()
+        before.expected.len() + outside.len()
     );
     Ok(exit::OK)
 }

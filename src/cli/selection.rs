@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use globset::{Glob, GlobSetBuilder};
+use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::runner::{self, RunOptions};
 use crate::scenario::{self, Case, ScenarioError};
@@ -23,10 +23,7 @@ fn load(paths: &[PathBuf]) -> Result<Vec<Case>, Vec<ScenarioError>> {
     }
 }
 
-fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliError> {
-    if globs.is_empty() {
-        return Ok(cases);
-    }
+fn glob_set(globs: &[String]) -> Result<GlobSet, CliError> {
     let mut builder = GlobSetBuilder::new();
     for glob in globs {
         builder.add(Glob::new(glob).map_err(|source| CliError::Filter {
@@ -34,7 +31,14 @@ fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliErro
             source,
         })?);
     }
-    let set = builder.build().map_err(CliError::Filters)?;
+    builder.build().map_err(CliError::Filters)
+}
+
+fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliError> {
+    if globs.is_empty() {
+        return Ok(cases);
+    }
+    let set = glob_set(globs)?;
     // Every filter must select something: a typo in one of several would otherwise pass
     // silently with the others' cases.
     let mut used = vec![false; globs.len()];
@@ -62,14 +66,7 @@ fn filter_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliErro
 
 /// The cases whose id matches none of `globs`.
 fn exclude_cases(cases: Vec<Case>, globs: &[String]) -> Result<Vec<Case>, CliError> {
-    let mut builder = GlobSetBuilder::new();
-    for glob in globs {
-        builder.add(Glob::new(glob).map_err(|source| CliError::Filter {
-            glob: glob.clone(),
-            source,
-        })?);
-    }
-    let set = builder.build().map_err(CliError::Filters)?;
+    let set = glob_set(globs)?;
     Ok(cases
         .into_iter()
         .filter(|c| !set.is_match(&c.scenario.id))
@@ -86,6 +83,22 @@ impl Selection {
             return Err(CliError::NoCase);
         }
         Ok(cases)
+    }
+
+    /// The ids of the cases the scenario files hold that `--filter` and `--exclude`
+    /// leave out: what a narrowed run did not run on purpose.
+    pub(super) fn left_out(&self) -> Result<std::collections::BTreeSet<String>, CliError> {
+        let all = load(&self.paths).map_err(CliError::Scenarios)?;
+        let selected: std::collections::BTreeSet<String> =
+            exclude_cases(filter_cases(all.clone(), &self.filter)?, &self.exclude)?
+                .into_iter()
+                .map(|c| c.scenario.id)
+                .collect();
+        Ok(all
+            .into_iter()
+            .map(|c| c.scenario.id)
+            .filter(|id| !selected.contains(id))
+            .collect())
     }
 }
 

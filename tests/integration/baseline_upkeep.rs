@@ -68,6 +68,33 @@ fn prune_empties_the_baseline_of_a_controller_that_was_fixed() {
 }
 
 #[test]
+fn a_narrowed_prune_or_update_keeps_the_entries_of_the_cases_it_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("baseline.toml");
+    write_mutant_baseline(&baseline);
+    let narrowed = ["baseline", "prune", "--exclude", "correlation/02*"];
+    let out = loopcheck(&narrowed, None, &baseline);
+    assert_success(&out);
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    assert_eq!(text.matches("[[expected]]").count(), 1, "{text}");
+    assert!(
+        text.contains("correlation/02-") && !text.contains("correlation/01-"),
+        "{text}"
+    );
+
+    let narrowed = ["baseline", "update", "--exclude", "correlation/02*"];
+    let out = loopcheck(&narrowed, None, &baseline);
+    assert_success(&out);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("added"),
+        "{}",
+        cli::text(&out)
+    );
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    assert!(text.contains("correlation/02-"), "{text}");
+}
+
+#[test]
 fn update_rewrites_the_baseline_keeping_each_entry_s_reason() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("baseline.toml");
