@@ -48,53 +48,26 @@ const STARTER_BASELINE: &str = r#"# loopcheck baseline: expected failures (`loop
 # What the starter leaves to you (its TODOs): validating arguments against the tool's
 # schema before dispatch (dispatch/schema-valid), and reporting a refusal as a failure
 # with reason "refusal" (terminal/outcome). CI passes on them until you fix one; an
-# entry whose case run now passes fails the run as stale: delete it.
+# entry whose case run now passes fails the run as stale: `loopcheck baseline prune`
+# drops it.
 
 [[expected]]
 case = "dispatch/09-schema-violation"
-state = "previous_response_id"
-delivery = "json"
-checks = ["dispatch/schema-valid"]
-
-[[expected]]
-case = "dispatch/09-schema-violation"
-state = "stateless"
 delivery = "json"
 checks = ["dispatch/schema-valid"]
 
 [[expected]]
 case = "dispatch/11-exact-arguments"
-state = "previous_response_id"
-delivery = "json"
-checks = ["dispatch/schema-valid"]
-
-[[expected]]
-case = "dispatch/11-exact-arguments"
-state = "stateless"
 delivery = "json"
 checks = ["dispatch/schema-valid"]
 
 [[expected]]
 case = "terminal/09-refusal"
-state = "previous_response_id"
-delivery = "json"
-checks = ["terminal/outcome"]
-
-[[expected]]
-case = "terminal/09-refusal"
-state = "stateless"
 delivery = "json"
 checks = ["terminal/outcome"]
 
 [[expected]]
 case = "terminal/12-refusal-beside-text"
-state = "previous_response_id"
-delivery = "json"
-checks = ["terminal/outcome"]
-
-[[expected]]
-case = "terminal/12-refusal-beside-text"
-state = "stateless"
 delivery = "json"
 checks = ["terminal/outcome"]
 "#;
