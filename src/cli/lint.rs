@@ -44,11 +44,5 @@ fn is_task_file(path: &Path) -> bool {
 
 /// Reads a task file as `record --task` does.
 fn lint_task(path: &Path) -> Result<TaskFile, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|err| ScenarioError {
-        path: path.to_owned(),
-        line: 0,
-        column: 0,
-        message: format!("failed to read the file: {err}"),
-    })?;
-    TaskFile::parse(path, &text)
+    TaskFile::parse(path, &crate::scenario::read_text(path)?)
 }

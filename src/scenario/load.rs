@@ -44,13 +44,17 @@ impl std::error::Error for ScenarioError {}
 
 /// Reads and parses a scenario file from disk.
 pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|err| ScenarioError {
+    parse(path, &read_text(path)?)
+}
+
+/// A file's text, or the error that names it.
+pub fn read_text(path: &Path) -> Result<String, ScenarioError> {
+    std::fs::read_to_string(path).map_err(|err| ScenarioError {
         path: path.to_owned(),
         line: 0,
         column: 0,
         message: format!("failed to read the file: {err}"),
-    })?;
-    parse(path, &text)
+    })
 }
 
 /// Parses scenario text; JSON when the path ends in `.json`, YAML otherwise.

@@ -14,7 +14,8 @@ pub use crate::contract::{Delivery, StateMode, run_label};
 pub use catalogue::catalogue_scenario;
 pub use catalogue::{Case, area_counts, catalogue, load_paths, scenario_files};
 pub use load::{
-    HOSTED_TOOLS, ScenarioError, deserialize, final_message_text, load_file, parse, tool_names,
+    HOSTED_TOOLS, ScenarioError, deserialize, final_message_text, load_file, parse, read_text,
+    tool_names,
 };
 pub use model::*;
 pub use task::task_json;

@@ -498,16 +498,22 @@ fn said(output: &std::process::Output) -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_pytest_suite_records_a_cassette_per_test_under_xdist_and_replays_them_in_any_order() {
+/// A temporary project holding these files of `cassette_suite/`.
+fn suite(files: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for file in ["test_loops.py", "conftest.py"] {
+    for file in files {
         std::fs::copy(
             root().join("tests/integration/cassette_suite").join(file),
             dir.path().join(file),
         )
         .unwrap();
     }
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pytest_suite_records_a_cassette_per_test_under_xdist_and_replays_them_in_any_order() {
+    let dir = suite(&["test_loops.py", "conftest.py"]);
     let upstream = topic_upstream().await;
     let url = format!("{}/v1", upstream.uri());
     let recorded = pytest(
@@ -611,14 +617,7 @@ fn vitest(dir: &Path, env: &[(&str, &str)]) -> Option<std::process::Output> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_vitest_suite_records_a_cassette_per_test_and_replays_them_in_another_order() {
-    let dir = tempfile::tempdir().unwrap();
-    for file in ["loops.test.mjs", "vitest.config.mjs"] {
-        std::fs::copy(
-            root().join("tests/integration/cassette_suite").join(file),
-            dir.path().join(file),
-        )
-        .unwrap();
-    }
+    let dir = suite(&["loops.test.mjs", "vitest.config.mjs"]);
     let upstream = topic_upstream().await;
     let url = format!("{}/v1", upstream.uri());
     let env = [
