@@ -12,8 +12,8 @@ use crate::report::drift_groups::changes_once;
 use crate::transcript::drift::ComparisonStatus;
 
 /// What a session's `snapshot` name may be: a relative path of segments made of
-/// letters, digits, `-`, `_` and `.` (no `.` or `..` segment), so it stays under the
-/// snapshot folder.
+/// letters, digits, `-`, `_` and `.` (no `.` or `..` segment, none longer than 200), so
+/// it stays under the snapshot folder and its file name fits a file system's limit.
 const NAME_EXPECTED: &str = "a relative path of letters, digits, `-`, `_` and `.`, such as \
      \"tests/test_loop.py-test_refund\" (no `..`, no leading `/`)";
 
@@ -26,13 +26,14 @@ pub fn requested_name(request: &Value) -> Result<Option<String>, String> {
     };
     let safe_segment = |segment: &str| {
         !segment.is_empty()
+            && segment.len() <= 200
             && segment != "."
             && segment != ".."
             && segment
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     };
-    if name.len() > 200 || !name.split('/').all(safe_segment) {
+    if !name.split('/').all(safe_segment) {
         return Err(format!("`snapshot` must be {NAME_EXPECTED}; got {name:?}"));
     }
     Ok(Some(name.clone()))

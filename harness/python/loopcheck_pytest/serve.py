@@ -292,7 +292,8 @@ def failure_message(verdict):
         lines.append(f"  {verdict['detail']}")
     if verdict.get("verdict") == "drift" and verdict.get("snapshot_message"):
         lines.extend(f"  {line}" for line in verdict["snapshot_message"].splitlines())
-        lines.append("  (or accept every change: rerun with --loopcheck-update-snapshots)")
+        if "pending as" in verdict["snapshot_message"]:
+            lines.append("  (or accept every change: rerun with --loopcheck-update-snapshots)")
     for check in verdict.get("checks", []):
         if check["verdict"] in ("fail", "non-strict"):
             lines.append(f"  {check['verdict']} {check['id']} ({check['level']}): {check['message']}")
