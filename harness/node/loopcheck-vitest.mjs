@@ -139,19 +139,44 @@ export function startServer({ bin = findLoopcheck(), args = [], timeoutMs = 30_0
 }
 
 /**
+ * `loopcheck serve`'s snapshot flags: `snapshots` (a folder, relative to the working
+ * directory; default `LOOPCHECK_SNAPSHOTS`) holds what each test's loop sent, and
+ * `updateSnapshots` (default `LOOPCHECK_UPDATE_SNAPSHOTS` set to anything but empty,
+ * `false` or `0`) accepts every change. The server reads the `[snapshots] redactions` of
+ * the loopcheck.toml in the working directory, as `loopcheck run` does.
+ */
+export function snapshotArgs({ snapshots = process.env.LOOPCHECK_SNAPSHOTS, updateSnapshots } = {}, env = process.env) {
+  const update = updateSnapshots ?? !['', 'false', '0', undefined].includes(env.LOOPCHECK_UPDATE_SNAPSHOTS);
+  if (!snapshots) {
+    if (update) throw new Error('loopcheck: updating snapshots needs a folder: set LOOPCHECK_SNAPSHOTS (or the `snapshots` option)');
+    return [];
+  }
+  return ['--snapshots', path.resolve(snapshots), ...(update ? ['--update-snapshots'] : [])];
+}
+
+/**
+ * A global setup with options (`snapshots`, `updateSnapshots`), for a setup file of your
+ * own: `export const setup = loopcheckSetup({ snapshots: 'snapshots/my-loop' });`.
+ */
+export function loopcheckSetup(options = {}) {
+  return async (project) => {
+    const running = process.env.LOOPCHECK_URL;
+    if (running) {
+      project.provide(URL_KEY, running.replace(/\/+$/, ''));
+      return undefined;
+    }
+    const server = await startServer({ args: snapshotArgs(options) });
+    project.provide(URL_KEY, server.url);
+    return server.stop;
+  };
+}
+
+/**
  * vitest's global setup: one server for every worker of the run, its URL provided to
  * them as `loopcheckUrl`. With `LOOPCHECK_URL` set, uses that running server instead.
+ * Snapshots as `LOOPCHECK_SNAPSHOTS` and `LOOPCHECK_UPDATE_SNAPSHOTS` say.
  */
-export async function setup(project) {
-  const running = process.env.LOOPCHECK_URL;
-  if (running) {
-    project.provide(URL_KEY, running.replace(/\/+$/, ''));
-    return undefined;
-  }
-  const server = await startServer();
-  project.provide(URL_KEY, server.url);
-  return server.stop;
-}
+export const setup = loopcheckSetup();
 
 // ---------------------------------------------------------------------------------------
 // In the tests.
@@ -320,7 +345,20 @@ export function describeVerdict(verdict, options = {}) {
     lines.push(`  ${check.id}: ${message}`);
   }
   if (verdict.detail && !messages.has(verdict.detail)) lines.push(`  detail: ${verdict.detail}`);
+  if (verdict.verdict === 'drift' && verdict.snapshot_message) {
+    lines.push(...verdict.snapshot_message.split('\n').map((line) => `  ${line}`));
+    if (verdict.snapshot_message.includes('pending as')) {
+      lines.push('  (or accept every change: rerun with LOOPCHECK_UPDATE_SNAPSHOTS=1)');
+    }
+  }
   return lines.join('\n');
+}
+
+/** A test's snapshot name: its file less the extension, then its suites and name joined
+ * by dots, file-safe (`tests/loop.test/correlation-01-single-call-previous_response_id`). */
+export function snapshotName(task, cwd = process.cwd()) {
+  const file = cassettePath(task, { folder: '.', cwd });
+  return path.relative(cwd, file).replace(/\.yaml$/, '').split(path.sep).join('/');
 }
 
 /**
@@ -340,6 +378,9 @@ export async function loopcheckSession(run, ctx) {
     case: run.case,
     state: run.state,
     delivery: run.delivery,
+    // Its snapshot (when the server keeps them) is the test's own: two tests may run
+    // the same case run with different loops.
+    ...(ctx?.task ? { snapshot: snapshotName(ctx.task) } : {}),
   });
   if (answer.status !== 201) throw serverError(`creating a session for ${run.name}`, answer);
   const created = answer.json;

@@ -405,6 +405,17 @@ pub(super) struct ServeArgs {
     /// open to it, so the server ends with the helper even when the helper is killed.
     #[arg(long)]
     pub(super) stop_on_eof: bool,
+    /// Hold each session's verdict to its snapshot in this folder, as `run --snapshots`
+    /// does (a session may name its snapshot; default: the case run's name).
+    #[arg(long, value_name = "DIR")]
+    pub(super) snapshots: Option<PathBuf>,
+    /// Write every judged session as its snapshot, accepting all changes (refused under CI).
+    #[arg(long, requires = "snapshots")]
+    pub(super) update_snapshots: bool,
+    /// The settings file whose `[snapshots] redactions` apply (default: `loopcheck.toml`
+    /// in the working directory, if any).
+    #[arg(long, value_name = "FILE")]
+    pub(super) config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

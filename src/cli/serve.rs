@@ -1,5 +1,7 @@
 //! `loopcheck serve`: sessions of the cases on one fake server, for a test framework.
 
+use crate::config;
+use crate::expectations::Snapshots;
 use crate::serve::{Limits, ServeOptions, SessionServer};
 
 use super::args::ServeArgs;
@@ -8,6 +10,14 @@ use super::error::{CliError, exit};
 pub(super) async fn serve(args: ServeArgs) -> Result<u8, CliError> {
     let cases = args.selection.cases()?;
     let count = cases.len();
+    // Read as `run` reads them: the same redactions, the same folder checks and CI rule.
+    let snapshots = match &args.snapshots {
+        Some(dir) => {
+            let redactions = config::snapshot_redactions(args.config.as_deref())?;
+            Some(Snapshots::open(dir, args.update_snapshots, redactions)?)
+        }
+        None => None,
+    };
     let options = ServeOptions {
         port: args.port,
         limits: Limits {
@@ -18,6 +28,7 @@ pub(super) async fn serve(args: ServeArgs) -> Result<u8, CliError> {
         },
         seed: args.seed,
         http: crate::server::HttpLimits::default(),
+        snapshots,
     };
     let server = SessionServer::start(cases, options)
         .await

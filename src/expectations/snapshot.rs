@@ -128,6 +128,11 @@ pub struct Snapshots {
 }
 
 impl Snapshots {
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The snapshots in `dir`; checks before any case runs that the folder can be written
     /// when a run may write to it (outside CI, or to update).
     pub fn open(dir: &Path, update: bool, redactions: Redactions) -> Result<Self, SnapshotError> {
@@ -175,10 +180,17 @@ impl Snapshots {
     /// depends on the machine's speed; the run and its snapshot are compared up to where
     /// the shorter one ends, and must end alike.
     pub fn check(&self, report: &mut CaseReport, cut_by_clock: bool) {
+        self.check_named(report, None, cut_by_clock);
+    }
+
+    /// As [`Snapshots::check`], with the file named `name` (a relative path under the
+    /// folder) in place of the case id: two tests of a suite may run the same case run
+    /// with different loops, each held to its own snapshot.
+    pub fn check_named(&self, report: &mut CaseReport, name: Option<&str>, cut_by_clock: bool) {
         if report.transcript.model.is_empty() && report.transcript.tools.is_empty() {
             return; // unsupported or not run: nothing was sent
         }
-        let path = self.path(&report.id, report.state, report.delivery);
+        let path = self.path(name.unwrap_or(&report.id), report.state, report.delivery);
         let normalized = normalize(&report.id, report.state, &report.transcript);
         let note = match redacted(&self.redactions, normalized, true) {
             Ok(actual) => self.compare(&path, &actual, cut_by_clock),

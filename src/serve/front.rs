@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use super::registry::Admission;
 use super::{Limits, Registry, SessionError};
 use crate::contract::ControllerEnv;
+use crate::expectations::Snapshots;
 use crate::runner;
 use crate::scenario::{Case, Delivery, StateMode};
 use crate::server::http::{self, DropConnection, ReplyStream, RunningServer};
@@ -18,7 +19,7 @@ use crate::server::{EngineReply, EngineRequest, HttpLimits, ReplyBody};
 use crate::transcript::{ControllerResult, Unfinished};
 
 /// How a serve server is set up.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ServeOptions {
     /// The port on 127.0.0.1; 0 takes a free one.
     pub port: u16,
@@ -28,6 +29,8 @@ pub struct ServeOptions {
     pub seed: u64,
     /// What the HTTP front lets each client do.
     pub http: HttpLimits,
+    /// The snapshot folder every verdict is held to (`--snapshots`), if any.
+    pub snapshots: Option<Snapshots>,
 }
 
 /// A running serve server; dropping it (or [`SessionServer::shutdown`]) stops it.
@@ -50,7 +53,8 @@ impl SessionServer {
     /// Binds 127.0.0.1 and serves sessions of `cases`.
     pub async fn start(cases: Vec<Case>, options: ServeOptions) -> std::io::Result<Self> {
         let cases: Vec<Arc<Case>> = cases.into_iter().map(Arc::new).collect();
-        let registry = Arc::new(Registry::new(options.limits, options.seed));
+        let registry =
+            Arc::new(Registry::new(options.limits, options.seed).with_snapshots(options.snapshots));
         let front = Arc::new(Front {
             by_id: cases
                 .iter()
@@ -228,10 +232,17 @@ impl Front {
                 .delete(id, &token)
                 .map(|()| json!({"id": id, "deleted": true})),
             ["result"] => return self.take_result(id, &token, &request.body),
-            ["verdict"] => self
-                .registry
-                .verdict(id, &token)
-                .map(|report| serde_json::to_value(&report).unwrap_or_default()),
+            ["verdict"] => self.registry.verdict(id, &token).map(|report| {
+                let mut answer = serde_json::to_value(&report).unwrap_or_default();
+                // What a test failure says of the snapshot, in the console's words.
+                if let (Some(snapshots), Value::Object(fields)) =
+                    (self.registry.snapshots(), &mut answer)
+                    && let Some(message) = super::snapshots::message(&report, snapshots.dir())
+                {
+                    fields.insert("snapshot_message".to_owned(), Value::String(message));
+                }
+                answer
+            }),
             _ => self
                 .registry
                 .transcript(id, &token)
@@ -380,7 +391,17 @@ impl Front {
                 None => return error(400, format!("`seed` must be a whole number; got {seed}")),
             },
         };
-        let created = match self.registry.create(case.clone(), state, seed) {
+        let snapshot = match super::snapshots::requested_name(&request) {
+            Ok(snapshot) => snapshot,
+            Err(why) => return error(400, why),
+        };
+        let snapshot_path = self.registry.snapshots().map(|snapshots| {
+            snapshots
+                .path(snapshot.as_deref().unwrap_or(id), state, delivery)
+                .display()
+                .to_string()
+        });
+        let created = match self.registry.create(case.clone(), state, seed, snapshot) {
             Ok(created) => created,
             Err(err) => return session_error(err),
         };
@@ -400,9 +421,7 @@ impl Front {
         .into_iter()
         .map(|(name, value)| (name, Value::String(value)))
         .collect();
-        (
-            201,
-            json!({
+        let mut answer = json!({
                 "id": created.id,
                 "token": created.token,
                 "case": id,
@@ -417,8 +436,11 @@ impl Front {
                 "result_url": format!("{control_url}/result"),
                 "verdict_url": format!("{control_url}/verdict"),
                 "url": control_url,
-            }),
-        )
+        });
+        if let (Some(path), Value::Object(fields)) = (snapshot_path, &mut answer) {
+            fields.insert("snapshot".to_owned(), Value::String(path));
+        }
+        (201, answer)
     }
 
     /// Takes the loop's result object; one that is not a result is kept as the reason

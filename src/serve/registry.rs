@@ -8,6 +8,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::expectations::Snapshots;
 use crate::report::CaseReport;
 use crate::runner;
 use crate::scenario::{Case, StateMode};
@@ -94,6 +95,8 @@ struct Entry {
     /// Why the session stopped answering, once it passed a cap.
     overflow: Option<String>,
     result: Option<Result<ControllerResult, Unfinished>>,
+    /// The snapshot's name in place of the case id, when the session's creation chose one.
+    snapshot: Option<String>,
 }
 
 /// How many expired ids are remembered, to tell "expired" from "never existed".
@@ -103,6 +106,8 @@ const EXPIRED_MEMORY: usize = 4_096;
 pub struct Registry {
     limits: Limits,
     seed: u64,
+    /// The folder verdicts are held to, when the server keeps snapshots.
+    snapshots: Option<Snapshots>,
     state: Mutex<RegistryState>,
 }
 
@@ -136,8 +141,19 @@ impl Registry {
         Self {
             limits,
             seed,
+            snapshots: None,
             state: Mutex::new(RegistryState::default()),
         }
+    }
+
+    /// The same registry, holding every verdict to its snapshot in `snapshots`.
+    pub fn with_snapshots(self, snapshots: Option<Snapshots>) -> Self {
+        Self { snapshots, ..self }
+    }
+
+    /// The snapshot folder, when there is one.
+    pub fn snapshots(&self) -> Option<&Snapshots> {
+        self.snapshots.as_ref()
     }
 
     /// The limits.
@@ -152,12 +168,14 @@ impl Registry {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Starts a session of `case` in `state`.
+    /// Starts a session of `case` in `state`; its snapshot is named `snapshot` (a path
+    /// under the folder) instead of by the case id, when given.
     pub fn create(
         &self,
         case: Arc<Case>,
         state: StateMode,
         seed: Option<u64>,
+        snapshot: Option<String>,
     ) -> Result<Created, SessionError> {
         let now = Instant::now();
         let mut registry = self.lock();
@@ -188,6 +206,7 @@ impl Registry {
                 body_bytes: 0,
                 overflow: None,
                 result: None,
+                snapshot,
             },
         );
         Ok(Created { id, token, session })
@@ -238,17 +257,20 @@ impl Registry {
     }
 
     /// The oracle's verdict on session `id` as it stands: its transcript so far and the
-    /// result it was given (none yet is judged as no result).
+    /// result it was given (none yet is judged as no result), held to its snapshot when
+    /// the server keeps them, as a run holds a case run.
     pub fn verdict(&self, id: &str, token: &str) -> Result<CaseReport, SessionError> {
-        let (case, session, created, overflow, result) = self.with_control(id, token, |entry| {
-            (
-                entry.case.clone(),
-                entry.session.clone(),
-                entry.created,
-                entry.overflow.clone(),
-                entry.result.clone(),
-            )
-        })?;
+        let (case, session, created, overflow, result, snapshot) =
+            self.with_control(id, token, |entry| {
+                (
+                    entry.case.clone(),
+                    entry.session.clone(),
+                    entry.created,
+                    entry.overflow.clone(),
+                    entry.result.clone(),
+                    entry.snapshot.clone(),
+                )
+            })?;
         let state = session.state();
         if let Some(why) = overflow {
             let mut report = runner::error_report(&case, state, why);
@@ -262,14 +284,12 @@ impl Registry {
             })
         });
         // Judged outside the registry's lock: other sessions go on meanwhile.
-        Ok(runner::finish(
-            &case.scenario,
-            state,
-            &session,
-            None,
-            result,
-            created,
-        ))
+        let mut report = runner::finish(&case.scenario, state, &session, None, result, created);
+        if let Some(snapshots) = &self.snapshots {
+            let cut_by_clock = case.scenario.task.deadline_ms.is_some();
+            snapshots.check_named(&mut report, snapshot.as_deref(), cut_by_clock);
+        }
+        Ok(report)
     }
 
     /// What session `id` has recorded so far.
@@ -382,21 +402,33 @@ mod tests {
     #[test]
     fn sessions_past_the_limit_are_refused_until_one_ends() {
         let registry = Registry::new(limits(), 0);
-        let first = registry.create(case(), StateMode::Stateless, None).unwrap();
-        registry.create(case(), StateMode::Stateless, None).unwrap();
+        let first = registry
+            .create(case(), StateMode::Stateless, None, None)
+            .unwrap();
+        registry
+            .create(case(), StateMode::Stateless, None, None)
+            .unwrap();
         assert_eq!(
-            registry.create(case(), StateMode::Stateless, None).err(),
+            registry
+                .create(case(), StateMode::Stateless, None, None)
+                .err(),
             Some(SessionError::Full(2))
         );
         registry.delete(&first.id, &first.token).unwrap();
-        assert!(registry.create(case(), StateMode::Stateless, None).is_ok());
+        assert!(
+            registry
+                .create(case(), StateMode::Stateless, None, None)
+                .is_ok()
+        );
         assert_eq!(registry.live(), 2);
     }
 
     #[test]
     fn a_session_past_its_request_cap_stops_answering_and_says_why() {
         let registry = Registry::new(limits(), 0);
-        let created = registry.create(case(), StateMode::Stateless, None).unwrap();
+        let created = registry
+            .create(case(), StateMode::Stateless, None, None)
+            .unwrap();
         let id = created.id;
         for _ in 0..3 {
             assert!(matches!(
@@ -417,7 +449,7 @@ mod tests {
     fn a_session_past_its_byte_cap_stops_answering() {
         let registry = Registry::new(limits(), 0);
         let id = registry
-            .create(case(), StateMode::Stateless, None)
+            .create(case(), StateMode::Stateless, None, None)
             .unwrap()
             .id;
         assert!(matches!(
@@ -436,7 +468,7 @@ mod tests {
             0,
         );
         let id = registry
-            .create(case(), StateMode::Stateless, None)
+            .create(case(), StateMode::Stateless, None, None)
             .unwrap()
             .id;
         std::thread::sleep(Duration::from_millis(2));
@@ -461,8 +493,9 @@ mod tests {
     #[test]
     fn a_second_result_is_refused() {
         let registry = Registry::new(limits(), 0);
-        let Created { id, token, .. } =
-            registry.create(case(), StateMode::Stateless, None).unwrap();
+        let Created { id, token, .. } = registry
+            .create(case(), StateMode::Stateless, None, None)
+            .unwrap();
         registry.set_result(&id, &token, no_result()).unwrap();
         assert_eq!(
             registry.set_result(&id, &token, no_result()),
@@ -473,8 +506,12 @@ mod tests {
     #[test]
     fn a_sessions_token_opens_no_other_session() {
         let registry = Registry::new(limits(), 0);
-        let a = registry.create(case(), StateMode::Stateless, None).unwrap();
-        let b = registry.create(case(), StateMode::Stateless, None).unwrap();
+        let a = registry
+            .create(case(), StateMode::Stateless, None, None)
+            .unwrap();
+        let b = registry
+            .create(case(), StateMode::Stateless, None, None)
+            .unwrap();
         assert_ne!(a.id, b.id);
         assert_ne!(a.session.api_key(), b.session.api_key());
         let unknown = Err(SessionError::Unknown(b.id.clone()));

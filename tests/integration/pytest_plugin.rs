@@ -18,6 +18,11 @@ fn pytest(target: &str) -> Option<Output> {
 /// Runs pytest with `args` in `dir`, with the plugin from the source tree; None when
 /// pytest or the SDK is not installed here.
 fn pytest_in(dir: &Path, args: &[&str]) -> Option<Output> {
+    pytest_with(dir, args, &[])
+}
+
+/// As [`pytest_in`], with `env` set (`None`: removed).
+fn pytest_with(dir: &Path, args: &[&str], env: &[(&str, Option<&str>)]) -> Option<Output> {
     let python = support::python();
     let probe = Command::new(&python)
         .args(["-c", "import openai, jsonschema, pytest"])
@@ -37,7 +42,14 @@ fn pytest_in(dir: &Path, args: &[&str]) -> Option<Output> {
         }
     }
     let root = support::root();
-    let output = Command::new(&python)
+    let mut command = Command::new(&python);
+    for (name, value) in env {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    let output = command
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .args(args)
         // The plugin as it is in this tree, named: no installed copy (an older
@@ -258,4 +270,75 @@ def test_raises_after_answering_by_item_id(loopcheck_session):
         "the loop's own finding is gone:\n{text}"
     );
     assert!(!section.contains("no result was posted"), "{text}");
+}
+
+/// The redaction of a loop's trace id, as the suite's loopcheck.toml names it.
+const TRACE_ID_REDACTION: &str =
+    "[snapshots]\nredactions = { \"/steps/*/model/body/metadata/trace_id\" = \"[trace id]\" }\n";
+
+#[test]
+fn a_tests_snapshot_is_reviewed_then_drifts_on_a_random_field_unless_redacted() {
+    let suite = support::root().join("tests/integration/snapshot_suite/test_traced.py");
+    let test = std::fs::read_to_string(suite).unwrap();
+    let dir = project(&[
+        ("test_traced.py".to_owned(), test),
+        (
+            "pytest.ini".to_owned(),
+            "[pytest]\nloopcheck_snapshots = snapshots/traced\n".to_owned(),
+        ),
+    ]);
+    let outside_ci = [("CI", None)];
+    let folder = dir.path().join("snapshots/traced");
+    // The test's own snapshot, named by its id.
+    let name = "test_traced.py-test_traced_loop-correlation_01-single-call_previous_response_id_.previous_response_id.snap";
+
+    // First run: the snapshot is new, pending review; the test passes.
+    let Some(first) = pytest_with(dir.path(), &[], &outside_ci) else {
+        return;
+    };
+    assert!(first.status.success(), "{}", text(&first));
+    assert!(
+        folder.join(format!("{name}.new")).is_file(),
+        "{}",
+        text(&first)
+    );
+    let accepted = support::cli::loopcheck_in(
+        dir.path(),
+        &[
+            "snapshots",
+            "review",
+            "--snapshots",
+            "snapshots/traced",
+            "--accept",
+        ],
+    );
+    support::cli::assert_success(&accepted);
+    assert!(folder.join(name).is_file());
+
+    // Second run: a new trace id drifts, and the failure names the field.
+    let drifted = pytest_with(dir.path(), &[], &outside_ci).unwrap();
+    let said = text(&drifted);
+    assert!(
+        !drifted.status.success() && said.contains("1 failed"),
+        "{said}"
+    );
+    assert!(
+        said.contains("correlation/01-single-call [previous_response_id]: drift"),
+        "{said}"
+    );
+    assert!(
+        said.contains("`metadata` is {\"trace_id\":") && said.contains("(requests 1, 2)"),
+        "the change is not named once:\n{said}"
+    );
+    assert!(
+        said.contains("loopcheck snapshots review --snapshots"),
+        "{said}"
+    );
+
+    // With the redaction, the same loop matches its snapshot, under CI too.
+    std::fs::write(dir.path().join("loopcheck.toml"), TRACE_ID_REDACTION).unwrap();
+    for env in [outside_ci, [("CI", Some("true"))]] {
+        let redacted = pytest_with(dir.path(), &[], &env).unwrap();
+        assert!(redacted.status.success(), "{env:?}: {}", text(&redacted));
+    }
 }

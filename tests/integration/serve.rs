@@ -511,3 +511,80 @@ async fn a_sessions_socket_opens_under_its_own_path_and_is_judged_as_a_per_case_
     assert_eq!(unknown.status(), 404);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_session_is_held_to_its_snapshot_under_the_name_it_chose() {
+    let folder = tempfile::tempdir().unwrap();
+    let snapshots = loopcheck::expectations::Snapshots::open(
+        folder.path(),
+        false,
+        loopcheck::expectations::Redactions::default(),
+    )
+    .expect("the snapshot folder opens");
+    let server = support::session_server(ServeOptions {
+        snapshots: Some(snapshots),
+        ..ServeOptions::default()
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let create = |body: Value| {
+        let client = client.clone();
+        let url = format!("{}/loopcheck/sessions", server.url());
+        async move {
+            let answer = client.post(url).json(&body).send().await.unwrap();
+            (
+                answer.status().as_u16(),
+                answer.json::<Value>().await.unwrap(),
+            )
+        }
+    };
+    let case = "dispatch/01-unknown-tool";
+
+    // A name that would leave the folder is refused.
+    for bad in ["../out", "/abs", "a b"] {
+        let (status, answer) = create(json!({"case": case, "snapshot": bad})).await;
+        assert_eq!(status, 400, "{bad}: {answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("`snapshot` must be a relative path")),
+            "{answer}"
+        );
+    }
+    let (status, answer) = create(json!({
+        "case": case,
+        "state": "stateless",
+        "snapshot": "tests/test_a.py-test_b"
+    }))
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let named = folder.path().join("tests/test_a.py-test_b.stateless.snap");
+    assert_eq!(answer["snapshot"], json!(named.display().to_string()));
+
+    // A session that names none is held to the case run's own snapshot: new outside CI
+    // (written as `.snap.new`, the verdict unchanged), missing under CI (the run drifts).
+    let finished = serve_client::run_reference(&client, &server.url(), case, "stateless").await;
+    let own = folder.path().join(format!("{case}.stateless.snap"));
+    let note = &finished.verdict["snapshot"];
+    assert_eq!(note["path"], json!(own.display().to_string()), "{note}");
+    let ci = !matches!(
+        std::env::var("CI").as_deref(),
+        Err(_) | Ok("" | "false" | "0")
+    );
+    if ci {
+        assert_eq!(note["status"], "missing", "{note}");
+        assert_eq!(finished.verdict["verdict"], "drift");
+    } else {
+        assert_eq!(note["status"], "new", "{note}");
+        assert_eq!(finished.verdict["verdict"], "pass");
+        assert!(own.with_extension("snap.new").is_file());
+        let message = finished.verdict["snapshot_message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            message.contains("loopcheck snapshots review --snapshots"),
+            "{message}"
+        );
+    }
+    server.shutdown().await;
+}

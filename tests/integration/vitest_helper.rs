@@ -187,3 +187,88 @@ fn the_vitest_helper_passes_the_examples_and_names_a_seeded_defect() {
         defect.output
     );
 }
+
+/// Runs vitest on the snapshot suite copied into `dir` (its `node_modules` linked to
+/// `harness/node`'s), outside CI, with `env`.
+fn snapshot_suite(dir: &Path, env: &[(&str, &str)]) -> (bool, String) {
+    let link = dir.join("node_modules");
+    if !link.exists() {
+        std::os::unix::fs::symlink(root().join("harness/node/node_modules"), &link).unwrap();
+    }
+    let mut command = Command::new(root().join("harness/node/node_modules/.bin/vitest"));
+    command
+        .args(["run", "--config", "vitest.config.mjs"])
+        .current_dir(dir)
+        .env("LOOPCHECK_BIN", loopcheck_bin())
+        .env(
+            "LOOPCHECK_VITEST_HELPER",
+            root().join("harness/node/loopcheck-vitest.mjs"),
+        )
+        .env("LOOPCHECK_SNAPSHOTS", "snapshots/traced")
+        .env("NO_COLOR", "1")
+        .env_remove("CI")
+        .env_remove("LOOPCHECK_URL")
+        .env_remove("LOOPCHECK_UPDATE_SNAPSHOTS")
+        .stdin(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().expect("vitest starts");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), said)
+}
+
+#[test]
+fn a_tests_snapshot_is_written_then_drifts_on_a_random_field_unless_redacted() {
+    install_node_packages();
+    if !root()
+        .join("harness/node/node_modules/.bin/vitest")
+        .exists()
+    {
+        missing_sdk("vitest helper", "no harness/node/node_modules/.bin/vitest");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["traced.test.mjs", "vitest.config.mjs"] {
+        std::fs::copy(
+            root().join("tests/integration/snapshot_suite").join(file),
+            dir.path().join(file),
+        )
+        .unwrap();
+    }
+    // The test's own snapshot, named by its file and title.
+    let snapshot = dir.path().join(
+        "snapshots/traced/traced.test/correlation-01-single-call-previous_response_id.previous_response_id.snap",
+    );
+
+    // First run: written at once with the update option.
+    let (passed, said) = snapshot_suite(dir.path(), &[("LOOPCHECK_UPDATE_SNAPSHOTS", "1")]);
+    assert!(passed, "{said}");
+    assert!(snapshot.is_file(), "no {}:\n{said}", snapshot.display());
+
+    // Second run: a new trace id drifts, and the failure names the field.
+    let (passed, said) = snapshot_suite(dir.path(), &[]);
+    assert!(!passed, "the drift passed:\n{said}");
+    assert!(
+        said.contains("correlation/01-single-call [previous_response_id]: drift")
+            && said.contains("`metadata` is {\"trace_id\":"),
+        "the failure does not name the field:\n{said}"
+    );
+    assert!(
+        said.contains("loopcheck snapshots review --snapshots"),
+        "{said}"
+    );
+
+    // With the redaction, the same loop matches its snapshot.
+    std::fs::write(
+        dir.path().join("loopcheck.toml"),
+        "[snapshots]\nredactions = { \"/steps/*/model/body/metadata/trace_id\" = \"[trace id]\" }\n",
+    )
+    .unwrap();
+    let (passed, said) = snapshot_suite(dir.path(), &[]);
+    assert!(passed, "{said}");
+}

@@ -40,6 +40,18 @@ def pytest_addoption(parser):
         default=[],
         help="scenario files or folders to serve instead of the embedded catalogue",
     )
+    parser.addini(
+        "loopcheck_snapshots",
+        default="",
+        help="a folder (relative to rootdir) holding a snapshot of what each test's loop "
+        "sent; a drifted one fails the test (see `loopcheck snapshots review`)",
+    )
+    group.addoption(
+        "--loopcheck-update-snapshots",
+        action="store_true",
+        default=False,
+        help="write every test's snapshot, accepting all changes (refused under CI)",
+    )
     cassettes.addoption(parser)
 
 
@@ -58,10 +70,42 @@ def _server(config):
     if _serve is None:
         paths = [str(config.rootpath / path) for path in config.getini("loopcheck_paths")]
         try:
-            _serve = Serve(config.getoption("loopcheck_bin"), paths)
+            _serve = Serve(config.getoption("loopcheck_bin"), paths, _snapshot_args(config))
         except ServeError as err:
             raise pytest.UsageError(f"loopcheck: {err}") from None
     return _serve
+
+
+def _snapshot_args(config):
+    """`loopcheck serve`'s snapshot flags from the ini setting and the option, with the
+    `[snapshots] redactions` of the loopcheck.toml in rootdir, as `loopcheck run` reads
+    them."""
+    folder = config.getini("loopcheck_snapshots")
+    update = config.getoption("loopcheck_update_snapshots")
+    if not folder:
+        if update:
+            raise pytest.UsageError(
+                "loopcheck: --loopcheck-update-snapshots needs the `loopcheck_snapshots` ini setting"
+            )
+        return []
+    args = ["--snapshots", str(config.rootpath / folder)]
+    settings = config.rootpath / "loopcheck.toml"
+    if settings.is_file():
+        args += ["--config", str(settings)]
+    return args + (["--update-snapshots"] if update else [])
+
+
+def snapshot_name(nodeid):
+    """A test's snapshot name from its id, file-safe: `tests/test_a.py::test_b[x/y:z]`
+    is `tests/test_a.py-test_b-x_y_z_`."""
+    name = nodeid.replace("::", "-").replace("[", "-")
+    path, _, test = name.rpartition(".py-")
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in test)
+    folder = "/".join(
+        "".join(c if c.isalnum() or c in "-_." else "_" for c in part) or "_"
+        for part in path.split("/")
+    )
+    return f"{folder}.py-{safe}" if path else safe
 
 
 def pytest_unconfigure(config):
@@ -114,7 +158,9 @@ def loopcheck_session(request):
     """A fresh session of this test's case run: `base_url`, `api_key`, `tools_url`,
     `task`, `env`, and `assert_conforms(result)`."""
     case, state, delivery = request.param
-    session = _server(request.config).session(case, state, delivery=delivery)
+    session = _server(request.config).session(
+        case, state, delivery=delivery, snapshot=snapshot_name(request.node.nodeid)
+    )
     yield session
     session.close()
 

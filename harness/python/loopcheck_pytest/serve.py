@@ -177,11 +177,14 @@ class Serve:
                 selected.append((case["id"], run["state"], delivery, missing))
         return selected
 
-    def session(self, case, state=None, seed=None, delivery=None):
+    def session(self, case, state=None, seed=None, delivery=None, snapshot=None):
         """A new session of `case` in `state` (default: the case's first state mode),
         with `delivery` "json", "stream" or "websocket" (default: the case's first
-        delivery)."""
+        delivery); with a server started with `--snapshots`, its verdict is held to the
+        snapshot named `snapshot` (default: the case run's, as `loopcheck run` names it)."""
         body = {"case": case}
+        if snapshot is not None:
+            body["snapshot"] = snapshot
         if state is not None:
             body["state"] = state
         if delivery is not None:
@@ -287,6 +290,10 @@ def failure_message(verdict):
     lines = [f"loopcheck {verdict['id']} [{verdict['state']}]: {verdict['verdict']}"]
     if verdict.get("detail"):
         lines.append(f"  {verdict['detail']}")
+    if verdict.get("verdict") == "drift" and verdict.get("snapshot_message"):
+        lines.extend(f"  {line}" for line in verdict["snapshot_message"].splitlines())
+        if "pending as" in verdict["snapshot_message"]:
+            lines.append("  (or accept every change: rerun with --loopcheck-update-snapshots)")
     for check in verdict.get("checks", []):
         if check["verdict"] in ("fail", "non-strict"):
             lines.append(f"  {check['verdict']} {check['id']} ({check['level']}): {check['message']}")
