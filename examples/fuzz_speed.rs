@@ -30,6 +30,7 @@ fn options(
 ) -> FuzzOptions {
     FuzzOptions {
         controller,
+        in_process: None,
         run: RunOptions {
             jobs,
             seed,
@@ -42,6 +43,8 @@ fn options(
         max_turns: 4,
         time: None,
         max_shrink_steps: 256,
+        fail_fast: true,
+        prune: false,
     }
 }
 

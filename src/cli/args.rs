@@ -256,6 +256,21 @@ pub(super) struct FuzzArgs {
     /// Most shrink steps.
     #[arg(long, default_value_t = 256)]
     pub(super) max_shrink_steps: usize,
+    /// Stop at the first failure (or kept failure that still fails) instead of fuzzing
+    /// on for the whole budget.
+    #[arg(long)]
+    pub(super) fail_fast: bool,
+    /// Delete the kept failures in --out that now pass.
+    #[arg(long)]
+    pub(super) prune: bool,
+    /// The settings file whose controller, supports, timeouts and jobs are used (default:
+    /// `loopcheck.toml` in the working directory, if any), as `run` reads it.
+    #[arg(long, value_name = "FILE")]
+    pub(super) config: Option<PathBuf>,
+    /// The profile of the settings file to use (default: `LOOPCHECK_PROFILE`, else
+    /// `default`).
+    #[arg(long, value_name = "NAME")]
+    pub(super) profile: Option<String>,
     #[command(flatten)]
     pub(super) settings: Settings,
 }
