@@ -263,6 +263,10 @@ pub(super) struct FuzzArgs {
     /// Delete the kept failures in --out that now pass.
     #[arg(long)]
     pub(super) prune: bool,
+    /// Also generate dropped connections (made 503s otherwise): after one a client waits
+    /// its own backoff, 0.5 s in the SDKs, so cases run several times slower.
+    #[arg(long)]
+    pub(super) drops: bool,
     /// The settings file whose controller, supports, timeouts and jobs are used (default:
     /// `loopcheck.toml` in the working directory, if any), as `run` reads it.
     #[arg(long, value_name = "FILE")]

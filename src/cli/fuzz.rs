@@ -74,6 +74,7 @@ pub(super) async fn fuzz(mut args: FuzzArgs) -> Result<u8, CliError> {
         time: args.time.map(Duration::from_secs_f64),
         max_shrink_steps: args.max_shrink_steps,
         fail_fast: args.fail_fast,
+        drops: args.drops,
         prune: args.prune,
     };
     let shown = if args.controller.is_some() {

@@ -11,6 +11,7 @@
 //! scenario file that `loopcheck run` replays. Failures kept from earlier runs are
 //! replayed first.
 
+mod in_process;
 pub(crate) mod plan;
 pub(crate) mod progress;
 mod run;
@@ -18,8 +19,9 @@ mod size;
 pub mod strategy;
 mod trim;
 
+pub use in_process::InProcess;
 pub use run::{
-    FailureGroup, FuzzError, FuzzEvent, FuzzOptions, FuzzOutcome, InProcess, Kept, Shrunk, failing,
-    fuzz, replay_command,
+    FailureGroup, FuzzError, FuzzEvent, FuzzOptions, FuzzOutcome, Kept, Shrunk, failing, fuzz,
+    replay_command,
 };
 pub use size::Size;

@@ -3,42 +3,21 @@
 //! and kept.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::strategy::{BoxedStrategy, Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use serde_json::Value;
 
+use super::in_process::InProcess;
 use super::plan::Plan;
 use super::size::Size;
 use super::strategy::{Profile, plans};
 use super::trim;
-use crate::contract::ControllerEnv;
 use crate::oracle::{CaseVerdict, CheckVerdict};
 use crate::report::CaseReport;
 use crate::runner::{CaseRunner, Controller, RunOptions, run_in_process};
 use crate::scenario::{self, Case, Scenario, StateMode};
-
-/// A controller that runs in this process, as [`run_in_process`] drives it: it gets the
-/// environment and the task JSON and returns the result object.
-#[derive(Clone)]
-pub struct InProcess(
-    #[allow(clippy::type_complexity)]
-    pub  Arc<
-        dyn Fn(ControllerEnv, Value) -> Pin<Box<dyn Future<Output = Value> + Send>> + Send + Sync,
-    >,
-);
-
-impl fmt::Debug for InProcess {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("InProcess")
-    }
-}
 
 /// What `loopcheck fuzz` was asked.
 #[derive(Debug, Clone)]
@@ -63,6 +42,8 @@ pub struct FuzzOptions {
     pub max_shrink_steps: usize,
     /// Stop at the first failure (or kept failure that still fails).
     pub fail_fast: bool,
+    /// Also generate dropped connections, after which a client waits its own backoff.
+    pub drops: bool,
     /// Delete the kept failures that now pass.
     pub prune: bool,
 }
@@ -252,29 +233,6 @@ impl Worker {
     }
 }
 
-/// Runs `cases` on `workers` (one case per worker at a time); reports in order.
-async fn run_batch(workers: &mut Vec<Worker>, cases: Vec<Case>) -> Vec<CaseReport> {
-    let mut set = tokio::task::JoinSet::new();
-    for (slot, case) in cases.into_iter().enumerate() {
-        let mut worker = workers.pop().expect("a worker per case");
-        set.spawn(async move {
-            let state = case.scenario.states[0];
-            let report = worker.run(&case, state).await;
-            (slot, worker, report)
-        });
-    }
-    let mut reports: Vec<Option<CaseReport>> = Vec::new();
-    while let Some(joined) = set.join_next().await {
-        let (slot, worker, report) = joined.expect("a fuzz case task does not panic");
-        workers.push(worker);
-        if reports.len() <= slot {
-            reports.resize(slot + 1, None);
-        }
-        reports[slot] = Some(report);
-    }
-    reports.into_iter().flatten().collect()
-}
-
 /// Failures written by earlier runs, each run again first; those that pass are deleted
 /// when asked.
 async fn replay_kept(options: &FuzzOptions, worker: &mut Worker) -> Result<Vec<Kept>, FuzzError> {
@@ -351,8 +309,26 @@ pub async fn fuzz(
     result.map(|()| outcome)
 }
 
-/// Generated cases, batch by batch, until the budget is spent (or the first failure,
-/// with `fail_fast`).
+/// A generated case's run in flight: its index, the worker running it, its report.
+type Running = tokio::task::JoinSet<(usize, Worker, CaseReport)>;
+
+/// Waits for every case in flight; their workers back to `free`, their reports to `done`.
+async fn drain(
+    running: &mut Running,
+    free: &mut Vec<Worker>,
+    done: &mut BTreeMap<usize, CaseReport>,
+) {
+    while let Some(joined) = running.join_next().await {
+        let (index, worker, report) = joined.expect("a fuzz case task does not panic");
+        free.push(worker);
+        done.insert(index, report);
+    }
+}
+
+/// Generated cases until the budget is spent (or the first failure, with `fail_fast`):
+/// each worker takes the next case as soon as it is free (a slow case holds up no other),
+/// and the reports are judged in the cases' order, so a seed's failure groups do not
+/// depend on `--jobs`. Shrinking waits for the cases in flight and uses one worker.
 async fn generate(
     options: &FuzzOptions,
     workers: &mut Vec<Worker>,
@@ -360,11 +336,16 @@ async fn generate(
     started: Instant,
     progress: &mut (dyn FnMut(FuzzEvent) + Send),
 ) -> Result<(), FuzzError> {
-    let jobs = workers.len();
     let strategy = plans(&Profile {
         supports: options.controller.supports.clone(),
         max_turns: options.max_turns,
     });
+    // Mapped, not filtered: each case draws what it drew before, but a drop.
+    let strategy = if options.drops {
+        strategy
+    } else {
+        strategy.prop_map(Plan::without_drops).boxed()
+    };
     // Kept failures that still fail stand for the groups of the same checks.
     let kept_by_checks: BTreeMap<Vec<String>, PathBuf> = outcome
         .kept
@@ -376,28 +357,43 @@ async fn generate(
     let mut groups_by_checks: BTreeMap<Vec<String>, usize> = BTreeMap::new();
     progress(FuzzEvent::Started(options.cases));
     let id = |index: usize| format!("fuzz/s{}-c{index}", options.seed);
-    let mut index = 0;
-    while index < options.cases && options.time.is_none_or(|t| started.elapsed() < t) {
-        let batch: Vec<usize> = (index..options.cases.min(index + jobs)).collect();
-        let mut trees: Vec<_> = batch
-            .iter()
-            .map(|&i| tree(&strategy, options.seed, i))
-            .collect();
-        let cases = batch
-            .iter()
-            .zip(&trees)
-            .map(|(&i, t)| case(&t.current(), &id(i), "A generated case."))
-            .collect();
-        let reports = run_batch(workers, cases).await;
-        index += batch.len();
-        outcome.cases = index;
-        for (position, report) in reports.iter().enumerate() {
-            let failed = failing(report);
+    let mut running = Running::new();
+    let mut trees: BTreeMap<usize, Box<dyn ValueTree<Value = Plan>>> = BTreeMap::new();
+    let mut done: BTreeMap<usize, CaseReport> = BTreeMap::new();
+    let (mut next, mut judged) = (0, 0);
+    let result = loop {
+        while next < options.cases
+            && options.time.is_none_or(|t| started.elapsed() < t)
+            && let Some(mut worker) = workers.pop()
+        {
+            let tree = tree(&strategy, options.seed, next);
+            let case = case(&tree.current(), &id(next), "A generated case.");
+            trees.insert(next, tree);
+            let index = next;
+            running.spawn(async move {
+                let state = case.scenario.states[0];
+                let report = worker.run(&case, state).await;
+                (index, worker, report)
+            });
+            next += 1;
+        }
+        let Some(joined) = running.join_next().await else {
+            break Ok(());
+        };
+        let (index, worker, report) = joined.expect("a fuzz case task does not panic");
+        workers.push(worker);
+        done.insert(index, report);
+        let mut stop = false;
+        while let Some(report) = done.remove(&judged) {
+            let case_index = judged;
+            judged += 1;
+            outcome.cases = judged;
+            let mut tree = trees.remove(&case_index).expect("a tree per case");
+            let failed = failing(&report);
             let checks = group_key(&failed);
             if let Some(&group) = groups_by_checks.get(&checks) {
                 outcome.groups[group].cases += 1;
             } else if !checks.is_empty() {
-                let case_index = batch[position];
                 let found_after = started.elapsed();
                 let group = match kept_by_checks.get(&checks) {
                     Some(kept) => FailureGroup {
@@ -409,10 +405,11 @@ async fn generate(
                         kept: Some(kept.clone()),
                     },
                     None => {
+                        drain(&mut running, workers, &mut done).await;
                         let shrunk = shrink_and_keep(
                             options,
                             &mut workers[0],
-                            trees[position].as_mut(),
+                            tree.as_mut(),
                             case_index,
                             failed,
                             progress,
@@ -451,11 +448,16 @@ async fn generate(
                 groups: outcome.groups.len(),
             });
             if options.fail_fast && !outcome.groups.is_empty() {
-                return Ok(());
+                stop = true;
+                break;
             }
         }
-    }
-    Ok(())
+        if stop {
+            break Ok(());
+        }
+    };
+    drain(&mut running, workers, &mut done).await;
+    result
 }
 
 async fn stop(workers: Vec<Worker>) {
