@@ -204,7 +204,7 @@ fn case(plan: &Plan, id: &str, summary: &str) -> Case {
 /// One job's controller: a process (kept running when it is persistent), or a closure in
 /// this process.
 enum Worker {
-    Process(CaseRunner),
+    Process(Box<CaseRunner>),
     InProcess(InProcess, Duration),
 }
 
@@ -212,7 +212,7 @@ impl Worker {
     fn new(options: &FuzzOptions) -> Self {
         match &options.in_process {
             Some(closure) => Self::InProcess(closure.clone(), options.run.timeout),
-            None => Self::Process(CaseRunner::new(&options.controller, &options.run)),
+            None => Self::Process(Box::new(CaseRunner::new(&options.controller, &options.run))),
         }
     }
 
