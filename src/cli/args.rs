@@ -29,7 +29,7 @@ pub(super) enum Command {
     Record(RecordArgs),
     /// Replay a cassette to any command and report drift from the recording.
     Replay(ReplayArgs),
-    /// Fuzz a controller with generated cases; shrink the first failure to a scenario.
+    /// Fuzz a controller with generated cases; shrink a failure of each group to a scenario.
     Fuzz(FuzzArgs),
     /// Merge the JSON reports of a partitioned run's shards into one report.
     Merge(MergeArgs),
