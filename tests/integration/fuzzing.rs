@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 
+use loopcheck::fuzz::{FuzzOptions, InProcess, fuzz};
+use loopcheck::runner::{Controller, RunOptions};
 use serde_json::Value;
 
 use crate::mutants::{Lang, interpreter, parse_header};
@@ -436,4 +438,56 @@ fn a_kept_failure_that_now_passes_says_so_and_is_deleted_with_prune() {
     assert!(pruned.status.success(), "{stdout}");
     assert!(stdout.contains("deleted"), "{stdout}");
     assert!(!kept[0].exists());
+}
+
+fn in_process_options(in_process: loopcheck::fuzz::InProcess, out: PathBuf) -> FuzzOptions {
+    let supports = ["previous_response_id", "stateless"]
+        .map(str::to_owned)
+        .into();
+    FuzzOptions {
+        controller: Controller::command("in process", "(in process)".to_owned(), supports),
+        in_process: Some(in_process),
+        run: RunOptions {
+            jobs: 2,
+            seed: 5,
+            ..RunOptions::default()
+        },
+        cases: 30,
+        seed: 5,
+        out,
+        max_turns: 3,
+        time: None,
+        max_shrink_steps: 64,
+        fail_fast: false,
+        prune: false,
+        drops: false,
+    }
+}
+
+#[test]
+fn a_rust_loop_is_fuzzed_in_process_and_its_defect_found_and_shrunk() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let reference = in_process_options(InProcess::reference(), dir.path().join("none"));
+    let passed = runtime.block_on(fuzz(&reference, &mut |_| {})).unwrap();
+    assert_eq!(passed.cases, 30);
+    assert!(!passed.failed(), "{:?}", passed.groups);
+
+    let defective = InProcess::new(|env, task| {
+        crate::defective::run(env, task, crate::defective::Defect::ItemIdAsCallId)
+    });
+    let found = runtime
+        .block_on(fuzz(
+            &in_process_options(defective, dir.path().join("found")),
+            &mut |_| {},
+        ))
+        .unwrap();
+    assert!(found.failed());
+    let shrunk = found.groups[0].shrunk.as_ref().expect("a shrunk case");
+    assert!(
+        shrunk.failing.iter().any(|c| c == "call-id/own-id"),
+        "{:?}",
+        found.groups
+    );
+    assert!(shrunk.after.calls <= shrunk.before.calls && shrunk.file.is_file());
 }
