@@ -1,48 +1,73 @@
-//! How fast `loopcheck fuzz` goes: cases per second against the Rust reference, the
-//! Python reference kept running (persistent) and the Python reference started per case,
-//! and the time to find and shrink a defect (the mutant that answers only the first of
-//! parallel calls, persistent). Same seeds every run; run it on a quiet machine and read
-//! the ratios, not the absolute numbers.
+//! How fast `loopcheck fuzz` goes, side by side in one run on one seed: generated cases
+//! per second against the Rust reference in this process (`loopcheck::fuzz` driving
+//! `run_in_process`), the Python reference kept running (persistent) and the Node starter
+//! of `loopcheck init node` (persistent), each on one job and on two, with the ratio.
+//! Shrinking is off (a failure is counted, not shrunk): the rates are of generated
+//! cases. Read the ratios, not the absolute numbers, on a quiet machine.
 //!
-//! Run: `cargo build --release && cargo run --release --example fuzz_speed [CASES]`
-//! (needs `.venv` with the Python SDK, as the tests do).
+//! Run: `cargo build --release --bin loopcheck && cargo run --release --example fuzz_speed [CASES]`
+//! (needs `.venv` with the Python SDK and `harness/node/node_modules`, as the tests do).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use loopcheck::fuzz::{FuzzOptions, FuzzOutcome, fuzz};
+use loopcheck::fuzz::{FuzzOptions, InProcess, fuzz};
 use loopcheck::runner::{Controller, RunOptions};
 
-#[path = "support/binary.rs"]
-mod binary;
+const SEED: u64 = 7;
 
 fn capabilities(words: &str) -> BTreeSet<String> {
     words.split(',').map(str::to_owned).collect()
 }
 
-fn options(
-    controller: Controller,
-    cases: usize,
-    seed: u64,
-    jobs: usize,
-    out: PathBuf,
-) -> FuzzOptions {
+fn options(controller: Controller, cases: usize, jobs: usize, out: PathBuf) -> FuzzOptions {
     FuzzOptions {
         controller,
+        in_process: None,
         run: RunOptions {
             jobs,
-            seed,
+            seed: SEED,
             timeout: Duration::from_secs(30),
             ..RunOptions::default()
         },
         cases,
-        seed,
+        seed: SEED,
         out,
         max_turns: 4,
         time: None,
-        max_shrink_steps: 256,
+        max_shrink_steps: 0,
+        fail_fast: false,
+        prune: false,
+        drops: false,
     }
+}
+
+/// Cases per second of one fuzz run, and the failure groups it met.
+async fn rate(options: &FuzzOptions) -> (f64, usize) {
+    match fuzz(options, &mut |_| {}).await {
+        Ok(outcome) => (
+            outcome.cases as f64 / outcome.elapsed.as_secs_f64().max(1e-6),
+            outcome.groups.len(),
+        ),
+        Err(err) => {
+            eprintln!("{}: {err}", options.controller.name);
+            (0.0, 0)
+        }
+    }
+}
+
+/// The Node starter `loopcheck init node` writes, in `dir`, on the Node reference's
+/// packages.
+fn node_starter(root: &Path, dir: &Path) -> String {
+    let starter = dir.join("loop.mjs");
+    std::fs::copy(root.join("templates/init/loop.mjs"), &starter).expect("the starter copies");
+    std::os::unix::fs::symlink(
+        root.join("harness/node/node_modules"),
+        dir.join("node_modules"),
+    )
+    .expect("node_modules links");
+    format!("node {}", starter.display())
 }
 
 #[tokio::main]
@@ -52,80 +77,57 @@ async fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(200);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let loopcheck = binary::loopcheck_binary();
-    let python = root.join(".venv/bin/python");
-    let all = "previous_response_id,stateless,conversation,stream,programmatic,approvals";
-    let controllers = [
-        (
-            "rust reference",
-            format!("{} reference-controller", loopcheck.display()),
-            all.to_owned(),
-        ),
-        (
-            "python reference, persistent",
-            format!(
-                "{} {}",
-                python.display(),
-                root.join("harness/python/loop.py").display()
-            ),
-            format!("{all},persistent"),
-        ),
-        (
-            "python reference, a process per case",
-            format!(
-                "{} {}",
-                python.display(),
-                root.join("harness/python/loop.py").display()
-            ),
-            all.to_owned(),
-        ),
-    ];
-    println!("{cases} generated cases, seed 7, 2 jobs\n");
-    for (name, command, supports) in controllers {
-        let dir = tempfile::tempdir().expect("a temporary folder");
-        let controller = Controller::command(name, command, capabilities(&supports));
-        let outcome = fuzz(
-            &options(controller, cases, 7, 2, dir.path().join("found")),
-            &mut |_| {},
-        )
-        .await;
-        match outcome {
-            Ok(FuzzOutcome::Passed { cases, elapsed }) => println!(
-                "{name:<38} {:>6.1} cases/s ({cases} cases in {:.1} s)",
-                cases as f64 / elapsed.as_secs_f64(),
-                elapsed.as_secs_f64()
-            ),
-            other => println!("{name:<38} did not pass: {other:?}"),
-        }
-    }
+    let python = std::env::var("LOOPCHECK_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root.join(".venv/bin/python"));
     let dir = tempfile::tempdir().expect("a temporary folder");
-    let mutant = Controller::command(
-        "first-call-only",
+    let all = "previous_response_id,stateless,conversation,stream,programmatic,approvals";
+    let rust = Controller::command(
+        "rust reference, in process",
+        "(in process)".to_owned(),
+        capabilities(all),
+    );
+    let python_reference = Controller::command(
+        "python reference, persistent",
         format!(
             "{} {}",
             python.display(),
-            root.join("harness/mutants/first-call-only.py").display()
+            root.join("harness/python/loop.py").display()
         ),
+        capabilities(&format!("{all},persistent")),
+    );
+    let node = Controller::command(
+        "node starter, persistent",
+        node_starter(&root, dir.path()),
         capabilities("previous_response_id,stateless,persistent"),
     );
-    match fuzz(
-        &options(mutant, cases, 1, 1, dir.path().join("found")),
-        &mut |_| {},
-    )
-    .await
-    {
-        Ok(FuzzOutcome::Failed {
-            index,
-            elapsed,
-            shrink_steps,
-            shrink_elapsed,
-            ..
-        }) => println!(
-            "\nfirst-call-only (persistent): found at case {index} after {:.1} s, shrunk in {shrink_steps} steps in {:.1} s ({:.0} ms a step)",
-            elapsed.as_secs_f64(),
-            shrink_elapsed.as_secs_f64(),
-            shrink_elapsed.as_secs_f64() * 1000.0 / shrink_steps.max(1) as f64
-        ),
-        other => println!("\nfirst-call-only was not found: {other:?}"),
+    println!("{cases} generated cases, seed {SEED}, shrinking off\n");
+    println!(
+        "{:<30} {:>12} {:>12} {:>8}  failure groups",
+        "controller", "1 job", "2 jobs", "ratio"
+    );
+    for (index, controller) in [rust, python_reference, node].into_iter().enumerate() {
+        let in_process = (index == 0).then(InProcess::reference);
+        let mut rates = Vec::new();
+        let mut groups = 0;
+        for jobs in [1, 2] {
+            let mut options = options(
+                controller.clone(),
+                cases,
+                jobs,
+                dir.path().join(format!("found-{index}-{jobs}")),
+            );
+            options.in_process = in_process.clone();
+            let (rate, met) = rate(&options).await;
+            rates.push(rate);
+            groups = met;
+        }
+        println!(
+            "{:<30} {:>8.1} c/s {:>8.1} c/s {:>7.2}x  {groups}",
+            controller.name,
+            rates[0],
+            rates[1],
+            rates[1] / rates[0].max(1e-6)
+        );
     }
 }

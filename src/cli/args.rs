@@ -29,7 +29,7 @@ pub(super) enum Command {
     Record(RecordArgs),
     /// Replay a cassette to any command and report drift from the recording.
     Replay(ReplayArgs),
-    /// Fuzz a controller with generated cases; shrink the first failure to a scenario.
+    /// Fuzz a controller with generated cases; shrink a failure of each group to a scenario.
     Fuzz(FuzzArgs),
     /// Merge the JSON reports of a partitioned run's shards into one report.
     Merge(MergeArgs),
@@ -271,6 +271,25 @@ pub(super) struct FuzzArgs {
     /// Most shrink steps.
     #[arg(long, default_value_t = 256)]
     pub(super) max_shrink_steps: usize,
+    /// Stop at the first failure (or kept failure that still fails) instead of fuzzing
+    /// on for the whole budget.
+    #[arg(long)]
+    pub(super) fail_fast: bool,
+    /// Delete the kept failures in --out that now pass.
+    #[arg(long)]
+    pub(super) prune: bool,
+    /// Also generate dropped connections (made 503s otherwise): after one a client waits
+    /// its own backoff, 0.5 s in the SDKs, so cases run several times slower.
+    #[arg(long)]
+    pub(super) drops: bool,
+    /// The settings file whose controller, supports, timeouts and jobs are used (default:
+    /// `loopcheck.toml` in the working directory, if any), as `run` reads it.
+    #[arg(long, value_name = "FILE")]
+    pub(super) config: Option<PathBuf>,
+    /// The profile of the settings file to use (default: `LOOPCHECK_PROFILE`, else
+    /// `default`).
+    #[arg(long, value_name = "NAME")]
+    pub(super) profile: Option<String>,
     #[command(flatten)]
     pub(super) settings: Settings,
 }

@@ -17,7 +17,7 @@ use crate::report::summary::SummaryReporter;
 use crate::report::{CaseReport, Reporters, Summary};
 use crate::runner;
 
-use super::args::RunArgs;
+use super::args::{RunArgs, Settings};
 use super::controllers::controller_from;
 use super::error::{CliError, both, exit};
 use super::last_failed;
@@ -28,17 +28,18 @@ use super::outputs::check_files;
 pub(super) fn with_settings(mut args: RunArgs) -> Result<RunArgs, ConfigError> {
     let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
     let profile = config::resolve(args.config.as_deref(), args.profile.as_deref(), &env)?;
+    controller_settings(
+        &profile,
+        &mut args.controller,
+        &mut args.supports,
+        &mut args.settings,
+    );
     if args.selection.paths.is_empty() {
         args.selection.paths = profile.paths.unwrap_or_default();
     }
     if args.selection.filter.is_empty() {
         args.selection.filter = profile.filter.unwrap_or_default();
     }
-    args.controller = args.controller.or(profile.controller);
-    args.supports = args.supports.or(profile.supports);
-    args.settings.timeout = args.settings.timeout.or(profile.timeout);
-    args.settings.startup_timeout = args.settings.startup_timeout.or(profile.startup_timeout);
-    args.settings.jobs = args.settings.jobs.or(profile.jobs);
     args.settings.seed = args.settings.seed.or(profile.seed);
     args.reports.report_json = args.reports.report_json.or(profile.report_json);
     args.reports.junit = args.reports.junit.or(profile.junit);
@@ -53,6 +54,25 @@ pub(super) fn with_settings(mut args: RunArgs) -> Result<RunArgs, ConfigError> {
     args.retries = args.retries.or(profile.retries);
     args.fail_fast |= profile.fail_fast.unwrap_or(false);
     Ok(args)
+}
+
+/// Fills the controller, its capabilities, timeouts and jobs the command line leaves
+/// unset from the resolved settings: what every command that runs a controller shares.
+pub(super) fn controller_settings(
+    profile: &config::Profile,
+    controller: &mut Option<String>,
+    supports: &mut Option<Vec<String>>,
+    settings: &mut Settings,
+) {
+    if controller.is_none() {
+        controller.clone_from(&profile.controller);
+    }
+    if supports.is_none() {
+        supports.clone_from(&profile.supports);
+    }
+    settings.timeout = settings.timeout.or(profile.timeout);
+    settings.startup_timeout = settings.startup_timeout.or(profile.startup_timeout);
+    settings.jobs = settings.jobs.or(profile.jobs);
 }
 
 pub(super) async fn run(args: RunArgs) -> Result<u8, CliError> {

@@ -25,7 +25,7 @@ use crate::contract::{Delivery, StateMode};
 ///   `attempts`); a stream's `done_delay_ms` and `terminal_delay_ms`; a tool's `rate_limited` answers (`when`,
 ///   `attempts`, `retry_after`, `retry_after_ms`) and an `unavailable` rule without
 ///   `attempts` (a tool that stays down); a case's `deliveries`; `mcp_approval` and
-///   `hosted` output items.
+///   `hosted` output items; an `unavailable` rule's `retry_after_ms`.
 ///   Also compatible: `shell_call`, `local_shell_call` and `apply_patch_call` items, and
 ///   inline tools known by their type (`{type: shell}`, `local_shell`, `apply_patch`);
 ///   `task.compact_after_rounds`, `task.context_management`, `task.text_format` and
@@ -394,6 +394,10 @@ pub struct UnavailableRule {
     /// How many attempts fail (per call_id); absent: every attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
+    /// A `retry-after-ms` header on the 503, so a client that honours it retries that
+    /// soon instead of after its own backoff (absent: no header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// A result for matching arguments.

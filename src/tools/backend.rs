@@ -445,6 +445,22 @@ fn rate_limited(name: &str, rule: &RateLimitRule) -> (u16, Value) {
     )
 }
 
+/// The headers of a 503: `retry-after-ms` when the matching `unavailable` rule gives it.
+fn unavailable_headers(
+    behaviour: Option<&ToolBehaviour>,
+    arguments: &Value,
+) -> Vec<(&'static str, String)> {
+    behaviour
+        .and_then(|b| {
+            b.unavailable
+                .iter()
+                .find(|rule| when_matches(rule.when.as_ref(), arguments))
+        })
+        .and_then(|rule| rule.retry_after_ms)
+        .map(|ms| vec![("retry-after-ms", ms.to_string())])
+        .unwrap_or_default()
+}
+
 /// The headers of a 429: `retry-after` (seconds) and/or `retry-after-ms`, as the rule
 /// gives them.
 fn retry_headers(rule: &RateLimitRule) -> Vec<(&'static str, String)> {
@@ -536,12 +552,12 @@ impl ToolBackend {
         let namespace = body.get("namespace").and_then(Value::as_str);
         let name = &qualified_name(namespace, name);
         let (status, body, effect) = self.call_inner(state, namespace, name, body, &mut delay_ms);
-        let headers = if status == 429 {
-            rate_limit_rule(self.behaviours.get(name), &arguments)
+        let headers = match status {
+            429 => rate_limit_rule(self.behaviours.get(name), &arguments)
                 .map(retry_headers)
-                .unwrap_or_default()
-        } else {
-            Vec::new()
+                .unwrap_or_default(),
+            503 => unavailable_headers(self.behaviours.get(name), &arguments),
+            _ => Vec::new(),
         };
         BackendReply {
             status,
