@@ -248,11 +248,35 @@ fn assert_persistent_passes(parent: &Path, manifest: &str) {
     );
 }
 
+/// `loopcheck fuzz` in the starter fuzzes the starter's own loop, as its
+/// `loopcheck.toml` names it, and says so first.
+fn assert_fuzz_takes_the_starters_loop(parent: &Path, command: &str) {
+    let fuzz = cli::command(&["fuzz", "--seed", "1", "--cases", "5"])
+        .current_dir(parent.join("starter"))
+        .env_remove("CI")
+        .env_remove("LOOPCHECK_CONTROLLER")
+        .env_remove("LOOPCHECK_PROFILE")
+        .output()
+        .expect("loopcheck runs");
+    let stderr = String::from_utf8_lossy(&fuzz.stderr);
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(command) && first.contains("from loopcheck.toml"),
+        "{stderr}"
+    );
+    assert!(
+        String::from_utf8_lossy(&fuzz.stdout).contains("case(s)"),
+        "{}",
+        cli::text(&fuzz)
+    );
+}
+
 #[test]
 fn the_node_starter_runs_from_its_printed_steps_and_persists() {
     if let Some(parent) = init_and_run_the_printed_steps("node", "npm", "npm install", None) {
         assert_persistent_passes(parent.path(), "loop.mjs.loopcheck.json");
         assert_the_workflow_passes(parent.path());
+        assert_fuzz_takes_the_starters_loop(parent.path(), "node loop.mjs");
     }
 }
 
