@@ -94,6 +94,21 @@ def post_json_with_headers(url, body, timeout=30):
         return status, None, headers
 
 
+#: Checked schemas' validators by the schema's JSON: checking a schema against its
+#: meta-schema costs about 2 ms, and a persistent worker meets the same tools case after case.
+_VALIDATORS = {}
+
+
+def schema_validator(schema):
+    """A validator of `schema`, which is checked first (a malformed one raises)."""
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _VALIDATORS:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        _VALIDATORS[key] = cls(schema)
+    return _VALIDATORS[key]
+
+
 class Tools:
     """Validation, approval and execution on the fixture backend. `handle` returns the
     output to send for a call and never raises: a rejected or failed call is answered with
@@ -140,9 +155,7 @@ class Tools:
                 continue
             schema = tool.get("parameters")
             if schema is not None:
-                cls = jsonschema.validators.validator_for(schema)
-                cls.check_schema(schema)
-                schema = cls(schema)
+                schema = schema_validator(schema)
             self.registry[tool["name"]] = (schema, tool.get("allowed_callers") or ["direct"])
         # The optional budgets: tool executions (distinct call_ids), the wait for one tool
         # request, and the case's deadline (run_case sets it: it counts from the start).
