@@ -97,6 +97,8 @@ fn not_dispatched(
                 Some(parsed) if !json_equal(parsed, &execution.arguments) => {
                     format!(" with its arguments altered to {}", execution.arguments)
                 }
+                // Arguments that never parsed were replaced by something: say what.
+                None => format!(" with the arguments {}", execution.arguments),
                 _ => String::new(),
             };
             problems.push(format!(
