@@ -10,7 +10,7 @@ use super::checks;
 use super::correlation::carries;
 use super::facts::{Facts, looks_like_error, output_text};
 use super::verdict::CheckResult;
-use crate::transcript::{ToolExchange, ToolRequestKind};
+use crate::transcript::{ToolExchange, ToolRequestKind, Unfinished};
 
 /// How much later than `deadline_ms` a request may start. Generous, because machines are
 /// noisy and a controller's clock starts before its first request, which the oracle
@@ -33,7 +33,16 @@ fn rounds(f: &Facts) -> Vec<CheckResult> {
     }
     let max = f.scenario.task.max_rounds as usize;
     let mut out = Vec::new();
-    let problems = if f.requests.len() > max {
+    let problems = if let Some(Unfinished::StoppedOverLimit {
+        requests,
+        budget,
+        limit,
+    }) = f.unfinished
+    {
+        vec![format!(
+            "the controller made {requests} model requests and was stopped, past the limit of {limit} for a budget of {budget} (max_rounds is {max}): the loop has no round limit"
+        )]
+    } else if f.requests.len() > max {
         vec![format!(
             "the controller made {} model requests: max_rounds is {max}",
             f.requests.len()
