@@ -311,6 +311,26 @@ mod tests {
     }
 
     #[test]
+    fn a_loop_past_the_request_limit_is_refused_and_fails_max_rounds_as_stopped() {
+        // max_rounds 4: the limit is 24 (4 + 20), and request 25 is refused.
+        let run = rounds(ENDLESS, 24, true);
+        let (status, answer) = run.send("POST", "/v1/responses", Some(&run.first_body()));
+        assert_eq!(status, 400, "{answer}");
+        assert_eq!(answer["error"]["code"], "request_limit_passed", "{answer}");
+        let judgement = run.judge_stopped_over_limit();
+        assert_eq!(judgement.verdict, crate::oracle::CaseVerdict::Fail);
+        assert_fails(
+            &judgement,
+            "budget/max-rounds",
+            "the controller made 25 model requests and was stopped, past the limit of 24 for a budget of 4 (max_rounds is 4): the loop has no round limit",
+        );
+        assert!(
+            !judgement.checks.iter().any(|c| c.id == "terminal/finished"),
+            "a stopped run is not judged as one that ended by itself"
+        );
+    }
+
+    #[test]
     fn last_round_idle_fails_a_call_executed_on_the_last_round() {
         let judgement = rounds("budget/03-single-round", 1, true).judge_failed("max_rounds");
         assert_passes(&judgement, "budget/max-rounds");

@@ -398,6 +398,26 @@ mod tests {
         );
     }
 
+    #[test]
+    fn arguments_parsed_fails_a_python_literal_run_as_empty_and_names_what_ran() {
+        let judgement = answer_first_round("dispatch/12-python-literal-arguments", |run, calls| {
+            let empty = |call: &Value| {
+                let body =
+                    json!({"call_id": call["call_id"], "arguments": {}, "principal": "user-1"});
+                run.call_tool(call, &body)
+            };
+            calls.iter().map(empty).collect()
+        });
+        assert_fails_with(
+            &judgement,
+            "dispatch/arguments-parsed",
+            &[
+                "(get_stock {'sku': 'A7'}): the call has arguments that are not a JSON object",
+                "yet the controller dispatched it to the backend with the arguments {}",
+            ],
+        );
+    }
+
     const EXACT: &str = "dispatch/11-exact-arguments";
 
     fn is_valid_sibling(call: &Value) -> bool {
