@@ -1,7 +1,7 @@
 # loopcheck-mutant
 # defect: fills in `strict: false` on every function tool the task wrote without `strict` (a serializer whose flag defaults off), turning off the strict mode an omitted `strict` means
 # caught-by: state/config-resent
-# cases: state/04-strict-omitted
+# cases: state/04-strict-omitted, dispatch/14-strict-omitted
 # supports: previous_response_id,stateless
 
 import os

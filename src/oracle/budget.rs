@@ -10,7 +10,7 @@ use super::checks;
 use super::correlation::carries;
 use super::facts::{Facts, looks_like_error, output_text};
 use super::verdict::CheckResult;
-use crate::transcript::{ToolExchange, ToolRequestKind};
+use crate::transcript::{ToolExchange, ToolRequestKind, Unfinished};
 
 /// How much later than `deadline_ms` a request may start. Generous, because machines are
 /// noisy and a controller's clock starts before its first request, which the oracle
@@ -33,7 +33,16 @@ fn rounds(f: &Facts) -> Vec<CheckResult> {
     }
     let max = f.scenario.task.max_rounds as usize;
     let mut out = Vec::new();
-    let problems = if f.requests.len() > max {
+    let problems = if let Some(Unfinished::StoppedOverLimit {
+        requests,
+        budget,
+        limit,
+    }) = f.unfinished
+    {
+        vec![format!(
+            "the controller made {requests} model requests and was stopped, past the limit of {limit} for a budget of {budget} (max_rounds is {max}): the loop has no round limit"
+        )]
+    } else if f.requests.len() > max {
         vec![format!(
             "the controller made {} model requests: max_rounds is {max}",
             f.requests.len()
@@ -298,6 +307,26 @@ mod tests {
             &judgement,
             "budget/max-rounds",
             "the controller made 5 model requests: max_rounds is 4",
+        );
+    }
+
+    #[test]
+    fn a_loop_past_the_request_limit_is_refused_and_fails_max_rounds_as_stopped() {
+        // max_rounds 4: the limit is 24 (4 + 20), and request 25 is refused.
+        let run = rounds(ENDLESS, 24, true);
+        let (status, answer) = run.send("POST", "/v1/responses", Some(&run.first_body()));
+        assert_eq!(status, 400, "{answer}");
+        assert_eq!(answer["error"]["code"], "request_limit_passed", "{answer}");
+        let judgement = run.judge_stopped_over_limit();
+        assert_eq!(judgement.verdict, crate::oracle::CaseVerdict::Fail);
+        assert_fails(
+            &judgement,
+            "budget/max-rounds",
+            "the controller made 25 model requests and was stopped, past the limit of 24 for a budget of 4 (max_rounds is 4): the loop has no round limit",
+        );
+        assert!(
+            !judgement.checks.iter().any(|c| c.id == "terminal/finished"),
+            "a stopped run is not judged as one that ended by itself"
         );
     }
 

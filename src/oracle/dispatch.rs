@@ -97,6 +97,8 @@ fn not_dispatched(
                 Some(parsed) if !json_equal(parsed, &execution.arguments) => {
                     format!(" with its arguments altered to {}", execution.arguments)
                 }
+                // Arguments that never parsed were replaced by something: say what.
+                None => format!(" with the arguments {}", execution.arguments),
                 _ => String::new(),
             };
             problems.push(format!(
@@ -393,6 +395,26 @@ mod tests {
             &judgement,
             "dispatch/caller-allowed",
             "(a direct call from the model, and allowed_callers is [\"programmatic\"])",
+        );
+    }
+
+    #[test]
+    fn arguments_parsed_fails_a_python_literal_run_as_empty_and_names_what_ran() {
+        let judgement = answer_first_round("dispatch/12-python-literal-arguments", |run, calls| {
+            let empty = |call: &Value| {
+                let body =
+                    json!({"call_id": call["call_id"], "arguments": {}, "principal": "user-1"});
+                run.call_tool(call, &body)
+            };
+            calls.iter().map(empty).collect()
+        });
+        assert_fails_with(
+            &judgement,
+            "dispatch/arguments-parsed",
+            &[
+                "(get_stock {'sku': 'A7'}): the call has arguments that are not a JSON object",
+                "yet the controller dispatched it to the backend with the arguments {}",
+            ],
         );
     }
 

@@ -37,6 +37,16 @@ pub fn judge(scenario: &Scenario, state: StateMode, transcript: &Transcript) -> 
             )),
         ),
         Some(Unfinished::NoResult { why }) => (CaseVerdict::Crashed, Some(why.clone())),
+        Some(Unfinished::StoppedOverLimit {
+            requests,
+            budget,
+            limit,
+        }) => (
+            CaseVerdict::Fail,
+            Some(format!(
+                "loopcheck stopped the controller after {requests} model requests, past the limit of {limit} for a budget of {budget} (the loop has no round limit)"
+            )),
+        ),
         None => (CaseVerdict::from_checks(&checks), None),
     };
     Judgement {

@@ -153,6 +153,8 @@ fn finished(f: &Facts) -> Option<CheckResult> {
             "",
         ),
         Unfinished::NoResult { why } => checks::TERMINAL_RESULT_LINE.judge(vec![why.clone()], ""),
+        // Stopped by loopcheck, not ended by itself: `budget/max-rounds` is the finding.
+        Unfinished::StoppedOverLimit { .. } => return None,
     })
 }
 

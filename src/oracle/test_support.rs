@@ -362,6 +362,18 @@ expect: {outcome: completed}
         judge(self.session.scenario(), self.state, &transcript)
     }
 
+    /// Judges the run as stopped by loopcheck past its request limit.
+    pub fn judge_stopped_over_limit(self) -> Judgement {
+        let mut transcript = self.session.transcript();
+        let (requests, limit) = self.session.model_requests();
+        transcript.unfinished = Some(Unfinished::StoppedOverLimit {
+            requests,
+            budget: limit.budget,
+            limit: limit.limit,
+        });
+        judge(self.session.scenario(), self.state, &transcript)
+    }
+
     /// Judges the run reporting the script's final message as the answer.
     pub fn judge_completed(self) -> Judgement {
         let text = final_message_text(self.session.scenario()).unwrap_or_default();

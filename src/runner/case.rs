@@ -73,8 +73,19 @@ pub(crate) fn finish(
     report
 }
 
-/// The result of a process that exited (or was killed at the timeout).
-fn result_of(exited: &process::Exited, started: Instant) -> Result<ControllerResult, Unfinished> {
+/// The result of a process that exited (or was killed at the timeout, or stopped past the
+/// request limit of `session`).
+fn result_of(
+    exited: &process::Exited,
+    session: &Session,
+    started: Instant,
+) -> Result<ControllerResult, Unfinished> {
+    // The controller may end on the refusal before it is killed: judged as stopped all
+    // the same.
+    let (requests, limit) = session.model_requests();
+    if exited.stopped || requests > limit.limit {
+        return Err(stopped_over_limit(session));
+    }
     if exited.timed_out {
         return Err(Unfinished::TimedOut {
             after_ms: started.elapsed().as_millis() as u64,
@@ -91,6 +102,16 @@ fn result_of(exited: &process::Exited, started: Instant) -> Result<ControllerRes
         }
         Unfinished::NoResult { why }
     })
+}
+
+/// How a run stopped past its request limit ended.
+fn stopped_over_limit(session: &Session) -> Unfinished {
+    let (requests, limit) = session.model_requests();
+    Unfinished::StoppedOverLimit {
+        requests,
+        budget: limit.budget,
+        limit: limit.limit,
+    }
 }
 
 /// A fresh session for the case and its server on 127.0.0.1.
@@ -191,11 +212,12 @@ async fn run_case_with(
         crate::contract::var::TASK.to_owned(),
         task_path.to_string_lossy().into_owned(),
     ));
-    let exited = process::run(controller, &prepared.vars, options.timeout).await;
+    let stop = prepared.session.limit_passed();
+    let exited = process::run(controller, &prepared.vars, options.timeout, stop).await;
     prepared.server.shutdown().await;
     match exited {
         Ok(exited) => {
-            let result = result_of(&exited, prepared.started);
+            let result = result_of(&exited, &prepared.session, prepared.started);
             finish(
                 &case.scenario,
                 state,
@@ -257,9 +279,24 @@ async fn run_case_persistent(
         startup: options.startup_timeout,
         case: options.timeout,
     };
-    let answer = running
-        .run(&case.scenario.id, &prepared.vars, &prepared.task, budgets)
-        .await;
+    let answered = tokio::select! {
+        biased;
+        () = prepared.session.limit_passed() => None,
+        answer = running.run(&case.scenario.id, &prepared.vars, &prepared.task, budgets) => Some(answer),
+    };
+    let Some(answer) = answered else {
+        // A loop without a round limit: the worker goes (dropped, its group killed).
+        *worker = None;
+        prepared.server.shutdown().await;
+        return finish(
+            &case.scenario,
+            state,
+            &prepared.session,
+            Some(ProcessRecord::default()),
+            Err(stopped_over_limit(&prepared.session)),
+            prepared.started,
+        );
+    };
     if !answer.healthy {
         *worker = None;
     }

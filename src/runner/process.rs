@@ -2,6 +2,7 @@
 //! environment, a timeout that kills the whole group (and what left it holding the
 //! output), and capped output capture.
 
+use std::future::Future;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -52,6 +53,8 @@ pub struct Exited {
     pub record: ProcessRecord,
     /// Killed at the case timeout.
     pub timed_out: bool,
+    /// Killed when `stop` (given to [`run`]) finished first.
+    pub stopped: bool,
     /// Its last line of standard output lost its beginning to the capture cap.
     pub last_line_cut: bool,
 }
@@ -60,11 +63,13 @@ pub struct Exited {
 /// looks for what holds them.
 const PIPE_GRACE: Duration = Duration::from_millis(200);
 
-/// Runs `controller` for one case with `env` added, for at most `timeout`.
+/// Runs `controller` for one case with `env` added, for at most `timeout`, and no longer
+/// than until `stop` finishes (the fake server saw a loop without a round limit).
 pub async fn run(
     controller: &Controller,
     env: &[(String, String)],
     timeout: Duration,
+    stop: impl Future<Output = ()>,
 ) -> std::io::Result<Exited> {
     let started = Instant::now();
     let mut cmd = start_command(controller);
@@ -86,13 +91,21 @@ pub async fn run(
     let mut stdout = Capture::start(child.stdout.take());
     let mut stderr = Capture::start(child.stderr.take());
 
-    let (exit_code, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
-        Ok(status) => (status.ok().and_then(|s| s.code()), false),
-        Err(_) => {
+    let (exit_code, timed_out, stopped) = tokio::select! {
+        biased;
+        () = stop => {
             group.kill();
             let _ = child.wait().await;
-            (None, true)
+            (None, false, true)
         }
+        waited = tokio::time::timeout(timeout, child.wait()) => match waited {
+            Ok(status) => (status.ok().and_then(|s| s.code()), false, false),
+            Err(_) => {
+                group.kill();
+                let _ = child.wait().await;
+                (None, true, false)
+            }
+        },
     };
     // Children the controller left behind would keep the pipes open; the case is over.
     group.kill();
@@ -113,6 +126,7 @@ pub async fn run(
     Ok(Exited {
         record,
         timed_out,
+        stopped,
         last_line_cut: stdout.last_line_cut,
     })
 }

@@ -3,7 +3,7 @@
 //! tool backend, records the exchange, and returns a reply for a front end to send.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use super::api::{self, Answer, Handled};
 use super::clock::Clock;
 use super::exchange::{EngineReply, EngineRequest, ReplyBody, SocketCreate};
 use super::recorder::{Observer, Recorder, StreamProgress, lock};
+use super::request_limit::RequestLimit;
 use super::store::Store;
 use super::stream::{self, StreamFrames};
 use super::webhook;
@@ -52,6 +53,12 @@ pub struct Session {
     socket_time_limit: Duration,
     /// The WebSocket connections opened so far.
     sockets_opened: AtomicU32,
+    /// The model requests (creates) a run may make before it is stopped.
+    request_limit: RequestLimit,
+    /// The model requests (creates) made so far.
+    creates: AtomicUsize,
+    /// Told once the run passes its request limit.
+    limit_passed: tokio::sync::Notify,
 }
 
 /// How long the API keeps a WebSocket connection open: 60 minutes.
@@ -79,6 +86,7 @@ impl Session {
         let api_key = format!("sk-loopcheck-{}", crate::secret::token(32));
         Self {
             backend: ToolBackend::new(&scenario),
+            request_limit: RequestLimit::of(&scenario),
             scenario,
             state,
             key,
@@ -88,7 +96,21 @@ impl Session {
             turns: tokio::sync::Mutex::new(()),
             socket_time_limit: SOCKET_TIME_LIMIT,
             sockets_opened: AtomicU32::new(0),
+            creates: AtomicUsize::new(0),
+            limit_passed: tokio::sync::Notify::new(),
         }
+    }
+
+    /// The model requests (creates) made so far, and the run's request limit (see
+    /// [`RequestLimit`]).
+    pub fn model_requests(&self) -> (usize, RequestLimit) {
+        (self.creates.load(Ordering::Relaxed), self.request_limit)
+    }
+
+    /// Returns once the run passes its request limit, for a runner to stop the
+    /// controller then.
+    pub async fn limit_passed(&self) {
+        self.limit_passed.notified().await;
     }
 
     /// This session with WebSocket connections closed (code 1001) after `limit`
@@ -234,8 +256,26 @@ impl Session {
             let route = match segments.as_slice() {
                 ["v1", route @ ..] | route => route,
             };
+            if route == ["responses"] && request.method == "POST" {
+                self.count_create()?;
+            }
             api::route(&self.scenario, store, request, route, socket)
         })
+    }
+
+    /// Counts a model request; past the request limit it is refused, and whoever waits
+    /// in [`Session::limit_passed`] is told (a stored permit, so a waiter that comes
+    /// later is told too).
+    fn count_create(&self) -> Result<(), ApiError> {
+        let creates = self.creates.fetch_add(1, Ordering::Relaxed) + 1;
+        let RequestLimit { budget, limit } = self.request_limit;
+        if creates <= limit {
+            return Ok(());
+        }
+        if creates == limit + 1 {
+            self.limit_passed.notify_one();
+        }
+        Err(ApiError::request_limit_passed(creates, budget, limit))
     }
 
     fn check_auth(&self, request: &EngineRequest) -> Result<(), ApiError> {

@@ -18,6 +18,7 @@ pub(crate) mod http;
 pub(crate) mod keyed;
 mod limits;
 mod recorder;
+mod request_limit;
 pub(crate) mod script;
 mod store;
 pub mod stream;
@@ -30,5 +31,6 @@ pub use exchange::{EngineReply, EngineRequest, HeaderMap, ReplyBody};
 pub use http::RunningServer;
 pub use limits::HttpLimits;
 pub use recorder::{Observer, Recorded, StreamProgress};
+pub use request_limit::RequestLimit;
 #[cfg(test)]
 pub(crate) use webhook::RUN_TIME as WEBHOOK_RUN_TIME;

@@ -112,6 +112,16 @@ pub enum Unfinished {
         /// How long it had been starting.
         after_ms: u64,
     },
+    /// Stopped by loopcheck once its model requests passed the case's request limit:
+    /// a loop with no round limit (judged by `budget/max-rounds`).
+    StoppedOverLimit {
+        /// The model requests it had made.
+        requests: usize,
+        /// The model requests the case's budget allows.
+        budget: usize,
+        /// The request limit it passed.
+        limit: usize,
+    },
     /// Ended without a valid result line.
     NoResult {
         /// What was wrong with what it printed.

@@ -381,6 +381,7 @@ pub fn normalize(case: &str, state: StateMode, transcript: &Transcript) -> Norma
         Unfinished::TimedOut { .. } => "timed-out".to_owned(),
         Unfinished::StartupTimedOut { .. } => "startup-timed-out".to_owned(),
         Unfinished::NoResult { why } => redactor.text(why),
+        Unfinished::StoppedOverLimit { .. } => "stopped-over-limit".to_owned(),
     });
     Normalized {
         format: NORMALIZED_FORMAT,

@@ -611,6 +611,15 @@ impl ApiError {
         };
         Self::invalid(400, "script", message, None, Some("script_exhausted"))
     }
+
+    /// A model request past the run's request limit: the loop has no round limit, and
+    /// loopcheck stops the run.
+    pub fn request_limit_passed(requests: usize, budget: usize, limit: usize) -> Self {
+        let message = format!(
+            "loopcheck: this is model request {requests}, past the limit of {limit} for a case whose budget is {budget} request(s) (max_rounds, or the scripted turns): the loop has no round limit, and the run is stopped."
+        );
+        Self::invalid(400, "script", message, None, Some("request_limit_passed"))
+    }
 }
 
 /// `gAAA...DQ==`: the first and last four characters, as the real message shows.

@@ -33,6 +33,7 @@ mod pytest_plugin;
 mod record;
 mod record_socket;
 mod reliability;
+mod request_limit;
 mod rules;
 mod scenario_errors;
 mod schema;

@@ -486,6 +486,9 @@ fn ending(transcript: &Transcript) -> String {
             format!("no result: still starting after {after_ms} ms, killed")
         }
         (None, Some(Unfinished::NoResult { why })) => format!("no result: {}", clip(why, 80)),
+        (None, Some(Unfinished::StoppedOverLimit { requests, .. })) => {
+            format!("no result: stopped after {requests} model requests")
+        }
         (None, None) => "no result".to_owned(),
     }
 }
