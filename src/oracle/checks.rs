@@ -68,7 +68,7 @@ checks! {
     STATE_STORE_FALSE = "state/store-false", Must,
         "(stateless) send `store: false`";
     STATE_INCLUDE_ENCRYPTED = "state/include-encrypted", Should,
-        "(stateless) ask for `reasoning.encrypted_content`";
+        "(stateless) ask for `reasoning.encrypted_content` where a response would otherwise serve reasoning without it (the API populates it by default on every create)";
     STATE_INPUT_REPLAYED = "state/input-replayed", Must,
         "(stateless, replay) replay the task's own input on every request";
     DISPATCH_REGISTERED_ONLY = "dispatch/registered-only", Must,
