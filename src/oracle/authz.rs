@@ -2,6 +2,7 @@
 //! tools never executed without an approval granted for that very call.
 
 use super::checks;
+use super::error_output::Said;
 use super::facts::Facts;
 use super::verdict::CheckResult;
 use serde_json::Value;
@@ -191,11 +192,7 @@ fn denial_relayed(f: &Facts) -> CheckResult {
         // A refused computer call is answered with an empty screenshot, not an error
         // text: authz/safety-checks-acknowledged judges its answer.
         if let Some(call) = f.call_by_id(call_id).filter(|c| c.kind != COMPUTER) {
-            problems.extend(f.error_answer_problem(
-                call,
-                "the denied",
-                denied.response["error"]["message"].as_str(),
-            ));
+            problems.extend(f.error_answer_problem(call, "the denied", Said::backend(denied)));
         }
     }
     checks::AUTHZ_DENIAL_RELAYED.judge(
@@ -242,11 +239,13 @@ fn approval_denied(f: &Facts) -> CheckResult {
             ));
         }
         if let Some(call) = f.call_by_id(call_id) {
-            problems.extend(f.error_answer_problem(
-                call,
-                "the refused",
-                refusal.response["reason"].as_str(),
-            ));
+            // A refused computer call is answered with an empty screenshot, which has no
+            // text to carry the reason in.
+            let said = match call.kind {
+                COMPUTER => Said::Nothing,
+                _ => Said::Approver(refusal.response["reason"].as_str()),
+            };
+            problems.extend(f.error_answer_problem(call, "the refused", said));
         }
     }
     checks::AUTHZ_APPROVAL_DENIED.judge(
@@ -481,6 +480,32 @@ mod tests {
         );
     }
 
+    #[test]
+    fn denial_relayed_fails_a_generic_error_and_passes_any_wording_with_the_message_or_code() {
+        let relayed = |text: &'static str| {
+            answer_first_round("authz/01-cross-tenant-denied", move |run, calls| {
+                run_tool(run, &calls[0], ACME, None);
+                vec![output(&calls[0], text)]
+            })
+        };
+        assert_fails_with(
+            &relayed("Error: Function failed."),
+            "authz/denial-relayed",
+            &[
+                "request 2: the output for the denied call call_",
+                "is Error: Function failed., which does not carry the backend's error (its message \"Invoice INV-9001 belongs to another tenant",
+                "or its code \"forbidden\", or its status 403)",
+            ],
+        );
+        for text in [
+            "Error: FORBIDDEN",
+            r#"{"error": "invoice inv-9001 belongs to another tenant; acme-user-17 may not read it"}"#,
+            "The tool answered HTTP 403.",
+        ] {
+            assert_passes(&relayed(text), "authz/denial-relayed");
+        }
+    }
+
     /// `output` with the call's `caller` echoed.
     fn with_caller(mut output: Value, call: &Value) -> Value {
         output["caller"] = call["caller"].clone();
@@ -698,6 +723,30 @@ mod tests {
             &judgement,
             "authz/approval-denied",
             "the approver refused 'issue_refund', yet the controller dispatched it",
+        );
+    }
+
+    #[test]
+    fn approval_denied_fails_a_refusal_answered_without_the_approvers_reason() {
+        let refused = |text: &'static str| {
+            answer_first_round("authz/02-approval-denied", move |run, calls| {
+                ask(run, &calls[0], USER);
+                vec![output(&calls[0], text)]
+            })
+        };
+        assert_fails_with(
+            &refused("rejected by user"),
+            "authz/approval-denied",
+            &[
+                "request 2: the output for the refused call call_",
+                "is rejected by user, which does not carry the approver's reason \"Refunds above 500 EUR need a second approver from finance.\"",
+            ],
+        );
+        assert_passes(
+            &refused(
+                r#"{"error": "Rejected: refunds above 500 EUR need a second approver from finance"}"#,
+            ),
+            "authz/approval-denied",
         );
     }
 

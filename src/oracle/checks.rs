@@ -68,7 +68,7 @@ checks! {
     STATE_STORE_FALSE = "state/store-false", Must,
         "(stateless) send `store: false`";
     STATE_INCLUDE_ENCRYPTED = "state/include-encrypted", Should,
-        "(stateless) ask for `reasoning.encrypted_content`";
+        "(stateless) ask for `reasoning.encrypted_content` where a response would otherwise serve reasoning without it (the API populates it by default on every create)";
     STATE_INPUT_REPLAYED = "state/input-replayed", Must,
         "(stateless, replay) replay the task's own input on every request";
     DISPATCH_REGISTERED_ONLY = "dispatch/registered-only", Must,
@@ -90,13 +90,13 @@ checks! {
     DISPATCH_VALID_EXECUTED = "dispatch/valid-executed", Must,
         "really execute the valid calls";
     AUTHZ_DENIAL_RELAYED = "authz/denial-relayed", Must,
-        "relay a backend 403 as an error output, never retry it";
+        "relay a backend 403 as an error output that carries the backend's message or code, never retry it";
     AUTHZ_APPROVAL_ASKED = "authz/approval-asked", Must,
         "ask the approver before an approval-required tool";
     AUTHZ_APPROVAL_BEFORE_EXECUTION = "authz/approval-before-execution", Must,
         "never execute it without the approval granted for that call";
     AUTHZ_APPROVAL_DENIED = "authz/approval-denied", Must,
-        "never execute a refused call; answer it with an error output";
+        "never execute a refused call; answer it with an error output that carries the approver's reason";
     AUTHZ_PRINCIPAL_FORWARDED = "authz/principal-forwarded", Must,
         "run every tool and approval for the task's principal";
     AUTHZ_APPROVAL_REQUEST_MATCHES = "authz/approval-request-matches", Must,
@@ -110,7 +110,7 @@ checks! {
     EFFECTS_AT_MOST_ONCE = "effects/at-most-once", Must,
         "execute each call at most once, only calls the model issued";
     EFFECTS_TOOL_RETRY_BOUNDED = "effects/tool-retry-bounded", Must,
-        "send one call to a failing tool backend (429, 5xx) at most 10 times, under its call_id, and when it never succeeds answer the call with an error output and go on";
+        "send one call to a failing tool backend (429, 5xx) at most 10 times, under its call_id, and when it never succeeds answer the call with an error output that carries the backend's error (message, code or status) and go on";
     EFFECTS_TOOL_RETRY_SPACED = "effects/tool-retry-spaced", Must,
         "wait as long as a tool backend's 429 asks (`retry-after-ms`, else `retry-after` in seconds) before sending that call again";
     BUDGET_MAX_ROUNDS = "budget/max-rounds", Must,

@@ -3,6 +3,7 @@
 //! the valid calls are really executed.
 
 use super::checks::{self, Check};
+use super::error_output::Said;
 use super::facts::{Facts, IssuedCall};
 use super::verdict::CheckResult;
 use crate::json_compare::{json_equal, matches_subset};
@@ -118,7 +119,7 @@ fn rejection_answered(f: &Facts) -> CheckResult {
         .actionable_calls()
         .filter(|c| c.validity != CallValidity::Valid && f.executions_of(&c.call_id).is_empty())
     {
-        problems.extend(f.error_answer_problem(call, "the rejected", None));
+        problems.extend(f.error_answer_problem(call, "the rejected", Said::Nothing));
     }
     checks::DISPATCH_REJECTION_ANSWERED.judge(
         problems,

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::checks;
+use super::error_output::Said;
 use super::facts::Facts;
 use super::verdict::CheckResult;
 use crate::tools::rate_limit_rule;
@@ -81,11 +82,6 @@ fn transient(execution: &ToolExchange) -> bool {
     execution.status == 429 || execution.status >= 500
 }
 
-/// The backend's error message in a refusal, which an error output may repeat.
-fn backend_message(execution: &ToolExchange) -> Option<&str> {
-    execution.response.pointer("/error/message")?.as_str()
-}
-
 /// `effects/tool-retry-bounded` and `effects/tool-retry-spaced`, judged where the tool
 /// backend refused a call transiently (spacing only where a 429 asked for a wait).
 fn retry_checks(f: &Facts, executions: &[&ToolExchange]) -> Vec<CheckResult> {
@@ -121,7 +117,7 @@ fn retry_checks(f: &Facts, executions: &[&ToolExchange]) -> Vec<CheckResult> {
             && let Some(problem) = f.error_answer_problem(
                 call,
                 "the never-served",
-                attempts.last().and_then(|a| backend_message(a)),
+                attempts.last().map_or(Said::Nothing, |a| Said::backend(a)),
             )
         {
             unbounded.push(problem);
@@ -334,6 +330,25 @@ mod tests {
             &judgement,
             BOUNDED,
             "request 2: the output for the never-served call",
+        );
+    }
+
+    #[test]
+    fn tool_retry_bounded_fails_a_never_served_call_answered_with_a_generic_error() {
+        let judgement = answer_first_round("effects/03-tool-stays-unavailable", |run, issued| {
+            attempt(run, &issued[1], 2, 0);
+            vec![
+                attempt(run, &issued[0], 1, 0),
+                output(&issued[1], "Error: Function failed."),
+            ]
+        });
+        assert_fails_with(
+            &judgement,
+            BOUNDED,
+            &[
+                "request 2: the output for the never-served call",
+                "is Error: Function failed., which does not carry the backend's error (its message \"'get_stock' is temporarily unavailable; retry with the same call_id\", or its code \"unavailable\", or its status 503)",
+            ],
         );
     }
 

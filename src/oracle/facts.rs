@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::error_output::Said;
 use crate::scenario::{Scenario, StateMode};
 use crate::tools::{CallValidity, Registry};
 use crate::transcript::{
@@ -477,15 +478,16 @@ impl<'a> Facts<'a> {
     }
 
     /// What is wrong with how a call that did not run (rejected, denied, refused) was
-    /// answered: the loop must go on with an error output for it in the next request.
-    /// `what` names the situation (e.g. "the denied"); `said` is the message the
-    /// backend or approver gave, which an error output may repeat.
+    /// answered: the loop must go on with an error output for it in the next request,
+    /// one that carries what the backend or approver `said` (its message, code or
+    /// reason). `what` names the situation (e.g. "the denied").
     pub fn error_answer_problem(
         &self,
         call: &IssuedCall,
         what: &str,
-        said: Option<&str>,
+        said: Said<'_>,
     ) -> Option<String> {
+        let message = said.message();
         let Some((position, request)) = self.request_after(call.response) else {
             return (!self.may_stop_after(call.response)).then(|| {
                 format!(
@@ -505,16 +507,28 @@ impl<'a> Facts<'a> {
                 item_type(output),
                 call.describe(),
                 failure_field(output),
-                said.map(|m| format!(", with the reason {m:?}"))
+                message
+                    .map(|m| format!(", with the reason {m:?}"))
                     .unwrap_or_default()
             )),
-            Some(output) if !looks_like_error(&output_text(output), said) => Some(format!(
+            Some(output) if !looks_like_error(&output_text(output), message) => Some(format!(
                 "{label}: the output for {what} call {} is {}, which is not an error: expected it to say the call did not run{}",
                 call.describe(),
                 crate::text::clip(&output_text(output), 120),
-                said.map(|m| format!(" (e.g. {m:?})")).unwrap_or_default()
+                message
+                    .map(|m| format!(" (e.g. {m:?})"))
+                    .unwrap_or_default()
             )),
-            Some(_) => None,
+            Some(output) => {
+                let text = output_text(output);
+                said.missing_from(output, &text).map(|expected| {
+                    format!(
+                        "{label}: the output for {what} call {} is {}, which does not carry {expected}: the model cannot tell why the call did not run",
+                        call.describe(),
+                        crate::text::clip(&text, 120),
+                    )
+                })
+            }
         }
     }
 

@@ -9,6 +9,7 @@ mod compaction;
 mod correlation;
 mod dispatch;
 mod effects;
+mod error_output;
 pub(crate) mod facts;
 mod hosted;
 mod judge;

@@ -74,29 +74,32 @@ fn replayed(f: &Facts, replays: &[Replay<'_>]) -> CheckResult {
     let mut count = 0;
     for replay in replays {
         let (input, prior) = (&replay.input, &replay.prior);
-        for &(served, item) in prior {
+        for &(served_index, item) in prior {
             if item["type"] != "reasoning" {
                 continue;
             }
             count += 1;
             let id = item["id"].as_str().unwrap_or_default();
             let label = replay.label.clone();
-            let from = f.response_label(served);
+            let from = f.response_label(served_index);
             match input.iter().find(|i| item_type(i) == "reasoning" && item_id(i) == Some(id)) {
                 None => problems.push(format!(
                     "{label} does not replay reasoning item {id} from {from}: in {} mode every reasoning item must be sent back",
                     f.state
                 )),
-                Some(sent) => match sent.get("encrypted_content").and_then(Value::as_str) {
+                Some(sent) => match (sent.get("encrypted_content").and_then(Value::as_str), item["encrypted_content"].as_str()) {
                     // A stored reasoning item is found by its id.
-                    None if f.state == StateMode::Replay => {}
-                    None => problems.push(format!(
+                    (None, _) if f.state == StateMode::Replay => {}
+                    // Nothing served to send back: why is `state/include-encrypted`'s.
+                    (None, None) => {}
+                    (None, Some(_)) => problems.push(format!(
                         "{label} replays reasoning item {id} without its encrypted_content: expected it verbatim"
                     )),
-                    Some(content) if Some(content) != item["encrypted_content"].as_str() => problems.push(format!(
-                        "{label} replays reasoning item {id} with an altered encrypted_content: expected it byte for byte as {from} sent it"
+                    (Some(content), served) if Some(content) != served => problems.push(format!(
+                        "{label} replays reasoning item {id} with an altered encrypted_content: expected it byte for byte as {from} sent it{}",
+                        partial_from_stream(f, served_index, content, served)
                     )),
-                    Some(_) => {}
+                    (Some(_), _) => {}
                 },
             }
         }
@@ -110,6 +113,19 @@ fn replayed(f: &Facts, replays: &[Replay<'_>]) -> CheckResult {
             _ => format!("{count} reasoning replay(s), each with its encrypted_content intact"),
         },
     )
+}
+
+/// What to add when an altered `encrypted_content` is the partial one a stream's
+/// `response.output_item.added` announces (a truncated copy of the whole one): the SDK
+/// types say to take the item from `response.output_item.done`, where it is complete.
+fn partial_from_stream(f: &Facts, served: usize, sent: &str, whole: Option<&str>) -> String {
+    let streamed = f.served[served].exchange.stream.is_some();
+    match whole {
+        Some(whole) if streamed && !sent.is_empty() && sent.len() < whole.len() && whole.starts_with(sent) => {
+            " (it is the truncated encrypted_content of the stream's `response.output_item.added` event, which may be incomplete: take the reasoning item from `response.output_item.done`, or from the terminal event's response)".to_owned()
+        }
+        _ => String::new(),
+    }
 }
 
 fn input_shape(replays: &[Replay<'_>]) -> CheckResult {
@@ -706,6 +722,73 @@ expect: {outcome: completed}
             "reasoning/replayed",
             "with an altered encrypted_content: expected it byte for byte",
         );
+        // Served as JSON, there was no `output_item.added` to take it from.
+        let message = &check(&judgement, "reasoning/replayed").message;
+        assert!(!message.contains("output_item.added"), "{message}");
+    }
+
+    #[test]
+    fn replayed_names_the_added_event_when_a_streamed_replay_keeps_its_partial_content() {
+        let run = Run::case(RETENTION, Stateless);
+        let mut body = run.first_body();
+        body["stream"] = json!(true);
+        let (_, events) = run.send("POST", "/v1/responses", Some(&body));
+        let events = events.as_array().unwrap();
+        let response = events.last().unwrap()["response"].clone();
+        let added = &events
+            .iter()
+            .find(|e| e["type"] == "response.output_item.added" && e["item"]["type"] == "reasoning")
+            .unwrap()["item"];
+        let outputs = run.execute(&response);
+        let mut next = run.next_body(&body, &response, &outputs);
+        each("reasoning", |item| {
+            item["encrypted_content"] = added["encrypted_content"].clone()
+        })(next["input"].as_array_mut().unwrap());
+        let (status, _) = run.send("POST", "/v1/responses", Some(&next));
+        assert_eq!(status, 400, "the fake refuses the partial content");
+        assert_fails_with(
+            &run.judge_failed("api_error"),
+            "reasoning/replayed",
+            &[
+                "request 2 replays reasoning item rs_",
+                "with an altered encrypted_content: expected it byte for byte as response 1",
+                "the truncated encrypted_content of the stream's `response.output_item.added` event",
+                "take the reasoning item from `response.output_item.done`",
+            ],
+        );
+    }
+
+    #[test]
+    fn replayed_passes_reasoning_sent_back_as_served_without_encrypted_content() {
+        let run = Run::case(RETENTION, Stateless);
+        let first = run.first_body();
+        run.play_from(first);
+        // As a recording would hold reasoning served without its encrypted content: the
+        // loop cannot send back what it never got (`state/include-encrypted` asks why).
+        let judgement = run.judge_edited(json!({"status": "completed"}), |transcript| {
+            for exchange in &mut transcript.model {
+                let strip = |item: &mut Value| {
+                    if item["type"] == "reasoning" {
+                        item.as_object_mut().unwrap().remove("encrypted_content");
+                    }
+                };
+                let mut response: Value = (*exchange.response).clone();
+                response["output"]
+                    .as_array_mut()
+                    .into_iter()
+                    .flatten()
+                    .for_each(strip);
+                exchange.response = response.into();
+                let mut body: Value = (*exchange.body).clone();
+                body["input"]
+                    .as_array_mut()
+                    .into_iter()
+                    .flatten()
+                    .for_each(strip);
+                exchange.body = body.into();
+            }
+        });
+        assert_passes(&judgement, "reasoning/replayed");
     }
 
     #[test]

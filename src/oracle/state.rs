@@ -27,7 +27,7 @@ pub fn check(f: &Facts) -> Vec<CheckResult> {
         }
         StateMode::Stateless => {
             out.push(store_false(f));
-            out.push(include_encrypted(f));
+            out.extend(include_encrypted(f));
             if f.requests.len() > 1 {
                 out.push(input_replayed(f));
             }
@@ -483,19 +483,59 @@ fn store_false(f: &Facts) -> CheckResult {
     checks::STATE_STORE_FALSE.judge(problems, "every request sends store: false")
 }
 
-fn include_encrypted(f: &Facts) -> CheckResult {
-    let problems = f.requests_lacking(
-        |body| {
-            body.get("include")
-                .and_then(Value::as_array)
-                .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"))
-        },
-        "does not ask for `include: [\"reasoning.encrypted_content\"]`: without it a store:false response may carry no reasoning to replay",
-    );
-    checks::STATE_INCLUDE_ENCRYPTED.judge(
-        problems,
-        "every request includes reasoning.encrypted_content",
-    )
+/// `state/include-encrypted` (SHOULD): without storage a reasoning item goes back whole
+/// only with its `encrypted_content`. The API populates it by default on every create
+/// (the official SDK's `ResponseReasoningItem.encrypted_content`: "populated by default
+/// for reasoning items returned by `POST /v1/responses` and WebSocket `response.create`
+/// requests"), and the fake does too, so leaving `include` out is no defect by itself.
+/// The check fails a request that did not ask and got a reasoning item without it (a
+/// recording made where it was not served), which the loop then cannot replay whole;
+/// whether what was served went back whole is `reasoning/replayed`'s. Judged only where
+/// reasoning was served.
+fn include_encrypted(f: &Facts) -> Option<CheckResult> {
+    let asks = |position: usize| {
+        f.requests[position]
+            .body
+            .get("include")
+            .and_then(Value::as_array)
+            .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"))
+    };
+    let mut problems = Vec::new();
+    let (mut items, mut asked, mut by_default) = (0, 0, 0);
+    for (index, served) in f.served.iter().enumerate() {
+        let reasoning: Vec<&Value> = served
+            .output
+            .iter()
+            .filter(|item| item["type"] == "reasoning")
+            .collect();
+        if reasoning.is_empty() {
+            continue;
+        }
+        items += reasoning.len();
+        if asks(served.request) {
+            asked += 1;
+            continue;
+        }
+        by_default += 1;
+        for item in reasoning {
+            if item["encrypted_content"].as_str().is_none_or(str::is_empty) {
+                problems.push(format!(
+                    "{} does not ask for `include: [\"reasoning.encrypted_content\"]`, and {} serves reasoning item {} without its encrypted_content: with store:false it cannot go back whole; ask for it",
+                    f.request_label(served.request),
+                    f.response_label(index),
+                    item["id"].as_str().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    (items > 0).then(|| {
+        checks::STATE_INCLUDE_ENCRYPTED.judge(
+            problems,
+            format!(
+                "{items} reasoning item(s) served with their encrypted_content ({asked} response(s) to a request asking for it, {by_default} populated by default)"
+            ),
+        )
+    })
 }
 
 fn conversation(f: &Facts) -> CheckResult {
@@ -1033,30 +1073,98 @@ mod tests {
     }
 
     #[test]
-    fn store_false_and_include_encrypted_fail_when_left_out() {
+    fn store_false_fails_when_left_out() {
         let run = Run::played(CASE, Stateless);
-        let judgement = run.judge_completed();
-        assert_all_pass(
-            &judgement,
-            &["state/store-false", "state/include-encrypted"],
-        );
+        assert_passes(&run.judge_completed(), "state/store-false");
 
         let run = Run::case(CASE, Stateless);
         let mut first = run.first_body();
         first["store"] = json!(true);
-        first.as_object_mut().unwrap().remove("include");
         run.create(&first);
-        let judgement = run.judge_failed("api_error");
         assert_fails(
-            &judgement,
+            &run.judge_failed("api_error"),
             "state/store-false",
             "request 1 does not send `store: false`",
         );
-        assert_fails(
+    }
+
+    const REASONING: &str = "reasoning/01-encrypted-retention";
+
+    /// Plays `REASONING` statelessly and correctly, asking for the encrypted content or
+    /// not.
+    fn reasoning_run(ask: bool) -> Run {
+        let run = Run::case(REASONING, Stateless);
+        let mut first = run.first_body();
+        if !ask {
+            first.as_object_mut().unwrap().remove("include");
+        }
+        run.play_from(first);
+        run
+    }
+
+    /// Removes `encrypted_content` from every reasoning item the fake served, as a
+    /// recording made where it was not populated would hold them.
+    fn served_without_encrypted_content(transcript: &mut crate::transcript::Transcript) {
+        for exchange in &mut transcript.model {
+            let mut response: Value = (*exchange.response).clone();
+            for item in response["output"].as_array_mut().into_iter().flatten() {
+                if item["type"] == "reasoning" {
+                    item.as_object_mut().unwrap().remove("encrypted_content");
+                }
+            }
+            exchange.response = response.into();
+        }
+    }
+
+    #[test]
+    fn include_encrypted_passes_reasoning_served_by_default_and_replayed_whole() {
+        for ask in [true, false] {
+            let judgement = reasoning_run(ask).judge_completed();
+            assert_all_pass(
+                &judgement,
+                &[
+                    "wire/accepted",
+                    "state/include-encrypted",
+                    "reasoning/replayed",
+                ],
+            );
+            let message = &check(&judgement, "state/include-encrypted").message;
+            let expected = if ask {
+                "3 response(s) to a request asking for it, 0 populated by default"
+            } else {
+                "0 response(s) to a request asking for it, 3 populated by default"
+            };
+            assert!(message.contains(expected), "{message}");
+        }
+    }
+
+    #[test]
+    fn include_encrypted_fails_reasoning_served_without_content_to_a_request_that_did_not_ask() {
+        let judgement = reasoning_run(false).judge_edited(
+            json!({"status": "completed"}),
+            served_without_encrypted_content,
+        );
+        assert_fails_with(
             &judgement,
             "state/include-encrypted",
-            "request 1 does not ask for",
+            &[
+                "request 1 does not ask for `include: [\"reasoning.encrypted_content\"]`, and response 1 (resp_",
+                "serves reasoning item rs_",
+                "without its encrypted_content: with store:false it cannot go back whole",
+            ],
         );
+        // A request that asked is not to blame for what the server left out.
+        let judgement = reasoning_run(true).judge_edited(
+            json!({"status": "completed"}),
+            served_without_encrypted_content,
+        );
+        assert_passes(&judgement, "state/include-encrypted");
+    }
+
+    #[test]
+    fn include_encrypted_is_not_judged_without_reasoning() {
+        let judgement = Run::played(CASE, Stateless).judge_completed();
+        assert_not_judged(&judgement, "state/include-encrypted");
     }
 
     #[test]

@@ -1121,3 +1121,58 @@ async fn an_output_sent_again_after_its_chain_stored_it() {
     assert_error(&reply, 400, None, Some("input"), &expected);
     assert_rejected(&session, "duplicate-output");
 }
+
+/// A streamed reasoning item is announced in `response.output_item.added` with a partial
+/// `encrypted_content` (the SDK types: it "may be incomplete"; take the item from
+/// `response.output_item.done`), and with no summary yet. The done item is the one the
+/// terminal response carries; a replay of the added one is refused as tampered content
+/// (E8), a replay of the done one continues the script.
+#[tokio::test]
+async fn a_streamed_reasoning_item_is_whole_only_when_done() {
+    let (session, server, key) = start(StateMode::Stateless).await;
+    let api = Api::new(&server.base_url(), Some(&key));
+    let mut body = stateless(vec![user()]);
+    // The content is populated by default: the stream is asked without `include`.
+    body.as_object_mut().expect("object").remove("include");
+    body["stream"] = json!(true);
+    let request = api
+        .request(reqwest::Method::POST, "/v1/responses")
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    let streamed = crate::support::sse::Streamed::read(request).await;
+    assert_eq!(streamed.status, 200);
+    let events = streamed.events();
+    let item_event = |kind: &str| {
+        events
+            .iter()
+            .find(|e| e["type"] == kind && e["item"]["type"] == "reasoning")
+            .map(|e| e["item"].clone())
+            .expect("a reasoning item event")
+    };
+    let (added, done) = (
+        item_event("response.output_item.added"),
+        item_event("response.output_item.done"),
+    );
+    let response = events.last().expect("events")["response"].clone();
+    assert_eq!(response["output"][0], done);
+    assert_eq!(added["id"], done["id"]);
+    assert_eq!(added["summary"], json!([]));
+    assert_eq!(done["summary"][0]["text"], "Look up both SKUs.");
+    let (partial, whole) = (
+        added["encrypted_content"]
+            .as_str()
+            .expect("partial content"),
+        done["encrypted_content"].as_str().expect("whole content"),
+    );
+    assert!(!partial.is_empty() && partial.len() < whole.len());
+    assert!(whole.starts_with(partial));
+
+    let round = Round1 { response };
+    let mut input = round.full_replay();
+    input[1] = added;
+    let reply = post(&server, Some(&key), &stateless(input)).await;
+    assert_eq!(reply.0, 400, "{}", reply.1);
+    assert_eq!(reply.1["error"]["code"], "invalid_encrypted_content");
+    assert_rejected(&session, "E8");
+    finish_stateless("the done item", &session, &server, &key, &round).await;
+}

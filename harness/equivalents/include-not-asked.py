@@ -1,8 +1,7 @@
-# loopcheck-mutant
-# defect: does not ask for reasoning.encrypted_content in stateless mode
-# caught-by: state/include-encrypted
-# cases: reasoning/01-encrypted-retention
-# supports: stateless
+# loopcheck-equivalent
+# form: sends no `include` in stateless mode and replays each reasoning item whole with the encrypted_content the API populates by default on every create (as LangChain.js does)
+# cases: reasoning/*, state/01-instructions-every-request
+# supports: stateless,stream,websocket
 
 import os
 import sys
