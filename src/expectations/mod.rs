@@ -3,7 +3,7 @@
 //! replayed recording's drift (what it sent when recorded), and the baseline (the
 //! failures a team has accepted for now). Beside them, their upkeep: snapshots waiting
 //! for review ([`pending`]) and a baseline pruned or rewritten from a run
-//! ([`baseline::prune`]).
+//! (`Baseline::prune`, `Baseline::updated`).
 
 pub(crate) mod baseline;
 pub(crate) mod drift;
