@@ -289,7 +289,7 @@ mod tests {
             let entries = crate::expectations::Baseline::load(&written)
                 .unwrap()
                 .expected;
-            assert_eq!(entries.len(), 8);
+            assert_eq!(entries.len(), 4);
             let workflow = &files
                 .iter()
                 .find(|(p, _)| p.ends_with("loopcheck.yml"))
