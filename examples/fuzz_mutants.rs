@@ -8,39 +8,17 @@
 //! with the Python SDK, or `LOOPCHECK_PYTHON`). About a minute on two cores.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use loopcheck::fuzz::{FuzzOptions, fuzz};
 use loopcheck::runner::{Controller, RunOptions};
 
-/// The mutants whose defect generated cases reach.
-const REACHABLE: &[&str] = &[
-    "first-call-only.py",
-    "results-keyed-by-name.py",
-    "item-id-as-call-id.py",
-    "unknown-tool-dispatched.py",
-    "schema-unchecked.py",
-    "denial-retried.py",
-    "incomplete-as-answer.py",
-    "drop-reasoning.py",
-    "execute-on-last-round.py",
-    "custom-grammar-unchecked.py",
-    "custom-answered-as-function.py",
-    "reasoning-text-in-answer.py",
-    "content-filter-as-answer.py",
-];
+#[path = "support/mutant_header.rs"]
+mod mutant_header;
+use mutant_header::{fuzz_reachable, header};
 
 const SEED: u64 = 1;
-
-/// A header line's value (`# key: value`).
-fn header(path: &Path, key: &str) -> String {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .find_map(|line| line.strip_prefix(&format!("# {key}: ")).map(str::to_owned))
-        .unwrap_or_default()
-}
 
 #[tokio::main]
 async fn main() {
@@ -59,8 +37,9 @@ async fn main() {
         "| mutant | caught by | found? | cases to find | shrunk case fails it | shrunk size |"
     );
     println!("|---|---|---|---:|---|---|");
+    let reachable = fuzz_reachable(&root.join("harness/mutants"));
     let mut found = 0;
-    for (index, file) in REACHABLE.iter().enumerate() {
+    for (index, file) in reachable.iter().enumerate() {
         let path = root.join("harness/mutants").join(file);
         let caught_by = header(&path, "caught-by");
         let mut supports: BTreeSet<String> = header(&path, "supports")
@@ -117,7 +96,7 @@ async fn main() {
     }
     println!(
         "\n{found} of {} found in {:.0} s",
-        REACHABLE.len(),
+        reachable.len(),
         started.elapsed().as_secs_f64()
     );
 }

@@ -3,6 +3,7 @@
 # caught-by: terminal/outcome
 # cases: output/03-content-filter
 # supports: previous_response_id, stateless, stream
+# fuzz: reachable
 
 import os
 import sys

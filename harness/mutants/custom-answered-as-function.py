@@ -3,6 +3,7 @@
 # caught-by: call-id/answer-kind
 # cases: custom/01-custom-call, custom/02-custom-beside-function
 # supports: previous_response_id, stateless, custom
+# fuzz: reachable
 
 import os
 import sys

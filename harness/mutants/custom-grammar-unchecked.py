@@ -3,6 +3,7 @@
 # caught-by: dispatch/input-grammar
 # cases: custom/03-grammar-broken
 # supports: previous_response_id, custom
+# fuzz: reachable
 
 import os
 import sys

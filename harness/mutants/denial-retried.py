@@ -3,6 +3,7 @@
 # caught-by: authz/denial-relayed
 # cases: authz/01-cross-tenant-denied
 # supports: previous_response_id
+# fuzz: reachable
 
 import os
 import sys

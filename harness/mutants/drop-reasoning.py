@@ -3,6 +3,7 @@
 # caught-by: reasoning/replayed
 # cases: reasoning/01-encrypted-retention
 # supports: stateless
+# fuzz: reachable
 
 import os
 import sys

@@ -3,6 +3,7 @@
 # caught-by: budget/last-round-idle
 # cases: budget/03-single-round
 # supports: previous_response_id
+# fuzz: reachable
 
 import os
 import sys

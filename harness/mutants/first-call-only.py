@@ -3,6 +3,7 @@
 # caught-by: call-id/answered
 # cases: correlation/04-parallel-different-tools
 # supports: previous_response_id
+# fuzz: reachable
 
 import os
 import sys

@@ -3,6 +3,7 @@
 # caught-by: terminal/outcome
 # cases: terminal/05-incomplete-partial-text
 # supports: previous_response_id
+# fuzz: reachable
 
 import os
 import sys

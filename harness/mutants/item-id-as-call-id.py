@@ -3,6 +3,7 @@
 # caught-by: call-id/own-id
 # cases: correlation/02-call-id-distinct
 # supports: previous_response_id
+# fuzz: reachable
 
 import os
 import sys

@@ -3,6 +3,7 @@
 # caught-by: terminal/outcome
 # cases: output/02-reasoning-text
 # supports: previous_response_id, stream
+# fuzz: reachable
 
 import os
 import sys

@@ -3,6 +3,7 @@
 # caught-by: call-id/result-matches
 # cases: correlation/05-parallel-same-tool
 # supports: previous_response_id
+# fuzz: reachable
 
 import os
 import sys

@@ -3,6 +3,7 @@
 # caught-by: dispatch/schema-valid
 # cases: dispatch/09-schema-violation, dispatch/05-missing-required-field
 # supports: previous_response_id
+# fuzz: reachable
 
 import os
 import sys

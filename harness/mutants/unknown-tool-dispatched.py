@@ -3,6 +3,7 @@
 # caught-by: dispatch/registered-only
 # cases: dispatch/01-unknown-tool
 # supports: previous_response_id
+# fuzz: reachable
 
 import os
 import sys

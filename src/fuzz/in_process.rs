@@ -37,19 +37,6 @@ impl InProcess {
     /// The built-in Rust reference controller, run in this process; a task it cannot
     /// read is its `api_error` failure.
     pub fn reference() -> Self {
-        Self::new(|env: ControllerEnv, task: Value| async move {
-            let outcome = match serde_json::from_value::<loopcheck_reference::Task>(task) {
-                Ok(task) => {
-                    let env = loopcheck_reference::ControllerEnv {
-                        base_url: env.base_url,
-                        api_key: env.api_key,
-                        tools_url: env.tools_url,
-                    };
-                    loopcheck_reference::run(&env, &task).await
-                }
-                Err(err) => loopcheck_reference::Outcome::failed("api_error", err.to_string()),
-            };
-            serde_json::to_value(outcome).unwrap_or(Value::Null)
-        })
+        Self::new(crate::runner::reference_controller)
     }
 }

@@ -44,3 +44,20 @@ where
     };
     finish(&case.scenario, state, &session, None, result, started)
 }
+
+/// The Rust reference controller as an in-process controller: the task JSON in, the
+/// result object out (a task it cannot read is its `api_error` failure).
+pub async fn reference_controller(env: ControllerEnv, task: Value) -> Value {
+    let outcome = match serde_json::from_value::<loopcheck_reference::Task>(task) {
+        Ok(task) => {
+            let env = loopcheck_reference::ControllerEnv {
+                base_url: env.base_url,
+                api_key: env.api_key,
+                tools_url: env.tools_url,
+            };
+            loopcheck_reference::run(&env, &task).await
+        }
+        Err(err) => loopcheck_reference::Outcome::failed("api_error", err.to_string()),
+    };
+    serde_json::to_value(outcome).unwrap_or(Value::Null)
+}

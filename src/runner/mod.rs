@@ -17,7 +17,7 @@ pub use case::{CaseRunner, run_case};
 pub(crate) use case::{controller_env, error_report, finish};
 pub use controller::{Controller, DEFAULT_STARTUP_TIMEOUT, RunOptions};
 pub(crate) use group::kill_group;
-pub use in_process::run_in_process;
+pub use in_process::{reference_controller, run_in_process};
 pub use plan::{delivered, plan, required_capabilities};
 pub use process::Direct;
 pub use run::{Ran, run_all, run_all_until};

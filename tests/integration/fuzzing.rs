@@ -16,25 +16,8 @@ use crate::support::cli::loopcheck_outside_ci as loopcheck;
 use crate::support::controllers::interpreted;
 use crate::support::{missing_sdk, root};
 
-/// Mutants whose defect generated cases reach: parallel calls (to one tool or several),
-/// rejected calls, denials, incomplete turns, stateless replays of reasoning, a budget
-/// that runs out, custom tool calls (their grammar, their answer's kind), reasoning text
-/// and the content filter's ending.
-const REACHABLE: &[&str] = &[
-    "first-call-only.py",
-    "results-keyed-by-name.py",
-    "item-id-as-call-id.py",
-    "unknown-tool-dispatched.py",
-    "schema-unchecked.py",
-    "denial-retried.py",
-    "incomplete-as-answer.py",
-    "drop-reasoning.py",
-    "execute-on-last-round.py",
-    "custom-grammar-unchecked.py",
-    "custom-answered-as-function.py",
-    "reasoning-text-in-answer.py",
-    "content-filter-as-answer.py",
-];
+#[path = "../../examples/support/mutant_header.rs"]
+mod mutant_header;
 
 /// Most cases a mutant's defect may take to be found.
 const CASES: &str = "60";
@@ -149,14 +132,22 @@ fn fuzzing_finds_each_reachable_mutant_and_the_shrunk_case_fails_its_check() {
         Ok(python) => python,
         Err(err) => return missing_sdk("Python SDK", &err),
     };
-    let queue = Arc::new(Mutex::new(REACHABLE.to_vec()));
+    // Parallel calls (to one tool or several), rejected calls, denials, incomplete turns,
+    // stateless replays of reasoning, a budget that runs out, custom tool calls, reasoning
+    // text, the content filter's ending: each mutant whose header says `fuzz: reachable`.
+    let reachable = mutant_header::fuzz_reachable(&root().join("harness/mutants"));
+    assert!(
+        reachable.len() >= 13,
+        "the fuzz-reachable mutants: {reachable:?}"
+    );
+    let queue = Arc::new(Mutex::new(reachable));
     let problems = Arc::new(Mutex::new(Vec::new()));
     let workers: Vec<_> = (0..3)
         .map(|_| {
             let (queue, problems, python) = (queue.clone(), problems.clone(), python.clone());
             std::thread::spawn(move || {
                 while let Some(file) = queue.lock().unwrap().pop() {
-                    if let Some(problem) = hunt(file, &python) {
+                    if let Some(problem) = hunt(&file, &python) {
                         problems.lock().unwrap().push(problem);
                     }
                 }

@@ -142,9 +142,7 @@ pub fn interpreted(interpreter: &Path, script: &Path) -> String {
     )
 }
 
-/// Runs one case run in process against the Rust reference controller
-/// (`loopcheck_reference`), its task read from the task JSON; a task it cannot read is
-/// reported as an `api_error` failure.
+/// Runs one case run in process against the Rust reference controller.
 pub async fn run_reference_in_process(
     case: &loopcheck::scenario::Case,
     state: loopcheck::scenario::StateMode,
@@ -154,20 +152,7 @@ pub async fn run_reference_in_process(
         case,
         state,
         timeout,
-        |env: loopcheck::runner::ControllerEnv, task| async move {
-            let outcome = match serde_json::from_value::<loopcheck_reference::Task>(task) {
-                Ok(task) => {
-                    let env = loopcheck_reference::ControllerEnv {
-                        base_url: env.base_url,
-                        api_key: env.api_key,
-                        tools_url: env.tools_url,
-                    };
-                    loopcheck_reference::run(&env, &task).await
-                }
-                Err(err) => loopcheck_reference::Outcome::failed("api_error", err.to_string()),
-            };
-            serde_json::to_value(outcome).expect("an outcome serializes")
-        },
+        loopcheck::runner::reference_controller,
     )
     .await
 }
