@@ -144,9 +144,11 @@ def main():
     if not args.render_only:
         names = frameworks(args.names)
         subprocess.run([str(HERE / "install.sh"), *names], check=True)
-        fresh = INSTALLED / "matrix.json"
+        # One file per run: two runs at once (one framework each) must not share it.
+        fresh = INSTALLED / f"matrix-{os.getpid()}.json"
         run_matrix(find_loopcheck(args.loopcheck), names, args.jobs, fresh)
         matrix = json.loads(fresh.read_text())
+        fresh.unlink()
         write_atomic(out, json.dumps(matrix, indent=2) + "\n")
     matrix = json.loads(out.read_text())
     write_atomic(DOCS / "frameworks.md", render(matrix))
