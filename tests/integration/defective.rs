@@ -175,7 +175,9 @@ impl Tools<'_> {
             if decision["approved"] == true {
                 body["approval"] = decision["approval"].clone();
             } else if self.defect != Defect::IgnoreApprovalRefusal {
-                return json!({"error": "approval denied"}).to_string();
+                // The contract's error output for a refusal carries the approver's reason.
+                let reason = decision["reason"].as_str().unwrap_or("no reason given");
+                return json!({"error": format!("approval denied: {reason}")}).to_string();
             }
         }
         let (mut status, mut answer) = self.post(&format!("/call/{name}"), body.clone()).await;
