@@ -8,7 +8,8 @@ that crashed or timed out without one, the case) must be named in that framework
 findings.md; the script lists what is not and exits 1.
 
 Usage: harness/frameworks/matrix.py [--loopcheck BIN] [--jobs N] [--render-only] [NAME...]
-(install first: harness/frameworks/install.sh, which this script runs).
+(install first: harness/frameworks/install.sh, which this script runs). Naming frameworks
+reruns only those: the others keep their verdicts from docs/frameworks.json.
 """
 
 import argparse
@@ -76,6 +77,33 @@ def run_label(row):
     """`case [state]`, or `case [state, stream]` for a streamed run (as `loopcheck run` names it)."""
     streamed = ", stream" if row.get("delivery") == "stream" else ""
     return f"`{row['id']}` [{row['state']}{streamed}]"
+
+
+def run_key(row):
+    return (row["id"], row["state"], row.get("delivery"))
+
+
+def merge(previous, fresh):
+    """`fresh` (some frameworks' new runs) with the other frameworks' verdicts kept from
+    `previous`. The runs are `fresh`'s, the catalogue as it is now; a kept framework that
+    has no verdict for one of them was run on an older catalogue and is named."""
+    kept = [n for n in previous["controllers"] if n not in fresh["controllers"]]
+    old_rows = {run_key(row): row for row in previous["cases"]}
+    stale = set()
+    for row in fresh["cases"]:
+        old = old_rows.get(run_key(row), {"verdicts": {}, "failing": {}})
+        for name in kept:
+            if name not in old["verdicts"]:
+                stale.add(name)
+                continue
+            row["verdicts"][name] = old["verdicts"][name]
+            if name in old.get("failing", {}):
+                row.setdefault("failing", {})[name] = old["failing"][name]
+    for name in sorted(stale):
+        print(f"matrix.py: {name} was run on another catalogue (runs without its verdict): rerun it")
+    fresh["controllers"] = sorted(kept + fresh["controllers"])
+    fresh["summary"] = {n: (fresh["summary"].get(n) or previous["summary"][n]) for n in fresh["controllers"]}
+    return fresh
 
 
 def table(matrix):
@@ -149,6 +177,8 @@ def main():
         run_matrix(find_loopcheck(args.loopcheck), names, args.jobs, fresh)
         matrix = json.loads(fresh.read_text())
         fresh.unlink()
+        if args.names and out.exists():
+            matrix = merge(json.loads(out.read_text()), matrix)
         write_atomic(out, json.dumps(matrix, indent=2) + "\n")
     matrix = json.loads(out.read_text())
     write_atomic(DOCS / "frameworks.md", render(matrix))
