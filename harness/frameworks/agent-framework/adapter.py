@@ -98,7 +98,7 @@ def make_input(task):
     value = task["input"]
     if isinstance(value, str):
         return value
-    return [Message(role=item["role"], text=item["content"]) for item in value]
+    return [Message(item["role"], [item["content"]]) for item in value]
 
 
 async def run_case(task):
