@@ -20,6 +20,10 @@ State modes map onto what the framework offers: `previous_response_id` is its de
 `options={"store": False}` (the function loop then replays the whole history), and
 `conversation` is a session continuing a conversation created with the client's
 `AsyncOpenAI` (`agent.get_session(conv_id)`). `stream` is `agent.run(stream=True)`.
+Budgets are the function-invocation limits: `max_tool_calls` is `max_function_calls`,
+`deadline_ms` is `max_duration_seconds` (the framework has no per-tool timeout).
+`text_format` is `options={"response_format": <the task's format>}`, and the answer is
+checked by reading `AgentResponse.value`, the framework's structured-output parse.
 """
 
 import asyncio
@@ -102,11 +106,16 @@ def make_input(task):
 
 
 async def run_case(task):
+    limits = {"max_iterations": task["max_rounds"]}
+    if "max_tool_calls" in task:
+        limits["max_function_calls"] = task["max_tool_calls"]
+    if "deadline_ms" in task:
+        limits["max_duration_seconds"] = task["deadline_ms"] / 1000
     client = OpenAIChatClient(
         model=task["model"],
         api_key=os.environ["OPENAI_API_KEY"],
         base_url=os.environ["OPENAI_BASE_URL"],
-        function_invocation_configuration={"max_iterations": task["max_rounds"]},
+        function_invocation_configuration=limits,
     )
     agent = Agent(
         client=client,
@@ -118,6 +127,8 @@ async def run_case(task):
     options = {}
     session = None
     state = task["state"]
+    if "text_format" in task:  # a mapping is sent as the request's text.format
+        options["response_format"] = task["text_format"]
     if state == "stateless":
         options["store"] = False
     elif state == "conversation":
@@ -130,6 +141,8 @@ async def run_case(task):
         response = await stream.get_final_response()
     else:
         response = await agent.run(make_input(task), session=session, options=options)
+    if "text_format" in task:
+        response.value  # the framework's structured-output parse; raises on a non-JSON answer
     return {"status": "completed", "output_text": response.text}
 
 
@@ -139,6 +152,8 @@ def failure(err):
     if isinstance(err, ChatClientException):
         # The client wraps the openai SDK's errors (ChatClientException and subclasses).
         reason = "api_error"
+    elif isinstance(err, ValueError) and "not valid JSON" in str(err):  # AgentResponse.value
+        reason = "invalid_output"
     else:
         reason = f"framework_error {type(err).__name__}"
     return {"status": "failed", "reason": reason, "detail": detail}
