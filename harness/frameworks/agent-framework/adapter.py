@@ -45,14 +45,13 @@ def make_tool(spec, task):
     name = spec["name"]
 
     async def invoke(ctx: FunctionInvocationContext, **arguments):
-        outcome, value = await asyncio.to_thread(
+        _, value = await asyncio.to_thread(
             contract.run_call, task, name, ctx.metadata.get("call_id"), arguments
         )
-        if outcome == "result":
-            return value  # the framework serializes it for the model (parse_result)
-        # An error or a refusal goes back as the tool's text: a raised exception would
-        # reach the model as "Error: Function failed." without its message (the default
-        # include_detailed_errors=False).
+        # A result is serialized for the model by the framework (FunctionTool.parse_result);
+        # an error or a refusal goes back as the tool's text, since a raised exception
+        # would reach the model as "Error: Function failed." without its message (the
+        # default include_detailed_errors=False).
         return value
 
     return FunctionTool(
