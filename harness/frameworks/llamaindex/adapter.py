@@ -16,7 +16,8 @@ tools go in as `OpenAIResponses(built_in_tools=[...])`, as the integration docum
 State modes map onto the LLM's own settings: `previous_response_id` is
 `track_previous_responses=True` (which also turns `store` on), `stateless` is the default
 (`store=False`) with the encrypted reasoning included. The task's instructions are the
-agent's `system_prompt`; `strict` is the LLM's `strict` when every task tool is strict;
+agent's `system_prompt`; `strict` is the LLM's `strict` when every task tool is strict
+(an omitted `strict` counts as strict, as on the API);
 `streaming` is the agent's `streaming` flag, set from the task.
 """
 
@@ -26,6 +27,7 @@ import os
 import pathlib
 import sys
 
+import httpx
 import openai
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.bridge.pydantic import BaseModel, ConfigDict
@@ -101,8 +103,8 @@ async def run_case(task):
         settings["include"] = ["reasoning.encrypted_content"]
     else:
         return {"status": "failed", "reason": "unsupported", "detail": f"state {state}"}
-    if functions and all(spec.get("strict") for spec in functions):
-        settings["strict"] = True
+    if functions and all(spec.get("strict", True) for spec in functions):
+        settings["strict"] = True  # an omitted `strict` is strict on the Responses API
     llm = OpenAIResponses(
         model=task["model"],
         api_base=os.environ["OPENAI_BASE_URL"],
@@ -130,7 +132,8 @@ def failure(err):
     detail = f"{type(err).__name__}: {err}"
     if isinstance(err, WorkflowRuntimeError) and "Max iterations" in str(err):
         reason = "max_rounds"
-    elif isinstance(err, openai.APIError):
+    elif isinstance(err, (openai.APIError, httpx.TransportError)):
+        # A stream cut short surfaces as httpx's own error, which the SDK does not wrap.
         reason = "api_error"
     else:
         reason = f"framework_error {type(err).__name__}"
