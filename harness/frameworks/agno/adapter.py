@@ -26,8 +26,8 @@ calls, and answers the calls past it with an error instead of stopping), so `max
 maps onto nothing.
 """
 
-import contextlib
 import json
+import logging
 import os
 import pathlib
 import sys
@@ -94,17 +94,15 @@ def run_case(task):
         tools=make_tools(task),
         telemetry=False,  # it would post to Agno's servers after every run
     )
-    # Agno logs through rich onto standard output, which is the result line's.
-    with contextlib.redirect_stdout(sys.stderr):
-        if task.get("stream"):
-            output = None
-            for event in agent.run(task["input"], stream=True, yield_run_output=True):
-                if isinstance(event, RunOutput):
-                    output = event
-                elif isinstance(event, RunErrorEvent):
-                    return failure_of(event.content, event.error_type)
-        else:
-            output = agent.run(task["input"])
+    if task.get("stream"):
+        output = None
+        for event in agent.run(task["input"], stream=True, yield_run_output=True):
+            if isinstance(event, RunOutput):
+                output = event
+            elif isinstance(event, RunErrorEvent):
+                return failure_of(event.content, event.error_type)
+    else:
+        output = agent.run(task["input"])
     contract.log(f"run status {output.status if output else None}: {output.content if output else None!r}")
     if output is None or output.status == RunStatus.error:
         return failure_of(output.content if output else "no run output", None)
@@ -125,5 +123,15 @@ def failure(err):
     return {"status": "failed", "reason": f"framework_error {type(err).__name__}", "detail": str(err)}
 
 
-if __name__ == "__main__":
+def main():
+    # Off a terminal, Agno's loggers write to standard output (`agno.utils.log.build_logger`
+    # binds a StreamHandler to sys.stdout), which is the result line's: log to stderr.
+    for name in ("agno", "agno-team", "agno-workflow"):
+        for handler in logging.getLogger(name).handlers:
+            if isinstance(handler, logging.StreamHandler):
+                handler.setStream(sys.stderr)
     contract.serve(run_case, failure)
+
+
+if __name__ == "__main__":
+    main()
