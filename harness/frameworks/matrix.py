@@ -5,7 +5,8 @@ docs/frameworks.md (the page: page.md with the table and every framework's findi
 
 Every failure must be explained: each check that failed in a case run (or, for a run
 that crashed or timed out without one, the case) must be named in that framework's
-findings.md; the script lists what is not and exits 1.
+findings.md, whose second line gives the pass count the matrix has; the script lists
+what is not and exits 1.
 
 Usage: harness/frameworks/matrix.py [--loopcheck BIN] [--jobs N] [--render-only] [NAME...]
 (install first: harness/frameworks/install.sh, which this script runs). Naming frameworks
@@ -145,6 +146,27 @@ def unexplained(matrix):
     return missing
 
 
+def pass_count(summary):
+    """How the second line of a findings.md begins, with the matrix's numbers (what
+    follows, how the failures split, is the findings' own)."""
+    supported = summary["cases"] - summary["unsupported"]
+    return f"Pass count: {summary['passed']} of {supported} supported runs ({summary['unsupported']} unsupported)"
+
+
+def stale_counts(matrix):
+    """(framework, what findings.md says, what it should say) where they differ: the
+    page must not publish a count the matrix no longer has."""
+    stale = []
+    for name in matrix["controllers"]:
+        findings = HERE / name / "findings.md"
+        lines = findings.read_text().splitlines() if findings.exists() else []
+        said = lines[1] if len(lines) > 1 else "(no second line)"
+        expected = pass_count(matrix["summary"][name])
+        if not said.startswith(expected):
+            stale.append((name, said, expected))
+    return stale
+
+
 def nested(markdown):
     """A findings.md one heading level down, to sit under the page's "Findings"."""
     return "\n".join("#" + line if line.startswith("#") else line for line in markdown.splitlines())
@@ -185,12 +207,15 @@ def main():
     missing = unexplained(matrix)
     for name, run, what in missing:
         print(f"unexplained: {name}: {run}: {what} is not named in harness/frameworks/{name}/findings.md")
+    stale = stale_counts(matrix)
+    for name, said, expected in stale:
+        print(f"stale: harness/frameworks/{name}/findings.md line 2 says {said!r}; the matrix gives {expected!r}...")
     summary = ", ".join(
         f"{n} {matrix['summary'][n]['passed']}/{matrix['summary'][n]['cases'] - matrix['summary'][n]['unsupported']}"
         for n in matrix["controllers"]
     )
     print(f"wrote docs/frameworks.md and docs/frameworks.json: {summary} (passed/supported)")
-    sys.exit(1 if missing else 0)
+    sys.exit(1 if missing or stale else 0)
 
 
 if __name__ == "__main__":
