@@ -103,6 +103,10 @@ def merge(previous, fresh):
     for name in sorted(stale):
         print(f"matrix.py: {name} was run on another catalogue (runs without its verdict): rerun it")
     fresh["controllers"] = sorted(kept + fresh["controllers"])
+    for row in fresh["cases"]:  # in the controllers' order, so a rerun's diff is its changes only
+        for field in ("verdicts", "failing"):
+            if field in row:
+                row[field] = {n: row[field][n] for n in fresh["controllers"] if n in row[field]}
     fresh["summary"] = {n: (fresh["summary"].get(n) or previous["summary"][n]) for n in fresh["controllers"]}
     return fresh
 
