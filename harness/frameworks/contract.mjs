@@ -1,12 +1,13 @@
 // The controller-contract plumbing the Node adapters share (docs/contract.md): reading the
-// task, the fixture backend and the result line. It decides nothing about the loop: what
-// to run, validate, retry or stop is the framework's.
+// task, the fixture backend, the result line and persistent mode. It decides nothing about
+// the loop: what to run, validate, retry or stop is the framework's.
 //
 // An adapter imports it as `../contract.mjs`. install.sh links this file into the install
 // folder beside the adapters' folders, so the relative path holds there as in the source
 // tree; it imports nothing but Node's own modules, so it needs no node_modules.
 
 import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 
 // stdout is reserved for the result line.
 export const log = (...args) => console.error(...args);
@@ -49,17 +50,36 @@ export function unsupported(message) {
   return Object.assign(new Error(message), { reason: 'unsupported' });
 }
 
-/** Runs `runCase(task)` for the task of LOOPCHECK_TASK and prints its result line, or that
- * of `failure(err)` for an error it threw; then exits, whatever the SDK left open. */
+/** Prints the result line of `runCase(task)`, or of `failure(err, detail)` for an error it
+ * threw: for the task file of LOOPCHECK_TASK, then exits whatever the SDK left open; or,
+ * without it, for each case line on standard input (persistent mode, contract section 9),
+ * so that the framework is loaded once per worker; each case takes its own URLs and key
+ * from its line. */
 export async function serve(runCase, failure) {
   process.on('unhandledRejection', (err) => log(`unhandled rejection: ${err?.stack ?? err}`));
-  let result;
+  // A framework's own console output (the AI SDK's warnings use console.info) goes to
+  // stderr: stdout carries only result lines, one per case in persistent mode.
+  console.log = console.info = console.debug = log;
+  const print = (result) => new Promise((done) => process.stdout.write(`${JSON.stringify(result)}\n`, done));
+  if (process.env.LOOPCHECK_TASK) {
+    await print(await resultOf(runCase, failure, JSON.parse(readFileSync(process.env.LOOPCHECK_TASK, 'utf8'))));
+    process.exit(0);
+  }
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (!line.trim()) continue;
+    const request = JSON.parse(line);
+    Object.assign(process.env, request.env);
+    await print(await resultOf(runCase, failure, request.task));
+  }
+  process.exit(0);
+}
+
+async function resultOf(runCase, failure, task) {
   try {
-    result = await runCase(JSON.parse(readFileSync(process.env.LOOPCHECK_TASK, 'utf8')));
+    return await runCase(task);
   } catch (err) {
     log(`run error: ${err?.stack ?? err}`);
     const detail = `${err?.constructor?.name ?? err?.name ?? 'Error'}: ${err?.message ?? err}`;
-    result = err?.reason === 'unsupported' ? { status: 'failed', reason: 'unsupported', detail } : failure(err, detail);
+    return err?.reason === 'unsupported' ? { status: 'failed', reason: 'unsupported', detail } : failure(err, detail);
   }
-  process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
 }
