@@ -80,6 +80,11 @@ def run_label(row):
     return f"`{row['id']}` [{row['state']}{streamed}]"
 
 
+def supported(summary):
+    """A framework's runs minus those needing a capability it does not declare."""
+    return summary["cases"] - summary["unsupported"]
+
+
 def run_key(row):
     return (row["id"], row["state"], row.get("delivery"))
 
@@ -89,6 +94,7 @@ def merge(previous, fresh):
     `previous`. The runs are `fresh`'s, the catalogue as it is now; a kept framework that
     has no verdict for one of them was run on an older catalogue and is named."""
     kept = [n for n in previous["controllers"] if n not in fresh["controllers"]]
+    controllers = sorted(kept + fresh["controllers"])
     old_rows = {run_key(row): row for row in previous["cases"]}
     stale = set()
     for row in fresh["cases"]:
@@ -100,14 +106,14 @@ def merge(previous, fresh):
             row["verdicts"][name] = old["verdicts"][name]
             if name in old.get("failing", {}):
                 row.setdefault("failing", {})[name] = old["failing"][name]
-    for name in sorted(stale):
-        print(f"matrix.py: {name} was run on another catalogue (runs without its verdict): rerun it")
-    fresh["controllers"] = sorted(kept + fresh["controllers"])
-    for row in fresh["cases"]:  # in the controllers' order, so a rerun's diff is its changes only
+        # In the controllers' order, so a rerun's diff is its changes only.
         for field in ("verdicts", "failing"):
             if field in row:
-                row[field] = {n: row[field][n] for n in fresh["controllers"] if n in row[field]}
-    fresh["summary"] = {n: (fresh["summary"].get(n) or previous["summary"][n]) for n in fresh["controllers"]}
+                row[field] = {n: row[field][n] for n in controllers if n in row[field]}
+    for name in sorted(stale):
+        print(f"matrix.py: {name} was run on another catalogue (runs without its verdict): rerun it")
+    fresh["controllers"] = controllers
+    fresh["summary"] = {n: (fresh["summary"].get(n) or previous["summary"][n]) for n in controllers}
     return fresh
 
 
@@ -122,8 +128,8 @@ def table(matrix):
             cells.append(verdict if not failing else f"{verdict}: " + ", ".join(f"`{c}`" for c in failing))
         lines.append(f"| {run_label(row)} | " + " | ".join(cells) + " |")
     passed = [matrix["summary"][n]["passed"] for n in names]
-    supported = [matrix["summary"][n]["cases"] - matrix["summary"][n]["unsupported"] for n in names]
-    lines.append("| **passed / supported runs** | " + " | ".join(f"{p}/{s}" for p, s in zip(passed, supported)) + " |")
+    runs = [supported(matrix["summary"][n]) for n in names]
+    lines.append("| **passed / supported runs** | " + " | ".join(f"{p}/{s}" for p, s in zip(passed, runs)) + " |")
     return "\n".join(lines)
 
 
@@ -153,8 +159,7 @@ def unexplained(matrix):
 def pass_count(summary):
     """How the second line of a findings.md begins, with the matrix's numbers (what
     follows, how the failures split, is the findings' own)."""
-    supported = summary["cases"] - summary["unsupported"]
-    return f"Pass count: {summary['passed']} of {supported} supported runs ({summary['unsupported']} unsupported)"
+    return f"Pass count: {summary['passed']} of {supported(summary)} supported runs ({summary['unsupported']} unsupported)"
 
 
 def stale_counts(matrix):
@@ -215,7 +220,7 @@ def main():
     for name, said, expected in stale:
         print(f"stale: harness/frameworks/{name}/findings.md line 2 says {said!r}; the matrix gives {expected!r}...")
     summary = ", ".join(
-        f"{n} {matrix['summary'][n]['passed']}/{matrix['summary'][n]['cases'] - matrix['summary'][n]['unsupported']}"
+        f"{n} {matrix['summary'][n]['passed']}/{supported(matrix['summary'][n])}"
         for n in matrix["controllers"]
     )
     print(f"wrote docs/frameworks.md and docs/frameworks.json: {summary} (passed/supported)")
